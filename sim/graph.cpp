@@ -1,0 +1,83 @@
+#include "sim/graph.hpp"
+
+#include <algorithm>
+
+#include "sim/violation.hpp"
+
+namespace mlsys {
+
+static std::string shape(const Problem& p, int t) {
+  return "tensor " + std::to_string(t) + " (" + std::to_string(p.heights[t]) + "x" + std::to_string(p.widths[t]) +
+         ")";
+}
+
+Graph analyze_graph(const Problem& p, const std::string& file) {
+  const int T = p.num_tensors(), N = p.num_ops();
+  auto fail = [&](int op, const std::string& message) -> void {
+    throw InputError(file, "op " + std::to_string(op), "M2", message);
+  };
+  Graph g;
+  g.producer.assign(T, -1);
+  g.consumers.assign(T, {});
+  g.reduction_depth.assign(N, 0);
+  for (int o = 0; o < N; ++o) {
+    const auto& in = p.inputs[o];
+    const auto& out = p.outputs[o];
+    if (p.is_matmul(o)) {
+      if (in.size() != 2) fail(o, "a MatMul needs exactly 2 inputs [LHS, RHS], got " + std::to_string(in.size()));
+      if (out.size() != 1) fail(o, "a MatMul needs exactly 1 output, got " + std::to_string(out.size()));
+      int lhs = in[0], rhs = in[1], y = out[0];
+      if (p.widths[lhs] != p.heights[rhs])
+        fail(o, "MatMul shape mismatch: LHS " + shape(p, lhs) + " width != RHS " + shape(p, rhs) + " height");
+      if (p.heights[y] != p.heights[lhs] || p.widths[y] != p.widths[rhs])
+        fail(o, "MatMul shape mismatch: output " + shape(p, y) + " must be " + std::to_string(p.heights[lhs]) + "x" +
+                    std::to_string(p.widths[rhs]));
+      g.reduction_depth[o] = p.widths[lhs];
+    } else {
+      if (in.empty()) fail(o, "a Pointwise op needs at least 1 input");
+      if (out.empty()) fail(o, "a Pointwise op needs at least 1 output");
+      int ref = out[0];
+      for (int t : in)
+        if (p.widths[t] != p.widths[ref] || p.heights[t] != p.heights[ref])
+          fail(o, "Pointwise shape mismatch: input " + shape(p, t) + " vs output " + shape(p, ref));
+      for (int t : out)
+        if (p.widths[t] != p.widths[ref] || p.heights[t] != p.heights[ref])
+          fail(o, "Pointwise shape mismatch: output " + shape(p, t) + " vs output " + shape(p, ref));
+    }
+    for (int t : out) {
+      if (g.producer[t] != -1)
+        fail(o, "tensor " + std::to_string(t) + " is already produced by op " + std::to_string(g.producer[t]));
+      g.producer[t] = o;
+    }
+    for (int i = 0; i < static_cast<int>(in.size()); ++i) g.consumers[in[i]].push_back({o, i});
+  }
+  // Kahn's algorithm; ops left over lie on a cycle.
+  std::vector<int> pending(N, 0);
+  for (int o = 0; o < N; ++o)
+    for (int t : p.inputs[o])
+      if (g.producer[t] != -1) ++pending[o];
+  std::vector<int> ready;
+  for (int o = N - 1; o >= 0; --o)
+    if (pending[o] == 0) ready.push_back(o);
+  while (!ready.empty()) {
+    int o = ready.back();
+    ready.pop_back();
+    g.topological_order.push_back(o);
+    for (int t : p.outputs[o])
+      for (const Consumer& c : g.consumers[t])
+        if (--pending[c.op] == 0) ready.push_back(c.op);
+  }
+  if (static_cast<int>(g.topological_order.size()) != N) {
+    for (int o = 0; o < N; ++o)
+      if (pending[o] > 0) fail(o, "the graph has a cycle through this op");
+  }
+  g.is_graph_input.assign(T, false);
+  g.is_graph_output.assign(T, false);
+  for (int t = 0; t < T; ++t) {
+    g.is_graph_input[t] = g.producer[t] == -1 && !g.consumers[t].empty();
+    g.is_graph_output[t] = g.producer[t] != -1 && g.consumers[t].empty();
+  }
+  return g;
+}
+
+}  // namespace mlsys

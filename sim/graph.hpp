@@ -1,0 +1,28 @@
+// Graph analysis of a problem (M2, M3): producers, consumers, graph inputs/outputs, topological order.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sim/problem.hpp"
+
+namespace mlsys {
+
+struct Consumer {
+  int op;
+  int position;  // input position: 0 = LHS, 1 = RHS for MatMul
+};
+
+struct Graph {
+  std::vector<int> producer;                   // per tensor, -1 if none
+  std::vector<std::vector<Consumer>> consumers;  // per tensor
+  std::vector<bool> is_graph_input;            // consumed, never produced
+  std::vector<bool> is_graph_output;           // produced, never consumed
+  std::vector<int> topological_order;          // of ops
+  std::vector<int64_t> reduction_depth;        // K_o per MatMul op (0 for Pointwise)
+};
+
+// Validates M2 and derives M3. Throws InputError (exit 2) naming the op, tensor and rule; `file` is for messages.
+Graph analyze_graph(const Problem& problem, const std::string& file);
+
+}  // namespace mlsys

@@ -1,0 +1,646 @@
+#include "sim/step_model.hpp"
+
+#include <algorithm>
+#include <array>
+#include <numeric>
+#include <sstream>
+
+namespace mlsys {
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+Axis bounding(const Axis& a) {
+  // Over all k-steps of a tile, a reduction range sweeps [0, extent) (M18 prologue rectangle).
+  return a.kind == AxisKind::Reduction ? Axis{AxisKind::Full, a.extent} : a;
+}
+Form bounding(const Form& f) { return {bounding(f.rows), bounding(f.cols)}; }
+
+const Form kTileForm{{AxisKind::TileRows, 0}, {AxisKind::TileCols, 0}};
+
+std::string tensor_name(int t) { return "T" + std::to_string(t); }
+
+// Union-find for M7 connectivity.
+struct Components {
+  std::vector<int> parent;
+  explicit Components(size_t n) : parent(n) { std::iota(parent.begin(), parent.end(), 0); }
+  int find(int x) { return parent[x] == x ? x : parent[x] = find(parent[x]); }
+  void join(int a, int b) { parent[find(a)] = find(b); }
+};
+
+}  // namespace
+
+std::variant<SubgraphModel, RuleViolation> SubgraphModel::compile(const Problem& p, const Graph& graph,
+                                                                  const SubgraphSpec& spec, int index,
+                                                                  const std::vector<int>& retained_in,
+                                                                  const ModelOptions& options) {
+  auto reject = [&](const char* rule, const std::string& message, int op = -1, int tensor = -1) {
+    RuleViolation v;
+    v.rule = rule;
+    v.subgraph = index;
+    v.op = op;
+    v.tensor = tensor;
+    v.message = message;
+    return v;
+  };
+  const std::vector<int>& ops = spec.ops;
+  const Granularity g = spec.granularity;
+  const int64_t n_k = p.native_w;
+
+  // ---- M6 granularity limits
+  std::vector<int> matmuls;
+  for (int o : ops)
+    if (p.is_matmul(o) && std::find(matmuls.begin(), matmuls.end(), o) == matmuls.end()) matmuls.push_back(o);
+  if (g.w < 1 || g.w > p.native_w)
+    return reject("M6", "granularity w = " + std::to_string(g.w) + " must be in [1, " + std::to_string(p.native_w) +
+                            "] (native width)");
+  if (g.h < 1 || g.h > p.native_h)
+    return reject("M6", "granularity h = " + std::to_string(g.h) + " must be in [1, " + std::to_string(p.native_h) +
+                            "] (native height)");
+  if (g.k < 1) return reject("M6", "granularity k = " + std::to_string(g.k) + " must be >= 1");
+  if (!matmuls.empty()) {
+    if (g.k > n_k && !options.allow_supernative_k)
+      return reject("M6", "granularity k = " + std::to_string(g.k) + " exceeds the native reduction depth n_k = " +
+                              std::to_string(n_k) + " (--allow-supernative-k lifts this limit)");
+    for (int o : matmuls)
+      if (g.k > graph.reduction_depth[o])
+        return reject("M6", "granularity k = " + std::to_string(g.k) + " exceeds K = " +
+                                std::to_string(graph.reduction_depth[o]) + " of MatMul op " + std::to_string(o),
+                      o);
+  }
+
+  // ---- M7 op list
+  if (ops.empty()) return reject("M7", "the subgraph has no ops");
+  std::vector<int> position(p.num_ops(), -1);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (position[ops[i]] != -1) return reject("M7", "op " + std::to_string(ops[i]) + " is listed twice", ops[i]);
+    position[ops[i]] = static_cast<int>(i);
+  }
+  auto in_subgraph = [&](int op) { return op >= 0 && position[op] != -1; };
+  for (int b : ops)
+    for (int t : p.inputs[b]) {
+      int a = graph.producer[t];
+      if (in_subgraph(a) && position[a] > position[b])
+        return reject("M7",
+                      "op " + std::to_string(b) + " reads " + tensor_name(t) + ", produced by op " + std::to_string(a) +
+                          " which is listed after it; the declared order must be topological",
+                      b, t);
+    }
+  {
+    Components comp(ops.size());
+    std::vector<int> first_toucher(p.num_tensors(), -1);
+    for (size_t i = 0; i < ops.size(); ++i) {
+      auto touch = [&](int t) {
+        if (first_toucher[t] == -1) first_toucher[t] = static_cast<int>(i);
+        else comp.join(first_toucher[t], static_cast<int>(i));
+      };
+      for (int t : p.inputs[ops[i]]) touch(t);
+      for (int t : p.outputs[ops[i]]) touch(t);
+    }
+    for (size_t i = 1; i < ops.size(); ++i)
+      if (comp.find(static_cast<int>(i)) != comp.find(0))
+        return reject("M7", "op " + std::to_string(ops[i]) + " shares no tensor path with op " + std::to_string(ops[0]) +
+                                "; the ops of a subgraph must be connected",
+                      ops[i]);
+  }
+
+  // ---- M8 tensor classes
+  std::vector<int> retain;
+  for (int t : spec.retain)
+    if (std::find(retain.begin(), retain.end(), t) == retain.end()) retain.push_back(t);
+  auto is_retained = [&](int t) { return std::find(retain.begin(), retain.end(), t) != retain.end(); };
+  auto produced_here = [&](int t) { return in_subgraph(graph.producer[t]); };
+  auto internal_consumers = [&](int t) {
+    std::vector<Consumer> result;
+    for (const Consumer& c : graph.consumers[t])
+      if (in_subgraph(c.op)) result.push_back(c);
+    // Declared order, so that regions are derived deterministically.
+    std::sort(result.begin(), result.end(),
+              [&](const Consumer& a, const Consumer& b) { return position[a.op] < position[b.op]; });
+    return result;
+  };
+  auto is_ephemeral = [&](int t) { return produced_here(t) && !internal_consumers(t).empty() && !is_retained(t); };
+
+  // ---- M9 retention list
+  for (int t : retain) {
+    if (graph.is_graph_input[t])
+      return reject("M9", tensor_name(t) + ": graph inputs cannot be retained", -1, t);
+    if (!produced_here(t))
+      return reject("M9",
+                    tensor_name(t) + " is not produced by this subgraph; only a tensor the subgraph produces can be "
+                                     "retained (retention lasts one subgraph)",
+                    -1, t);
+    if (graph.is_graph_output[t])
+      return reject("M9", tensor_name(t) + " is a graph output and cannot be retained; it must reach slow memory", -1,
+                    t);
+    for (const Consumer& c : internal_consumers(t))
+      if (p.is_matmul(c.op))
+        return reject("M9",
+                      tensor_name(t) + " is read by MatMul op " + std::to_string(c.op) +
+                          " of this subgraph; a tensor feeding a MatMul cannot be retained",
+                      c.op, t);
+  }
+
+  SubgraphModel m;
+  m.index_ = index;
+  m.ops_ = ops;
+  m.g_ = g;
+  m.retained_ = retain;
+  m.capacity_ = p.fast_memory_capacity;
+  m.bandwidth_ = p.slow_memory_bandwidth;
+  m.native_w_ = p.native_w;
+  m.native_h_ = p.native_h;
+  m.compute_model_ = options.matmul_compute;
+  for (int t : retained_in)
+    if (std::find(m.retained_in_.begin(), m.retained_in_.end(), t) == m.retained_in_.end()) {
+      m.retained_in_.push_back(t);
+      m.retained_in_regions_.push_back({0, p.heights[t], 0, p.widths[t]});
+      m.retained_in_elements_ += p.size(t);
+    }
+  auto is_retained_in = [&](int t) {
+    return std::find(m.retained_in_.begin(), m.retained_in_.end(), t) != m.retained_in_.end();
+  };
+  for (int o : ops)
+    for (int t : p.outputs[o])
+      if (!is_ephemeral(t)) {
+        m.nonephemeral_.push_back(t);
+        if (!is_retained(t)) m.evicted_.push_back(t);
+      }
+  for (int o : ops)
+    for (int t : p.inputs[o])
+      if (!produced_here(t) && std::none_of(m.external_inputs_.begin(), m.external_inputs_.end(),
+                                            [&](const auto& e) { return e.first == t; }))
+        m.external_inputs_.push_back({t, o});
+
+  // ---- M10 unified grid
+  const int ref = m.nonephemeral_.front();  // the last op's outputs have no internal consumer: never empty
+  for (int t : m.nonephemeral_)
+    if (p.widths[t] != p.widths[ref] || p.heights[t] != p.heights[ref]) {
+      std::string list;
+      for (int u : m.nonephemeral_)
+        list += (list.empty() ? "" : ", ") + tensor_name(u) + " " + std::to_string(p.heights[u]) + "x" +
+                std::to_string(p.widths[u]);
+      return reject("M10", "non-ephemeral outputs have different shapes (rows x cols): " + list, -1, t);
+    }
+  m.grid_w_ = p.widths[ref];
+  m.grid_h_ = p.heights[ref];
+  m.ncols_ = ceil_div(m.grid_w_, g.w);
+  m.nrows_ = ceil_div(m.grid_h_, g.h);
+
+  // ---- M11 traversal order
+  if (spec.traversal) {
+    const auto& order = *spec.traversal;
+    const int64_t n = m.tiles();
+    if (static_cast<int64_t>(order.size()) != n)
+      return reject("M11", "traversal order has " + std::to_string(order.size()) + " entries, the grid has " +
+                               std::to_string(n) + " tiles (" + std::to_string(m.nrows_) + " rows x " +
+                               std::to_string(m.ncols_) + " cols)");
+    std::vector<bool> seen(n, false);
+    for (size_t i = 0; i < order.size(); ++i) {
+      int64_t j = order[i];
+      if (j < 0 || j >= n)
+        return reject("M11", "traversal_orders entry " + std::to_string(i) + " = " + std::to_string(j) +
+                                 " is out of range [0, " + std::to_string(n) + ")");
+      if (seen[j])
+        return reject("M11", "traversal_orders entry " + std::to_string(i) + " repeats tile " + std::to_string(j));
+      seen[j] = true;
+    }
+    m.order_ = order;
+  }
+
+  // ---- M12 reduction depth and k-steps
+  struct Link {
+    int head, tail, position;
+  };
+  std::vector<Link> links;
+  std::vector<bool> is_head(p.num_ops(), false), is_tail(p.num_ops(), false);
+  for (int b : matmuls)
+    for (int pos = 0; pos < 2; ++pos) {
+      int a = graph.producer[p.inputs[b][pos]];
+      if (in_subgraph(a) && p.is_matmul(a)) {
+        links.push_back({a, b, pos});
+        is_head[a] = true;
+        is_tail[b] = true;
+      }
+    }
+  int64_t K_s = 0;
+  if (!matmuls.empty()) {
+    for (int o : matmuls)
+      if (links.empty() || (is_tail[o] && !is_head[o])) K_s = std::max(K_s, graph.reduction_depth[o]);
+    m.k_ = g.k;
+    m.nk_ = ceil_div(K_s, g.k);
+  }
+
+  // ---- M13 MatMul structure
+  const bool has_middle =
+      std::any_of(matmuls.begin(), matmuls.end(), [&](int o) { return is_head[o] && is_tail[o]; });
+  if (m.nk_ > 1) {
+    if (links.empty()) {
+      for (int o : matmuls)
+        if (graph.reduction_depth[o] != K_s)
+          return reject("M13",
+                        "split-K (nk = " + std::to_string(m.nk_) + ") needs every unlinked MatMul to share K = " +
+                            std::to_string(K_s) + ", but MatMul op " + std::to_string(o) + " has K = " +
+                            std::to_string(graph.reduction_depth[o]),
+                        o);
+      // MatMul -> Pointwise -> MatMul is not a link, and not supported under split-K.
+      for (int a : matmuls) {
+        std::vector<int> stack{a};
+        std::vector<bool> seen(p.num_ops(), false);
+        while (!stack.empty()) {
+          int o = stack.back();
+          stack.pop_back();
+          for (int t : p.outputs[o])
+            for (const Consumer& c : internal_consumers(t)) {
+              if (p.is_matmul(c.op))
+                return reject("M13",
+                              "MatMul op " + std::to_string(a) + " feeds MatMul op " + std::to_string(c.op) +
+                                  " through Pointwise ops; not supported with split-K (nk = " +
+                                  std::to_string(m.nk_) + ")",
+                              c.op);
+              if (!seen[c.op]) {
+                seen[c.op] = true;
+                stack.push_back(c.op);
+              }
+            }
+        }
+      }
+    } else if (matmuls.size() != 2 || links.size() != 1) {
+      return reject("M13", "split-K (nk = " + std::to_string(m.nk_) +
+                               ") allows either unlinked MatMuls of equal K or exactly two MatMuls joined by one "
+                               "link; this subgraph has " +
+                               std::to_string(matmuls.size()) + " MatMuls and " + std::to_string(links.size()) +
+                               " links");
+    }
+  } else if (matmuls.size() >= 3 || has_middle) {
+    for (int o : matmuls)
+      if (g.w != g.k || graph.reduction_depth[o] != g.k)
+        return reject("M13",
+                      "with three or more MatMuls or a middle MatMul, w = k = K is required for every MatMul; op " +
+                          std::to_string(o) + " has K = " + std::to_string(graph.reduction_depth[o]) + " with w = " +
+                          std::to_string(g.w) + ", k = " + std::to_string(g.k),
+                      o);
+  }
+
+  // ---- M14 prologue geometry
+  for (int o : ops) {
+    if (p.is_matmul(o)) continue;
+    for (int t : p.outputs[o])
+      for (const Consumer& c : internal_consumers(t)) {
+        if (!p.is_matmul(c.op)) continue;
+        const int64_t K = graph.reduction_depth[c.op];
+        if (c.position == 0 && g.w < K)
+          return reject("M14",
+                        "Pointwise op " + std::to_string(o) + " feeds the LHS of MatMul op " + std::to_string(c.op) +
+                            ": needs w >= K = " + std::to_string(K) + ", got w = " + std::to_string(g.w),
+                        o, t);
+        if (c.position == 1 && g.h < K)
+          return reject("M14",
+                        "Pointwise op " + std::to_string(o) + " feeds the RHS of MatMul op " + std::to_string(c.op) +
+                            ": needs h >= K = " + std::to_string(K) + ", got h = " + std::to_string(g.h),
+                        o, t);
+      }
+  }
+
+  // ---- M17 symbolic regions, in reverse declared order
+  std::vector<Form> out_form(p.num_ops());
+  std::vector<std::array<Form, 2>> mm_in_form(p.num_ops());
+  auto input_form = [&](const Consumer& c) { return p.is_matmul(c.op) ? mm_in_form[c.op][c.position] : out_form[c.op]; };
+  std::vector<bool> reaches_matmul(p.num_ops(), false);
+  for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+    const int o = *it;
+    std::optional<Form> region;
+    for (int t : p.outputs[o]) {
+      std::vector<Form> demands;
+      if (!is_ephemeral(t)) demands.push_back(kTileForm);
+      for (const Consumer& c : internal_consumers(t)) {
+        demands.push_back(input_form(c));
+        if (p.is_matmul(c.op) || reaches_matmul[c.op]) reaches_matmul[o] = true;
+      }
+      for (const Form& d : demands) {
+        if (!region) region = d;
+        else if (!(d == *region)) m.checks_.push_back({o, t, *region, d});
+      }
+    }
+    out_form[o] = *region;
+    if (p.is_matmul(o)) {
+      const int64_t K = graph.reduction_depth[o];
+      const Axis q = is_head[o] ? Axis{AxisKind::Full, K} : Axis{AxisKind::Reduction, K};
+      mm_in_form[o] = {Form{region->rows, q}, Form{q, region->cols}};
+    }
+  }
+
+  // ---- M18 which ops run when, M24 parameters
+  for (int o : ops) {
+    CompiledOp c{};
+    c.op = o;
+    c.matmul = p.is_matmul(o);
+    c.base = p.base_costs[o];
+    c.reduction_depth = graph.reduction_depth[o];
+    c.producer = c.matmul && is_head[o];
+    if (c.producer)
+      c.streamed = std::any_of(links.begin(), links.end(), [&](const Link& l) { return l.head == o && l.position == 0; })
+                       ? 1
+                       : 2;
+    const bool prologue = !c.matmul && reaches_matmul[o];
+    c.runs_at = c.matmul ? kEveryStep : prologue ? kFirstKStep : kLastKStep;
+    c.run_form = prologue ? bounding(out_form[o]) : out_form[o];
+    m.compiled_.push_back(c);
+    // ---- M19 slice forms of this op's external, not retained-in inputs
+    for (int pos = 0; pos < static_cast<int>(p.inputs[o].size()); ++pos) {
+      const int t = p.inputs[o][pos];
+      if (produced_here(t) || is_retained_in(t)) continue;
+      const Form f = c.matmul ? mm_in_form[o][pos] : c.run_form;
+      auto same = std::find_if(m.forms_.begin(), m.forms_.end(),
+                               [&](const SliceForm& s) { return s.tensor == t && s.form == f; });
+      if (same != m.forms_.end()) same->runs_at |= c.runs_at;
+      else m.forms_.push_back({t, f, c.runs_at, false});
+    }
+  }
+  for (SliceForm& s : m.forms_) {
+    s.may_alias = std::count_if(m.forms_.begin(), m.forms_.end(),
+                                [&](const SliceForm& other) { return other.tensor == s.tensor; }) > 1;
+    m.aliasing_ = m.aliasing_ || s.may_alias;
+  }
+  // ---- M20 D: split-K accumulators read by an epilogue
+  if (m.nk_ > 1)
+    for (int o : matmuls)
+      if (!is_head[o] && is_ephemeral(p.outputs[o][0])) {
+        m.accumulators_.push_back(out_form[o]);
+        m.accumulator_tensors_.push_back(p.outputs[o][0]);
+      }
+  return m;
+}
+
+// ------------------------------------------------------------------------------------------------------------
+
+StepWalker::StepWalker(const SubgraphModel& model) : model_(model) {
+  prev_.reserve(model.forms_.size());
+  cur_.reserve(model.forms_.size());
+}
+
+StepRef StepWalker::next_step() const {
+  return {position_, done() ? -1 : model_.tile_of_position(position_), ks_};
+}
+
+StepWalker::Coord StepWalker::coord(int64_t position, int64_t ks) const {
+  const SubgraphModel& m = model_;
+  const int64_t tile = m.tile_of_position(position);
+  const int64_t row = tile / m.ncols_, col = tile % m.ncols_;
+  Region r{row * m.g_.h, std::min((row + 1) * m.g_.h, m.grid_h_), col * m.g_.w, std::min((col + 1) * m.g_.w, m.grid_w_)};
+  return {position, tile, ks, r};
+}
+
+Region StepWalker::numeric(const Form& f, const Coord& c) const {
+  auto axis = [&](const Axis& a, int64_t& lo, int64_t& hi) {
+    switch (a.kind) {
+      case AxisKind::TileRows:
+        lo = c.tile_region.r0, hi = c.tile_region.r1;
+        break;
+      case AxisKind::TileCols:
+        lo = c.tile_region.c0, hi = c.tile_region.c1;
+        break;
+      case AxisKind::Reduction:
+        lo = c.ks * model_.k_, hi = std::min(lo + model_.k_, a.extent);
+        break;
+      case AxisKind::Full:
+        lo = 0, hi = a.extent;
+        break;
+    }
+  };
+  Region r;
+  axis(f.rows, r.r0, r.r1);
+  axis(f.cols, r.c0, r.c1);
+  return r;
+}
+
+namespace {
+struct StepNumbers {
+  double compute = 0, memory = 0, latency = 0;
+  int64_t ws = 0;
+};
+}  // namespace
+
+bool StepWalker::evaluate(const Coord& c, const std::vector<NumSlice>& prev, std::vector<NumSlice>& cur,
+                          int64_t finished_area, StepDetail* detail) {
+  const SubgraphModel& m = model_;
+  const StepRef ref{c.position, c.tile, c.ks};
+  // M17: demands that are not symbolically identical must agree at this step.
+  for (const auto& check : m.checks_) {
+    const Region a = numeric(check.a, c), b = numeric(check.b, c);
+    if (!(a == b)) {
+      RuleViolation v;
+      v.rule = "M17";
+      v.subgraph = m.index_;
+      v.step = ref;
+      v.op = check.op;
+      v.tensor = check.tensor;
+      v.message = "op " + std::to_string(check.op) + " output " + tensor_name(check.tensor) +
+                  " is demanded as two different regions: " + to_string(a) + " and " + to_string(b);
+      violation_ = v;
+      return false;
+    }
+  }
+  const uint8_t active =
+      kEveryStep | (c.ks == 0 ? kFirstKStep : 0) | (c.ks == m.nk_ - 1 ? kLastKStep : 0);
+  // M19 slice set and M21 loads.
+  cur.clear();
+  int64_t load = 0, slice_area = 0;
+  for (int f = 0; f < static_cast<int>(m.forms_.size()); ++f) {
+    const auto& form = m.forms_[f];
+    if (!(form.runs_at & active)) continue;
+    const Region r = numeric(form.form, c);
+    bool reused = false;
+    if (form.may_alias) {
+      bool duplicate = false;
+      for (const NumSlice& s : cur) duplicate = duplicate || (s.tensor == form.tensor && s.region == r);
+      if (duplicate) continue;
+      for (const NumSlice& s : prev) reused = reused || (s.tensor == form.tensor && s.region == r);
+    } else {
+      for (const NumSlice& s : prev)
+        if (s.form == f) {
+          reused = s.region == r;
+          break;
+        }
+    }
+    cur.push_back({form.tensor, r, f});
+    slice_area += r.area();
+    if (!reused) load += r.area();
+    if (detail) detail->slices.push_back({form.tensor, r, !reused});
+  }
+  // M23, M24 compute.
+  double compute = 0;
+  const int64_t n_k = m.native_w_;
+  for (const auto& op : m.compiled_) {
+    if (!(op.runs_at & active)) continue;
+    const Region r = numeric(op.run_form, c);
+    double cost;
+    if (!op.matmul) {
+      cost = op.base * static_cast<double>(ceil_div(r.rows(), m.native_h_) * ceil_div(r.cols(), m.native_w_));
+    } else {
+      double f_r = static_cast<double>(ceil_div(r.rows(), m.native_h_));
+      double f_c = static_cast<double>(ceil_div(r.cols(), m.native_w_));
+      if (op.streamed == 1) f_c = static_cast<double>(r.cols()) / static_cast<double>(n_k);
+      if (op.streamed == 2) f_r = static_cast<double>(r.rows()) / static_cast<double>(n_k);
+      const int64_t K = op.reduction_depth;
+      const int64_t q = op.producer ? K : std::min((c.ks + 1) * m.k_, K) - c.ks * m.k_;
+      const double f_k = static_cast<double>(q) /
+                         static_cast<double>(m.compute_model_ == MatmulCompute::FullK ? K : n_k);
+      cost = op.base * f_r * f_c * f_k;
+    }
+    compute += cost;
+    if (detail) detail->computes.push_back({op.op, r, cost});
+  }
+  // M22 stores.
+  const int64_t tile_area = c.tile_region.area();
+  const bool last = c.ks == m.nk_ - 1;
+  const int64_t store = last ? tile_area * static_cast<int64_t>(m.evicted_.size()) : 0;
+  if (detail && last)
+    for (int t : m.evicted_) detail->stores.push_back({t, c.tile_region});
+  // M20 working set.
+  WorkingSet ws;
+  ws.retained_in = m.retained_in_elements_;
+  ws.slices = slice_area;
+  ws.outputs = tile_area * static_cast<int64_t>(m.nonephemeral_.size()) +
+               finished_area * static_cast<int64_t>(m.retained_.size());
+  for (const Form& f : m.accumulators_) ws.accumulators += numeric(f, c).area();
+  const int64_t total_ws = ws.total();
+  // M25 latency.
+  const double memory = static_cast<double>(load + store) / m.bandwidth_;
+  last_compute_ = compute;
+  last_memory_ = memory;
+  last_latency_ = std::max(compute, memory);
+  last_ws_ = total_ws;
+  const bool oom = static_cast<double>(total_ws) > m.capacity_;
+  if (detail || oom) {
+    // Terms are built only when someone will read them.
+    for (size_t i = 0; i < m.retained_in_.size(); ++i)
+      ws.terms.push_back({'A', m.retained_in_[i], m.retained_in_regions_[i], m.retained_in_regions_[i].area()});
+    for (const NumSlice& s : cur) ws.terms.push_back({'B', s.tensor, s.region, s.region.area()});
+    for (int t : m.nonephemeral_) {
+      const bool grows = std::find(m.retained_.begin(), m.retained_.end(), t) != m.retained_.end();
+      ws.terms.push_back({'C', t, c.tile_region, tile_area + (grows ? finished_area : 0)});
+    }
+    for (size_t i = 0; i < m.accumulators_.size(); ++i) {
+      const Region r = numeric(m.accumulators_[i], c);
+      ws.terms.push_back({'D', m.accumulator_tensors_[i], r, r.area()});
+    }
+  }
+  if (detail) {
+    detail->ref = ref;
+    detail->load_elements = load;
+    detail->store_elements = store;
+    detail->compute = compute;
+    detail->memory_time = memory;
+    detail->latency = last_latency_;
+    detail->working_set = ws;
+  }
+  if (oom) {
+    std::ostringstream msg;
+    msg << "out of fast memory: working set " << total_ws << " > capacity " << m.capacity_ << " (A retained-in "
+        << ws.retained_in << " + B slices " << ws.slices << " + C outputs " << ws.outputs << " + D accumulators "
+        << ws.accumulators << ")";
+    RuleViolation v;
+    v.rule = "M20";
+    v.subgraph = m.index_;
+    v.step = ref;
+    v.message = msg.str();
+    v.working_set = ws;
+    v.capacity = m.capacity_;
+    violation_ = v;
+    return false;
+  }
+  return true;
+}
+
+bool StepWalker::advance(StepDetail* detail) {
+  if (detail) *detail = StepDetail{};
+  const Coord c = coord(position_, ks_);
+  if (!evaluate(c, prev_, cur_, finished_area_, detail)) return false;
+  std::swap(prev_, cur_);
+  if (++ks_ == model_.nk_) {
+    ks_ = 0;
+    finished_area_ += c.tile_region.area();
+    ++position_;
+  }
+  return true;
+}
+
+SubgraphResult SubgraphModel::simulate() const {
+  SubgraphResult result;
+  StepWalker walker(*this);
+  while (!walker.done()) {
+    const bool ok = walker.advance();
+    result.peak_working_set = std::max(result.peak_working_set, walker.last_working_set());
+    if (!ok) {
+      result.violation = walker.violation();
+      return result;
+    }
+    result.latency += walker.last_latency();
+    result.compute_time += walker.last_compute();
+    result.memory_time += walker.last_memory_time();
+    ++result.steps;
+  }
+  return result;
+}
+
+SubgraphResult SubgraphModel::evaluate_fast() const {
+  // Without aliasing (no tensor read in two symbolic forms) and without numeric M17 checks, a step's numbers
+  // depend only on the tile's clipped size, its k-step, and whether the previous tile shares its row or
+  // column. Interior k-steps (0 < ks < nk-1) are all alike. So each tile class is evaluated once, on its first
+  // real occurrence, and counted after that. The randomized test in tests/ pins this to simulate().
+  if (aliasing_ || !checks_.empty()) return simulate();
+  struct TileClass {
+    bool known = false;
+    double latency = 0, compute = 0, memory = 0;
+    int64_t max_ws = 0;
+  };
+  std::array<TileClass, 16> classes{};
+  StepWalker w(*this);
+  std::vector<StepWalker::NumSlice> a, b, scratch;
+  SubgraphResult result;
+  int64_t finished = 0;
+  const int64_t retained = static_cast<int64_t>(retained_.size());
+  int64_t prev_row = -1, prev_col = -1;
+  for (int64_t p = 0; p < tiles(); ++p) {
+    const int64_t tile = tile_of_position(p);
+    const int64_t row = tile / ncols_, col = tile % ncols_;
+    const bool short_rows = (row + 1) * g_.h > grid_h_, short_cols = (col + 1) * g_.w > grid_w_;
+    const int transition = p == 0 ? 0 : row == prev_row ? 1 : col == prev_col ? 2 : 3;
+    TileClass& cls = classes[(short_rows ? 1 : 0) | (short_cols ? 2 : 0) | (transition << 2)];
+    if (!cls.known) {
+      cls.known = true;
+      a.clear();
+      if (p > 0 && !w.evaluate(w.coord(p - 1, nk_ - 1), scratch, a, 0, nullptr)) return simulate();
+      auto step = [&](int64_t ks, const std::vector<StepWalker::NumSlice>& prev,
+                      std::vector<StepWalker::NumSlice>& cur, int64_t times) {
+        if (!w.evaluate(w.coord(p, ks), prev, cur, 0, nullptr)) return false;
+        cls.latency += w.last_latency_ * static_cast<double>(times);
+        cls.compute += w.last_compute_ * static_cast<double>(times);
+        cls.memory += w.last_memory_ * static_cast<double>(times);
+        cls.max_ws = std::max(cls.max_ws, w.last_ws_);
+        return true;
+      };
+      if (!step(0, a, b, 1)) return simulate();
+      if (nk_ >= 3) {
+        if (!step(1, b, a, nk_ - 2)) return simulate();
+        if (!step(nk_ - 1, a, b, 1)) return simulate();
+      } else if (nk_ == 2) {
+        if (!step(1, b, a, 1)) return simulate();
+      }
+    }
+    const int64_t peak = cls.max_ws + finished * retained;
+    if (static_cast<double>(peak) > capacity_) return simulate();  // rare: let the walker name the step
+    result.peak_working_set = std::max(result.peak_working_set, peak);
+    result.latency += cls.latency;
+    result.compute_time += cls.compute;
+    result.memory_time += cls.memory;
+    finished += (std::min((row + 1) * g_.h, grid_h_) - row * g_.h) * (std::min((col + 1) * g_.w, grid_w_) - col * g_.w);
+    prev_row = row;
+    prev_col = col;
+  }
+  result.steps = num_steps();
+  return result;
+}
+
+}  // namespace mlsys

@@ -1,0 +1,187 @@
+// The step model of the rule book (sections 3-4): the single place where rules M6-M14 and M16-M25 live.
+//
+// SubgraphModel::compile applies the static rules of one subgraph and turns its ops into symbolic regions
+// (tile rows, tile columns, reduction range, full extent). A StepWalker then evaluates the steps one by one:
+// which slices each step loads and reuses, what each op computes, what is stored, the working set with its
+// terms, and the roofline latency. The analytic evaluator sums it, the SystemC engine replays it, and the
+// solver calls evaluate_fast, which counts repeated tiles instead of re-simulating them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <variant>
+#include <vector>
+
+#include "sim/graph.hpp"
+#include "sim/problem.hpp"
+#include "sim/violation.hpp"
+
+namespace mlsys {
+
+// One axis of a symbolic region.
+enum class AxisKind : uint8_t { TileRows, TileCols, Reduction, Full };
+struct Axis {
+  AxisKind kind = AxisKind::Full;
+  int64_t extent = 0;  // Full: [0, extent); Reduction: the range is clipped to [0, extent)
+  bool operator==(const Axis&) const = default;
+};
+struct Form {
+  Axis rows, cols;
+  bool operator==(const Form&) const = default;
+};
+
+// When an op runs within a tile (M18). Bits so that merged slice forms can be active for several reasons.
+enum RunsAt : uint8_t { kEveryStep = 1, kFirstKStep = 2, kLastKStep = 4 };
+
+struct SliceUse {
+  int tensor = -1;
+  Region region;
+  bool loaded = false;  // false: identical slice was in the previous step's set (M21)
+};
+struct OpCompute {
+  int op = -1;
+  Region region;  // output region the op computes on (for a prologue: the tile's bounding strip)
+  double cost = 0;
+};
+struct Store {
+  int tensor = -1;
+  Region region;
+};
+
+// Everything the rule book says about one step. Filled only when a caller asks for it.
+struct StepDetail {
+  StepRef ref;
+  std::vector<SliceUse> slices;
+  std::vector<OpCompute> computes;
+  std::vector<Store> stores;
+  int64_t load_elements = 0, store_elements = 0;
+  double compute = 0, memory_time = 0, latency = 0;
+  WorkingSet working_set;  // with terms
+};
+
+struct SubgraphResult {
+  double latency = 0;  // L_i (M25)
+  double compute_time = 0, memory_time = 0;  // sums of the per-step terms
+  int64_t steps = 0;
+  int64_t peak_working_set = 0;
+  std::optional<RuleViolation> violation;  // M17 or M20 at a step
+};
+
+class StepWalker;
+
+class SubgraphModel {
+ public:
+  // Applies M6, M7, M9, M10, M11, M12-M13, M14 in the rule book's order. `retained_in` is R_{i-1}.
+  static std::variant<SubgraphModel, RuleViolation> compile(const Problem& problem, const Graph& graph,
+                                                            const SubgraphSpec& spec, int subgraph_index,
+                                                            const std::vector<int>& retained_in,
+                                                            const ModelOptions& options);
+
+  // Step by step, in traversal order (M16). Stops at the first violation.
+  SubgraphResult simulate() const;
+  // Same latency and peak working set; tiles with the same slice pattern are evaluated once and counted.
+  SubgraphResult evaluate_fast() const;
+
+  // Facts the schedule-level rules and the drivers need.
+  int index() const { return index_; }
+  const std::vector<int>& ops() const { return ops_; }
+  int64_t tiles() const { return nrows_ * ncols_; }
+  int64_t grid_rows() const { return nrows_; }
+  int64_t grid_cols() const { return ncols_; }
+  int64_t k_steps() const { return nk_; }
+  int64_t num_steps() const { return tiles() * nk_; }
+  int64_t tile_of_position(int64_t position) const { return order_.empty() ? position : order_[position]; }
+  // External inputs with the first op (declared order) that reads each (for M15 messages).
+  const std::vector<std::pair<int, int>>& external_inputs() const { return external_inputs_; }
+  const std::vector<int>& evicted() const { return evicted_; }       // written to slow memory (M22, M26)
+  const std::vector<int>& retained() const { return retained_; }     // R_i, deduplicated
+  const std::vector<int>& retained_in() const { return retained_in_; }
+  double capacity() const { return capacity_; }
+
+ private:
+  friend class StepWalker;
+  struct CompiledOp {
+    int op;
+    bool matmul;
+    uint8_t runs_at;
+    Form run_form;
+    double base;
+    int64_t reduction_depth;  // K_o
+    bool producer;            // chain head: reduces fully every step
+    int streamed = 0;         // producer only: 1 = columns streamed (LHS link), 2 = rows streamed (RHS link)
+  };
+  struct SliceForm {
+    int tensor;
+    Form form;
+    uint8_t runs_at;
+    bool may_alias;  // another form of the same tensor exists: numeric comparison needed
+  };
+  struct RegionCheck {  // M17: two demands on an output that are not symbolically identical
+    int op, tensor;
+    Form a, b;
+  };
+
+  SubgraphModel() = default;
+
+  int index_ = 0;
+  std::vector<int> ops_;
+  Granularity g_;
+  int64_t grid_w_ = 0, grid_h_ = 0, nrows_ = 0, ncols_ = 0, nk_ = 1, k_ = 1;
+  std::vector<int64_t> order_;  // empty = raster
+  std::vector<CompiledOp> compiled_;
+  std::vector<SliceForm> forms_;
+  std::vector<RegionCheck> checks_;
+  std::vector<Form> accumulators_;  // D terms, only when nk > 1
+  std::vector<int> accumulator_tensors_;
+  std::vector<int> evicted_, retained_, retained_in_, nonephemeral_;
+  std::vector<std::pair<int, int>> external_inputs_;
+  std::vector<Region> retained_in_regions_;  // whole tensors (M20 A)
+  int64_t retained_in_elements_ = 0;
+  double capacity_ = 0, bandwidth_ = 0;
+  int64_t native_w_ = 1, native_h_ = 1;
+  MatmulCompute compute_model_ = MatmulCompute::FullK;
+  bool aliasing_ = false;
+};
+
+// Walks a compiled subgraph's steps in order, keeping the previous step's slice set for reuse (M21).
+class StepWalker {
+ public:
+  explicit StepWalker(const SubgraphModel& model);
+  bool done() const { return position_ >= model_.tiles(); }
+  // Evaluates the next step. Fills `detail` if given. Returns false (and sets violation()) on M17 or M20.
+  bool advance(StepDetail* detail = nullptr);
+  double last_latency() const { return last_latency_; }
+  int64_t last_working_set() const { return last_ws_; }
+  double last_compute() const { return last_compute_; }
+  double last_memory_time() const { return last_memory_; }
+  const std::optional<RuleViolation>& violation() const { return violation_; }
+  StepRef next_step() const;
+
+ private:
+  friend class SubgraphModel;
+  struct NumSlice {
+    int tensor;
+    Region region;
+    int form;
+  };
+  struct Coord {
+    int64_t position, tile, ks;
+    Region tile_region;
+  };
+  // The one evaluation of a step: regions (M17), slices (M19), loads (M21), stores (M22), compute (M23-M24),
+  // working set (M20) and latency (M25). `prev` is the previous step's slice set; `cur` receives this step's.
+  bool evaluate(const Coord& c, const std::vector<NumSlice>& prev, std::vector<NumSlice>& cur, int64_t finished_area,
+                StepDetail* detail);
+  Coord coord(int64_t position, int64_t ks) const;
+  Region numeric(const Form& f, const Coord& c) const;
+
+  const SubgraphModel& model_;
+  int64_t position_ = 0, ks_ = 0;
+  int64_t finished_area_ = 0;  // area of tiles finished so far (retained outputs grow by it, M20 C)
+  std::vector<NumSlice> prev_, cur_;
+  double last_latency_ = 0, last_compute_ = 0, last_memory_ = 0;
+  int64_t last_ws_ = 0;
+  std::optional<RuleViolation> violation_;
+};
+
+}  // namespace mlsys

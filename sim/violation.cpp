@@ -1,0 +1,44 @@
+#include "sim/violation.hpp"
+
+#include <sstream>
+
+#include "sim/problem.hpp"
+
+namespace mlsys {
+
+const char* to_string(MatmulCompute m) { return m == MatmulCompute::FullK ? "full-k" : "native-k"; }
+
+std::string to_string(const Region& r) {
+  std::ostringstream out;
+  out << "rows [" << r.r0 << "," << r.r1 << ") x cols [" << r.c0 << "," << r.c1 << ")";
+  return out.str();
+}
+
+std::string RuleViolation::describe() const {
+  std::ostringstream out;
+  out << "[" << rule << "] ";
+  if (subgraph >= 0) {
+    out << "subgraph " << subgraph;
+    if (step)
+      out << ", step " << step->position << " (tile " << step->tile << ", k-step " << step->k_step << ")";
+    out << ": ";
+  }
+  out << message;
+  return out.str();
+}
+
+static std::string compose(const std::string& file, const std::string& field, const std::string& rule,
+                           const std::string& message) {
+  std::string text = file.empty() ? std::string() : file + ": ";
+  if (!rule.empty()) text += "[" + rule + "] ";
+  if (!field.empty()) text += field + ": ";
+  return text + message;
+}
+
+InputError::InputError(std::string file, std::string field, std::string rule, const std::string& message)
+    : std::runtime_error(compose(file, field, rule, message)),
+      file_(std::move(file)),
+      field_(std::move(field)),
+      rule_(std::move(rule)) {}
+
+}  // namespace mlsys

@@ -1,0 +1,99 @@
+#include "verifier/verify.hpp"
+
+#include <cmath>
+#include <sstream>
+
+#include "sim/schedule_model.hpp"
+
+namespace mlsys {
+
+LowerBound lower_bound(const Problem& p, const Graph& g) {
+  LowerBound lb;
+  for (int o = 0; o < p.num_ops(); ++o) {
+    const int y = p.outputs[o][0];
+    const double tiles = static_cast<double>(((p.heights[y] + p.native_h - 1) / p.native_h) *
+                                             ((p.widths[y] + p.native_w - 1) / p.native_w));
+    lb.compute_full_k += p.base_costs[o] * tiles;
+    const double depth = p.is_matmul(o) ? static_cast<double>(g.reduction_depth[o]) / p.native_w : 1.0;
+    lb.compute_native_k += p.base_costs[o] * depth * tiles;
+  }
+  double io = 0;
+  for (int t = 0; t < p.num_tensors(); ++t)
+    if (g.is_graph_input[t] || g.is_graph_output[t]) io += static_cast<double>(p.size(t));
+  lb.io = io / p.slow_memory_bandwidth;
+  return lb;
+}
+
+ScheduleReport verify_schedule(const Problem& problem, const Graph& graph, const Schedule& schedule,
+                               const VerifyOptions& options) {
+  ScheduleReport report;
+  report.capacity = problem.fast_memory_capacity;
+  ScheduleWalk walk(problem, graph, schedule, options.model);
+  if ((report.error = walk.check_coverage())) return report;
+  StepDetail detail;
+  for (int i = 0; i < walk.size(); ++i) {
+    auto next = walk.next();
+    if (auto* v = std::get_if<RuleViolation>(&next)) {
+      report.error = *v;
+      return report;
+    }
+    const SubgraphModel& model = std::get<SubgraphModel>(next);
+    SubgraphResult result;
+    if (options.on_step) {
+      StepWalker walker(model);
+      while (!walker.done()) {
+        const bool ok = walker.advance(&detail);
+        result.peak_working_set = std::max(result.peak_working_set, walker.last_working_set());
+        if (!ok) {
+          result.violation = walker.violation();
+          break;
+        }
+        options.on_step(model, detail);
+        result.latency += detail.latency;
+        result.compute_time += detail.compute;
+        result.memory_time += detail.memory_time;
+        ++result.steps;
+      }
+    } else {
+      result = model.simulate();
+    }
+    SubgraphReport sg;
+    sg.index = i;
+    sg.ops = model.ops();
+    sg.granularity = schedule.subgraphs[i].granularity;
+    sg.grid_rows = model.grid_rows();
+    sg.grid_cols = model.grid_cols();
+    sg.k_steps = model.k_steps();
+    sg.steps = result.steps;
+    sg.latency = result.latency;
+    sg.compute_time = result.compute_time;
+    sg.memory_time = result.memory_time;
+    sg.peak_working_set = result.peak_working_set;
+    if (schedule.reported_latencies) sg.reported = (*schedule.reported_latencies)[i];
+    report.subgraphs.push_back(sg);
+    if (result.violation) {
+      report.error = result.violation;
+      return report;
+    }
+    report.total_latency += result.latency;
+    walk.finish(model);
+  }
+  if ((report.error = walk.check_outputs())) return report;
+  // M27: reported latencies are compared last, and only for a schedule that passed every other rule.
+  for (const SubgraphReport& sg : report.subgraphs) {
+    if (!sg.reported || std::fabs(*sg.reported - sg.latency) <= 1e-6 * sg.latency) continue;
+    std::ostringstream msg;
+    msg.precision(17);
+    msg << "reported " << *sg.reported << ", computed " << sg.latency;
+    RuleViolation v{"M27", sg.index, {}, -1, -1, msg.str(), {}, 0};
+    if (options.strict) {
+      report.error = v;
+      return report;
+    }
+    report.warnings.push_back(v);
+  }
+  report.valid = true;
+  return report;
+}
+
+}  // namespace mlsys

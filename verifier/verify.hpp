@@ -1,0 +1,53 @@
+// The analytic evaluator: validates a schedule against every rule and sums the step model's latencies.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "sim/graph.hpp"
+#include "sim/problem.hpp"
+#include "sim/step_model.hpp"
+
+namespace mlsys {
+
+struct LowerBound {
+  double compute_full_k = 0, compute_native_k = 0, io = 0;  // rule book section 8
+  double bound(MatmulCompute m) const {
+    return std::max(m == MatmulCompute::FullK ? compute_full_k : compute_native_k, io);
+  }
+};
+LowerBound lower_bound(const Problem& problem, const Graph& graph);
+
+struct SubgraphReport {
+  int index = 0;
+  std::vector<int> ops;
+  Granularity granularity;
+  int64_t grid_rows = 0, grid_cols = 0, k_steps = 0, steps = 0;
+  double latency = 0, compute_time = 0, memory_time = 0;
+  std::optional<double> reported;
+  int64_t peak_working_set = 0;
+};
+
+struct ScheduleReport {
+  bool valid = false;
+  double total_latency = 0;
+  double capacity = 0;
+  std::vector<SubgraphReport> subgraphs;  // those that were evaluated
+  std::optional<RuleViolation> error;     // the first violated rule
+  std::vector<RuleViolation> warnings;    // M27 mismatches (errors under --strict)
+};
+
+using StepObserver = std::function<void(const SubgraphModel&, const StepDetail&)>;
+
+struct VerifyOptions {
+  ModelOptions model;
+  bool strict = false;    // M27 mismatch is an error
+  StepObserver on_step;   // if set, called for every step with its full detail
+};
+
+// Check order of M28: M5, then per subgraph M6-M15 and its steps (M17, M20), then M26, then M27.
+ScheduleReport verify_schedule(const Problem& problem, const Graph& graph, const Schedule& schedule,
+                               const VerifyOptions& options);
+
+}  // namespace mlsys

@@ -1,0 +1,88 @@
+// `verify`: a thin command line over the verifier library.
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "sim/json_io.hpp"
+#include "traces/report.hpp"
+#include "verifier/verify.hpp"
+
+using namespace mlsys;
+
+namespace {
+constexpr int kValid = 0, kInvalid = 1, kMalformed = 2;
+}
+
+int main(int argc, char** argv) {
+  CLI::App app{"Verify an MLSys 2026 schedule against the rule book and compute its latency.\n"
+               "Exit codes: 0 valid, 1 the schedule breaks a rule, 2 malformed input or bad usage."};
+  std::string problem_path, solution_path, compute = "full-k";
+  bool supernative = false, strict = false, json_out = false, steps = false, bound_only = false;
+  app.add_option("problem", problem_path, "problem JSON")->required();
+  app.add_option("solution", solution_path, "solution JSON (omit with --lower-bound)");
+  app.add_option("--matmul-compute", compute, "MatMul compute per k-step: full-k (base*k/K) or native-k (base*k/n_k)")
+      ->check(CLI::IsMember({"full-k", "native-k"}));
+  app.add_flag("--allow-supernative-k", supernative, "lift the limit k <= native width (M6)");
+  app.add_flag("--strict", strict, "a wrong reported latency (M27) is an error");
+  app.add_flag("--json", json_out, "print one JSON report on stdout");
+  app.add_flag("--steps", steps, "list every step: slices loaded/reused, compute per op, stores, working set");
+  app.add_flag("--lower-bound", bound_only, "print the rule book's lower bounds for the problem and exit");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : kMalformed;
+  }
+  VerifyOptions options;
+  options.model.matmul_compute = compute == "native-k" ? MatmulCompute::NativeK : MatmulCompute::FullK;
+  options.model.allow_supernative_k = supernative;
+  options.strict = strict;
+  try {
+    const Problem problem = load_problem(problem_path);
+    const Graph graph = analyze_graph(problem, problem_path);
+    const LowerBound lb = lower_bound(problem, graph);
+    if (bound_only) {
+      if (json_out) {
+        std::cout << nlohmann::json{{"compute_full_k", lb.compute_full_k},
+                                    {"compute_native_k", lb.compute_native_k},
+                                    {"io", lb.io},
+                                    {"bound", lb.bound(options.model.matmul_compute)}}
+                         .dump(2)
+                  << "\n";
+      } else {
+        std::cout << "compute bound (full-k): " << format_number(lb.compute_full_k) << "\n"
+                  << "compute bound (native-k): " << format_number(lb.compute_native_k) << "\n"
+                  << "io bound: " << format_number(lb.io) << "\n"
+                  << "lower bound: " << format_number(lb.bound(options.model.matmul_compute)) << "\n";
+      }
+      return kValid;
+    }
+    if (solution_path.empty()) {
+      std::cerr << "error: a SOLUTION.json is required (or use --lower-bound)\n";
+      return kMalformed;
+    }
+    const Schedule schedule = load_schedule(solution_path, problem);
+    if (steps && !json_out)
+      options.on_step = [&](const SubgraphModel& m, const StepDetail& d) {
+        print_step(std::cout, m.index(), d, problem.fast_memory_capacity);
+      };
+    const ScheduleReport report = verify_schedule(problem, graph, schedule, options);
+    if (json_out) {
+      std::cout << report_to_json(report, lb, options.model.matmul_compute).dump(2) << "\n";
+    } else {
+      print_report(std::cout, report, lb, options.model.matmul_compute);
+    }
+    for (const auto& w : report.warnings) std::cerr << "warning: " << w.describe() << "\n";
+    if (report.error) std::cerr << "error: " << describe_error(*report.error) << "\n";
+    return report.valid ? kValid : kInvalid;
+  } catch (const InputError& e) {
+    if (json_out)
+      std::cout << nlohmann::json{{"valid", false},
+                                  {"malformed", true},
+                                  {"errors", {{{"rule", e.rule()}, {"file", e.file()}, {"field", e.field()},
+                                               {"message", e.what()}}}}}
+                       .dump(2)
+                << "\n";
+    std::cerr << "error: " << e.what() << "\n";
+    return kMalformed;
+  }
+}
