@@ -599,14 +599,36 @@ SubgraphResult SubgraphModel::evaluate_fast() const {
   StepWalker w(*this);
   std::vector<StepWalker::NumSlice> a, b, scratch;
   SubgraphResult result;
-  int64_t finished = 0;
   const int64_t retained = static_cast<int64_t>(retained_.size());
-  int64_t prev_row = -1, prev_col = -1;
-  for (int64_t p = 0; p < tiles(); ++p) {
+  // Which tiles to look at, and how many tiles each stands for. In raster order with nothing retained (so no
+  // working set grows with position) a tile's class depends only on whether its row/column is the first, an
+  // interior one or a clipped last one: at most 9 representatives, whatever the grid size. Otherwise every
+  // tile is classified (a few integer operations each) and only the class evaluation is shared.
+  std::vector<std::pair<int64_t, int64_t>> groups;  // (position, count)
+  if (order_.empty() && retained == 0) {
+    auto representatives = [](int64_t n, bool clipped_last) {
+      std::vector<std::pair<int64_t, int64_t>> reps{{0, 1}};
+      const int64_t interior = n - 1 - (clipped_last && n > 1 ? 1 : 0);
+      if (interior > 0) reps.push_back({1, interior});
+      if (clipped_last && n > 1) reps.push_back({n - 1, 1});
+      return reps;
+    };
+    for (auto [row, rows] : representatives(nrows_, grid_h_ % g_.h != 0))
+      for (auto [col, cols] : representatives(ncols_, grid_w_ % g_.w != 0)) groups.push_back({row * ncols_ + col, rows * cols});
+  } else {
+    groups.reserve(tiles());
+    for (int64_t p = 0; p < tiles(); ++p) groups.push_back({p, 1});
+  }
+  int64_t finished = 0;
+  for (auto [p, count] : groups) {
     const int64_t tile = tile_of_position(p);
     const int64_t row = tile / ncols_, col = tile % ncols_;
+    int transition = 0;
+    if (p > 0) {
+      const int64_t prev = tile_of_position(p - 1);
+      transition = prev / ncols_ == row ? 1 : prev % ncols_ == col ? 2 : 3;
+    }
     const bool short_rows = (row + 1) * g_.h > grid_h_, short_cols = (col + 1) * g_.w > grid_w_;
-    const int transition = p == 0 ? 0 : row == prev_row ? 1 : col == prev_col ? 2 : 3;
     TileClass& cls = classes[(short_rows ? 1 : 0) | (short_cols ? 2 : 0) | (transition << 2)];
     if (!cls.known) {
       cls.known = true;
@@ -632,12 +654,10 @@ SubgraphResult SubgraphModel::evaluate_fast() const {
     const int64_t peak = cls.max_ws + finished * retained;
     if (static_cast<double>(peak) > capacity_) return simulate();  // rare: let the walker name the step
     result.peak_working_set = std::max(result.peak_working_set, peak);
-    result.latency += cls.latency;
-    result.compute_time += cls.compute;
-    result.memory_time += cls.memory;
+    result.latency += cls.latency * static_cast<double>(count);
+    result.compute_time += cls.compute * static_cast<double>(count);
+    result.memory_time += cls.memory * static_cast<double>(count);
     finished += (std::min((row + 1) * g_.h, grid_h_) - row * g_.h) * (std::min((col + 1) * g_.w, grid_w_) - col * g_.w);
-    prev_row = row;
-    prev_col = col;
   }
   result.steps = num_steps();
   return result;
