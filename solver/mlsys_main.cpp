@@ -1,0 +1,117 @@
+// `mlsys`: the contest solver. `mlsys PROBLEM.json OUTPUT.json` writes the best schedule found (atomically,
+// first within milliseconds and again on every improvement); `mlsys PROBLEM.json TIMEOUT_SECONDS` prints it.
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+#include "sim/json_io.hpp"
+#include "solver/search.hpp"
+#include "traces/report.hpp"
+#include "verifier/verify.hpp"
+
+using namespace mlsys;
+
+namespace {
+std::atomic<bool> g_stop{false};
+void on_signal(int) { g_stop.store(true); }
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Search a schedule for an MLSys 2026 problem.\n"
+               "  mlsys PROBLEM.json OUTPUT.json        writes OUTPUT.json (contest form)\n"
+               "  mlsys PROBLEM.json TIMEOUT_SECONDS    prints the schedule on stdout (older form)\n"
+               "Exit codes: 0 a schedule was written, 1 no valid schedule exists, 2 bad input or usage."};
+  std::string problem_path, target, compute = "full-k", stats_path;
+  double timeout = 0;
+  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  uint64_t seed = 1;
+  bool supernative = false, progress = false;
+  app.add_option("problem", problem_path, "problem JSON")->required();
+  app.add_option("output", target, "OUTPUT.json, or a timeout in seconds (then the schedule goes to stdout)")
+      ->required();
+  app.add_option("--timeout", timeout,
+                 "seconds (default by op count as in the contest: <=5 ops 2, <=20 5, <=32 15, <=63 30, <=103 60, "
+                 "else 120)");
+  app.add_option("--threads", threads, "search threads (default: all cores)")->check(CLI::Range(1, 256));
+  app.add_option("--seed", seed, "random seed");
+  app.add_option("--matmul-compute", compute, "full-k or native-k")->check(CLI::IsMember({"full-k", "native-k"}));
+  app.add_flag("--allow-supernative-k", supernative, "allow k above the native width");
+  app.add_flag("--progress", progress, "print each improvement (cost, time, evaluations/s) on stderr");
+  app.add_option("--json-stats", stats_path, "write search statistics as JSON to this file");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  std::string output_path;
+  if (char* end = nullptr; !target.empty() && (std::strtod(target.c_str(), &end), *end == '\0') &&
+                           !std::filesystem::exists(target)) {
+    if (timeout == 0) timeout = std::strtod(target.c_str(), nullptr);  // older form: PROBLEM TIMEOUT
+  } else {
+    output_path = target;
+  }
+  std::signal(SIGTERM, on_signal);
+  std::signal(SIGINT, on_signal);
+  try {
+    const Problem problem = load_problem(problem_path);
+    const Graph graph = analyze_graph(problem, problem_path);
+    SolveOptions options;
+    options.model.matmul_compute = compute == "native-k" ? MatmulCompute::NativeK : MatmulCompute::FullK;
+    options.model.allow_supernative_k = supernative;
+    options.threads = threads;
+    options.seed = seed;
+    const double limit = timeout > 0 ? timeout : default_timeout_seconds(problem.num_ops());
+    // Leave a margin for the final write and process exit.
+    options.timeout_seconds = std::max(0.2, limit * 0.9 - 0.1);
+    const LowerBound lb = lower_bound(problem, graph);
+    const auto start = std::chrono::steady_clock::now();
+    std::mutex io;
+    auto on_improvement = [&](const Schedule& s, double cost, const std::string& strategy) {
+      std::lock_guard lock(io);
+      if (!output_path.empty()) write_file_atomic(output_path, schedule_to_json(s).dump(1) + "\n");
+      if (progress) {
+        const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        std::cerr << "[" << format_number(std::round(t * 1000) / 1000) << " s] cost " << format_number(cost)
+                  << " (lower bound " << format_number(lb.bound(options.model.matmul_compute)) << ", " << strategy
+                  << ")\n";
+      }
+    };
+    SolveStats stats;
+    const auto best = solve(problem, graph, options, g_stop, on_improvement, &stats);
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!stats_path.empty()) {
+      nlohmann::json j{{"valid", best.has_value()},
+                       {"cost", best ? nlohmann::json(stats.best_cost) : nlohmann::json(nullptr)},
+                       {"lower_bound", lb.bound(options.model.matmul_compute)},
+                       {"time_to_best", stats.time_to_best},
+                       {"elapsed", elapsed},
+                       {"evaluations", stats.evaluations},
+                       {"evaluations_per_second", stats.evaluations / std::max(elapsed, 1e-9)},
+                       {"improvements", stats.improvements},
+                       {"best_strategy", stats.best_strategy},
+                       {"interrupted", g_stop.load()}};
+      write_file_atomic(stats_path, j.dump(2) + "\n");
+    }
+    if (progress)
+      std::cerr << "done in " << format_number(std::round(elapsed * 1000) / 1000) << " s, "
+                << stats.evaluations << " evaluations\n";
+    if (!best) {
+      std::cerr << "error: no valid schedule: " << stats.infeasible_reason << "\n";
+      if (!output_path.empty()) write_file_atomic(output_path, "{}\n");
+      else std::cout << "{}\n";
+      return 1;
+    }
+    if (output_path.empty()) std::cout << schedule_to_json(*best).dump(1) << "\n";
+    return 0;
+  } catch (const InputError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  }
+}

@@ -1,0 +1,111 @@
+#include "solver/oracle.hpp"
+
+#include <algorithm>
+#include <set>
+
+namespace mlsys {
+
+std::vector<int64_t> traversal_order(Traversal kind, int64_t rows, int64_t cols) {
+  std::vector<int64_t> order;
+  order.reserve(rows * cols);
+  if (kind == Traversal::ColumnSnake) {
+    for (int64_t c = 0; c < cols; ++c)
+      for (int64_t i = 0; i < rows; ++i) order.push_back((c % 2 ? rows - 1 - i : i) * cols + c);
+  } else {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t i = 0; i < cols; ++i)
+        order.push_back(r * cols + (kind == Traversal::RowSnake && r % 2 ? cols - 1 - i : i));
+  }
+  return order;
+}
+
+SubgraphOracle::SubgraphOracle(const Problem& problem, const Graph& graph, const ModelOptions& options)
+    : problem_(problem), graph_(graph), options_(options) {}
+
+std::vector<int64_t> SubgraphOracle::spatial_candidates(int64_t extent, int64_t native) const {
+  // Tile sizes that give distinct tile counts: native and its halvings, and the smallest size for a few tile
+  // counts near the minimum (non powers of two, so edge tiles are not wasted).
+  std::set<int64_t> sizes;
+  for (int64_t s = native; s >= 1 && s * 16 >= native; s /= 2) sizes.insert(std::min(s, extent));
+  const int64_t min_tiles = (extent + native - 1) / native;
+  for (int64_t c = min_tiles; c < min_tiles + 4; ++c) sizes.insert((extent + c - 1) / c);
+  return {sizes.rbegin(), sizes.rend()};
+}
+
+std::vector<int64_t> SubgraphOracle::k_candidates(const std::vector<int>& ops) const {
+  int64_t k_max = options_.allow_supernative_k ? INT64_MAX : problem_.native_w;
+  bool any = false;
+  for (int o : ops)
+    if (problem_.is_matmul(o)) {
+      k_max = std::min(k_max, graph_.reduction_depth[o]);
+      any = true;
+    }
+  if (!any) return {1};
+  std::set<int64_t> ks;
+  for (int64_t k = k_max; k >= 1 && k * 32 >= k_max; k /= 2) ks.insert(k);
+  for (int64_t c = 1; c <= 4; ++c) ks.insert((k_max + c - 1) / c);
+  return {ks.rbegin(), ks.rend()};
+}
+
+std::optional<SubgraphChoice> SubgraphOracle::best(const std::vector<int>& ops, const std::vector<int>& retained_in,
+                                                   const std::vector<int>& retain, std::string* reason) {
+  std::vector<int> key = ops;
+  key.push_back(-1);
+  key.insert(key.end(), retained_in.begin(), retained_in.end());
+  key.push_back(-2);
+  key.insert(key.end(), retain.begin(), retain.end());
+  if (auto it = cache_.find(key); it != cache_.end() && (it->second || !reason)) return it->second;
+
+  SubgraphSpec spec;
+  spec.ops = ops;
+  spec.retain = retain;
+  // The grid shape comes from the compiled model; compile once at native size to learn it.
+  spec.granularity = {problem_.native_w, problem_.native_h, 1};
+  std::optional<SubgraphChoice> best;
+  std::string last_reason = "no candidate granularity";
+  int64_t grid_w = problem_.native_w, grid_h = problem_.native_h;
+  {
+    // Any output of the last op has the grid's shape (it is non-ephemeral).
+    const int y = problem_.outputs[ops.back()][0];
+    grid_w = problem_.widths[y];
+    grid_h = problem_.heights[y];
+  }
+  for (int64_t k : k_candidates(ops))
+    for (int64_t h : spatial_candidates(grid_h, problem_.native_h))
+      for (int64_t w : spatial_candidates(grid_w, problem_.native_w)) {
+        spec.granularity = {w, h, k};
+        spec.traversal.reset();
+        auto compiled = SubgraphModel::compile(problem_, graph_, spec, 0, retained_in, options_);
+        ++evaluations_;
+        if (auto* v = std::get_if<RuleViolation>(&compiled)) {
+          last_reason = v->describe();
+          continue;
+        }
+        const SubgraphModel& model = std::get<SubgraphModel>(compiled);
+        std::vector<Traversal> kinds{Traversal::Raster};
+        if (model.grid_rows() > 1 && model.grid_cols() > 1) kinds = {Traversal::RowSnake, Traversal::ColumnSnake};
+        for (Traversal kind : kinds) {
+          std::optional<std::vector<int64_t>> order;
+          if (kind != Traversal::Raster) {
+            spec.traversal = traversal_order(kind, model.grid_rows(), model.grid_cols());
+            order = spec.traversal;
+          }
+          auto recompiled =
+              order ? SubgraphModel::compile(problem_, graph_, spec, 0, retained_in, options_) : std::move(compiled);
+          const SubgraphModel& m = std::get<SubgraphModel>(recompiled);
+          const SubgraphResult r = m.evaluate_fast();
+          ++evaluations_;
+          if (r.violation) {
+            last_reason = r.violation->describe();
+            continue;
+          }
+          if (!best || r.latency < best->latency - 1e-9 * r.latency)
+            best = SubgraphChoice{spec.granularity, order, r.latency, r.peak_working_set};
+        }
+      }
+  if (!best && reason) *reason = last_reason;
+  cache_[key] = best;
+  return best;
+}
+
+}  // namespace mlsys

@@ -1,0 +1,50 @@
+// The search's oracle: it proposes a subgraph (ops, what it receives retained, what it retains) and is told the
+// best configuration the step model finds for it (granularity, traversal order, latency) or why none works.
+// It never computes cost itself: every number comes from SubgraphModel (compile = static rules, then
+// evaluate_fast = latency and working set).
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/graph.hpp"
+#include "sim/problem.hpp"
+#include "sim/step_model.hpp"
+
+namespace mlsys {
+
+struct SubgraphChoice {
+  Granularity granularity;
+  std::optional<std::vector<int64_t>> traversal;
+  double latency = 0;
+  int64_t peak_working_set = 0;
+};
+
+// Traversal orders the search tries. Snakes keep one strip shared at every turn.
+enum class Traversal { Raster, RowSnake, ColumnSnake };
+std::vector<int64_t> traversal_order(Traversal kind, int64_t rows, int64_t cols);
+
+class SubgraphOracle {
+ public:
+  SubgraphOracle(const Problem& problem, const Graph& graph, const ModelOptions& options);
+
+  // Best configuration, or nullopt with `reason` set to the last rule that rejected every candidate.
+  std::optional<SubgraphChoice> best(const std::vector<int>& ops, const std::vector<int>& retained_in,
+                                     const std::vector<int>& retain, std::string* reason = nullptr);
+  int64_t evaluations() const { return evaluations_; }
+
+ private:
+  std::vector<int64_t> spatial_candidates(int64_t extent, int64_t native) const;
+  std::vector<int64_t> k_candidates(const std::vector<int>& ops) const;
+
+  const Problem& problem_;
+  const Graph& graph_;
+  ModelOptions options_;
+  int64_t evaluations_ = 0;
+  std::map<std::vector<int>, std::optional<SubgraphChoice>> cache_;  // key: ops | -1 | retained_in | -2 | retain
+};
+
+}  // namespace mlsys

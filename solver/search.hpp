@@ -1,0 +1,45 @@
+// Schedule search. Strategies (one per thread) segment a topological order of the ops into fused, connected
+// subgraphs by dynamic programming, asking the SubgraphOracle for each candidate's best configuration, then
+// add retention across consecutive subgraphs where the step model says it pays. Every improvement is verified
+// with the whole-schedule rules before it is published.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "sim/graph.hpp"
+#include "sim/problem.hpp"
+
+namespace mlsys {
+
+struct SolveOptions {
+  double timeout_seconds = 2;
+  int threads = 2;
+  uint64_t seed = 1;
+  ModelOptions model;
+};
+
+struct SolveStats {
+  double best_cost = 0;
+  double time_to_best = 0;  // seconds from start
+  int64_t evaluations = 0;  // subgraph candidates compiled or evaluated
+  int64_t improvements = 0;
+  std::string best_strategy;
+  std::string infeasible_reason;  // set when no schedule was found
+};
+
+// Called (serialized) on every verified improvement; the schedule carries its exact subgraph latencies.
+using ImprovementCallback = std::function<void(const Schedule&, double cost, const std::string& strategy)>;
+
+// Runs until the time budget is spent, `stop` is set, or every strategy finished. Returns the best schedule.
+std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const SolveOptions& options,
+                              const std::atomic<bool>& stop, const ImprovementCallback& on_improvement,
+                              SolveStats* stats);
+
+// The contest's time limit for a problem, by op count.
+double default_timeout_seconds(int num_ops);
+
+}  // namespace mlsys
