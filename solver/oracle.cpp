@@ -26,7 +26,7 @@ std::vector<int64_t> SubgraphOracle::spatial_candidates(int64_t extent, int64_t 
   // Tile sizes that give distinct tile counts: native and its halvings, and the smallest size for a few tile
   // counts near the minimum (non powers of two, so edge tiles are not wasted).
   std::set<int64_t> sizes;
-  for (int64_t s = native; s >= 1 && s * 16 >= native; s /= 2) sizes.insert(std::min(s, extent));
+  for (int64_t s = native; s >= 1 && s * 4 >= native; s /= 2) sizes.insert(std::min(s, extent));
   const int64_t min_tiles = (extent + native - 1) / native;
   for (int64_t c = min_tiles; c < min_tiles + 4; ++c) sizes.insert((extent + c - 1) / c);
   return {sizes.rbegin(), sizes.rend()};
@@ -45,6 +45,32 @@ std::vector<int64_t> SubgraphOracle::k_candidates(const std::vector<int>& ops) c
   for (int64_t k = k_max; k >= 1 && k * 32 >= k_max; k /= 2) ks.insert(k);
   for (int64_t c = 1; c <= 4; ++c) ks.insert((k_max + c - 1) / c);
   return {ks.rbegin(), ks.rend()};
+}
+
+double SubgraphOracle::lower_bound(const std::vector<int>& ops, const std::vector<int>& retained_in,
+                                   const std::vector<int>& retain) const {
+  // Every op pays base per native tile of its output at least once; every external input not retained-in is
+  // loaded at least once and every output that leaves the subgraph is stored at least once.
+  auto contains = [](const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); };
+  double compute = 0;
+  int64_t traffic = 0;
+  std::set<int> seen;
+  for (int o : ops) {
+    const int y = problem_.outputs[o][0];
+    compute += problem_.base_costs[o] * static_cast<double>(((problem_.heights[y] + problem_.native_h - 1) /
+                                                             problem_.native_h) *
+                                                            ((problem_.widths[y] + problem_.native_w - 1) /
+                                                             problem_.native_w));
+    for (int t : problem_.inputs[o])
+      if (!contains(ops, graph_.producer[t]) && !contains(retained_in, t) && seen.insert(t).second)
+        traffic += problem_.size(t);
+    for (int t : problem_.outputs[o]) {
+      bool internal = false;
+      for (const Consumer& c : graph_.consumers[t]) internal = internal || contains(ops, c.op);
+      if (!internal && !contains(retain, t)) traffic += problem_.size(t);
+    }
+  }
+  return std::max(compute, static_cast<double>(traffic) / problem_.slow_memory_bandwidth);
 }
 
 std::optional<SubgraphChoice> SubgraphOracle::best(const std::vector<int>& ops, const std::vector<int>& retained_in,
@@ -70,9 +96,11 @@ std::optional<SubgraphChoice> SubgraphOracle::best(const std::vector<int>& ops, 
     grid_w = problem_.widths[y];
     grid_h = problem_.heights[y];
   }
+  const double floor = lower_bound(ops, retained_in, retain);
   for (int64_t k : k_candidates(ops))
     for (int64_t h : spatial_candidates(grid_h, problem_.native_h))
       for (int64_t w : spatial_candidates(grid_w, problem_.native_w)) {
+        if (best && best->latency <= floor * (1 + 1e-12)) break;  // nothing can beat the subgraph's floor
         spec.granularity = {w, h, k};
         spec.traversal.reset();
         auto compiled = SubgraphModel::compile(problem_, graph_, spec, 0, retained_in, options_);
@@ -82,8 +110,11 @@ std::optional<SubgraphChoice> SubgraphOracle::best(const std::vector<int>& ops, 
           continue;
         }
         const SubgraphModel& model = std::get<SubgraphModel>(compiled);
+        // Snakes save one strip load per turn; on large grids that is a small share and costs a per-tile
+        // classification, so they are tried only where a turn is a noticeable part of the grid.
         std::vector<Traversal> kinds{Traversal::Raster};
-        if (model.grid_rows() > 1 && model.grid_cols() > 1) kinds = {Traversal::RowSnake, Traversal::ColumnSnake};
+        if (model.grid_rows() > 1 && model.grid_cols() > 1 && model.tiles() <= 512)
+          kinds = {Traversal::RowSnake, Traversal::ColumnSnake};
         for (Traversal kind : kinds) {
           std::optional<std::vector<int64_t>> order;
           if (kind != Traversal::Raster) {

@@ -35,6 +35,9 @@ class SubgraphOracle {
   std::optional<SubgraphChoice> best(const std::vector<int>& ops, const std::vector<int>& retained_in,
                                      const std::vector<int>& retain, std::string* reason = nullptr);
   int64_t evaluations() const { return evaluations_; }
+  // No configuration of this subgraph can be cheaper (compute at native padding, each transfer once).
+  double lower_bound(const std::vector<int>& ops, const std::vector<int>& retained_in,
+                     const std::vector<int>& retain) const;
 
  private:
   std::vector<int64_t> spatial_candidates(int64_t extent, int64_t native) const;
