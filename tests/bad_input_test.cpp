@@ -107,7 +107,9 @@ TEST_P(BadInputs, CleanErrorAndExitCode) {
   const CommandResult r = run_command(MLSYS_VERIFY_BIN, dir + "/problem.json " + dir + "/solution.json");
   EXPECT_EQ(b.exit_code, r.exit_code) << r.err;
   EXPECT_NE(std::string::npos, r.err.find(b.needle)) << "stderr: " << r.err;
-  if (b.exit_code == 2) EXPECT_NE(std::string::npos, r.err.find(dir)) << "the message names the file: " << r.err;
+  if (b.exit_code == 2) {
+    EXPECT_NE(std::string::npos, r.err.find(dir)) << "the message names the file: " << r.err;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, BadInputs, ::testing::ValuesIn(cases()),

@@ -3,6 +3,8 @@
 #include <iostream>
 
 #include "sim/json_io.hpp"
+#include "sim/systemc/replay.hpp"
+#include "traces/perfetto_trace.hpp"
 #include "traces/report.hpp"
 #include "verifier/verify.hpp"
 
@@ -12,11 +14,13 @@ namespace {
 constexpr int kValid = 0, kInvalid = 1, kMalformed = 2;
 }
 
-int main(int argc, char** argv) {
+// libsystemc (linked for --replay) provides main() and calls sc_main.
+extern "C" int sc_main(int argc, char** argv) {
   CLI::App app{"Verify an MLSys 2026 schedule against the rule book and compute its latency.\n"
                "Exit codes: 0 valid, 1 the schedule breaks a rule, 2 malformed input or bad usage."};
   std::string problem_path, solution_path, compute = "full-k";
-  bool supernative = false, strict = false, json_out = false, steps = false, bound_only = false;
+  bool supernative = false, strict = false, json_out = false, steps = false, bound_only = false, replay = false;
+  std::string timing = "contest", trace_path, vcd_path;
   app.add_option("problem", problem_path, "problem JSON")->required();
   app.add_option("solution", solution_path, "solution JSON (omit with --lower-bound)");
   app.add_option("--matmul-compute", compute, "MatMul compute per k-step: full-k (base*k/K) or native-k (base*k/n_k)")
@@ -26,6 +30,11 @@ int main(int argc, char** argv) {
   app.add_flag("--json", json_out, "print one JSON report on stdout");
   app.add_flag("--steps", steps, "list every step: slices loaded/reused, compute per op, stores, working set");
   app.add_flag("--lower-bound", bound_only, "print the rule book's lower bounds for the problem and exit");
+  app.add_flag("--replay", replay, "after the analytic check, replay the schedule in the SystemC engine");
+  app.add_option("--timing", timing, "replay timing: contest, or overlapped (a what-if outside the contest model)")
+      ->check(CLI::IsMember({"contest", "overlapped"}));
+  app.add_option("--trace", trace_path, "with --replay: write a Chrome/Perfetto trace-event JSON file");
+  app.add_option("--vcd", vcd_path, "with --replay: write a VCD of occupancy, link busy and compute busy");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -66,11 +75,26 @@ int main(int argc, char** argv) {
         print_step(std::cout, m.index(), d, problem.fast_memory_capacity);
       };
     const ScheduleReport report = verify_schedule(problem, graph, schedule, options);
-    if (json_out) {
-      std::cout << report_to_json(report, lb, options.model.matmul_compute).dump(2) << "\n";
-    } else {
-      print_report(std::cout, report, lb, options.model.matmul_compute);
+    nlohmann::json json_report = report_to_json(report, lb, options.model.matmul_compute);
+    if (!json_out) print_report(std::cout, report, lb, options.model.matmul_compute);
+    if (replay && report.valid) {
+      ReplayOptions ro;
+      ro.model = options.model;
+      ro.timing = timing == "overlapped" ? TimingMode::Overlapped : TimingMode::Contest;
+      ro.vcd_path = vcd_path;
+      PerfettoTrace trace("mlsys replay: " + solution_path);
+      if (!trace_path.empty()) ro.trace = &trace;
+      const ReplayResult r = replay_schedule(problem, graph, schedule, ro);
+      if (!trace_path.empty()) trace.write(trace_path);
+      json_report["replay_timing"] = timing;
+      json_report["replay_total_latency"] = r.completed ? nlohmann::json(r.total_latency) : nullptr;
+      json_report["replay_peak_occupancy"] = r.peak_occupancy;
+      if (!json_out)
+        std::cout << "replay total (" << (timing == "contest" ? "contest" : "overlapped, what-if") << "): "
+                  << format_number(r.total_latency) << ", peak occupancy " << r.peak_occupancy << "\n";
+      if (r.error) std::cerr << "replay error: " << describe_error(*r.error) << "\n";
     }
+    if (json_out) std::cout << json_report.dump(2) << "\n";
     for (const auto& w : report.warnings) std::cerr << "warning: " << w.describe() << "\n";
     if (report.error) std::cerr << "error: " << describe_error(*report.error) << "\n";
     return report.valid ? kValid : kInvalid;
