@@ -33,7 +33,8 @@ struct Subject {
 std::vector<Subject> subjects() {
   std::vector<Subject> all;
   std::ifstream in(source_path("tests/golden/cases.json"));
-  for (const auto& c : json::parse(in).at("cases")) {
+  const json doc = json::parse(in);  // named: a range-for over parse(...).at(...) would outlive the temporary
+  for (const auto& c : doc.at("cases")) {
     Subject s{c.at("id"), "tests/golden/" + c.at("problem").get<std::string>(),
               "tests/golden/" + c.at("solution").get<std::string>(), {}};
     for (const auto& a : c.at("options")) {

@@ -1,10 +1,9 @@
 #include "sim/systemc/replay.hpp"
 
-#include <cstdlib>
-#include <iostream>
 #include <memory>
 
 #include "sim/schedule_model.hpp"
+#include "sim/systemc/kernel.hpp"
 #include "sim/systemc/hardware.hpp"
 #include "traces/perfetto_trace.hpp"
 
@@ -12,13 +11,6 @@ namespace mlsys {
 namespace {
 
 using namespace sc_core;
-
-// SystemC reports go to stderr so that JSON on stdout stays clean.
-void report_to_stderr(const sc_report& report, const sc_actions& actions) {
-  if (actions & SC_DISPLAY) std::cerr << sc_report_compose_message(report) << "\n";
-  if (actions & SC_THROW) throw report;
-  if (actions & SC_ABORT) std::abort();
-}
 
 std::string slice_name(int tensor, const Region& r) {
   return "T" + std::to_string(tensor) + "[" + std::to_string(r.r0) + ":" + std::to_string(r.r1) + "," +
@@ -170,11 +162,7 @@ class Sequencer : public sc_module {
 
 ReplayResult replay_schedule(const Problem& problem, const Graph& graph, const Schedule& schedule,
                              const ReplayOptions& options) {
-  setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
-  sc_report_handler::set_handler(report_to_stderr);
-  sc_report_handler::set_actions(SC_INFO, SC_DO_NOTHING);
-  sc_report_handler::set_actions(SC_WARNING, SC_DISPLAY);
-  sc_set_time_resolution(1, SC_FS);
+  prepare_systemc_kernel();
   ReplayResult result;
   std::unique_ptr<TraceSink> sink;
   if (options.trace) sink = std::make_unique<TraceSink>(*options.trace);
@@ -199,7 +187,7 @@ ReplayResult replay_schedule(const Problem& problem, const Graph& graph, const S
     if (vcd) sc_close_vcd_trace_file(vcd);
   }
   // Modules are gone; a fresh kernel for the next replay in this process.
-  sc_get_curr_simcontext()->reset();
+  reset_systemc_kernel();
   return result;
 }
 

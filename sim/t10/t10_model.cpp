@@ -1,0 +1,412 @@
+#include "sim/t10/t10_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <sstream>
+
+namespace mlsys::t10 {
+namespace {
+
+using nlohmann::json;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+constexpr int64_t kMaxFactor = int64_t{1} << 31;  // keeps every product of factors inside 64 bits
+const char* kTensorName[] = {"C", "A", "B"};
+
+std::string str(const json& j) { return j.dump(); }
+
+// "Integer" = JSON number without fractional part (T5: 2.0 counts as 2).
+std::optional<int64_t> as_integer(const json& j) {
+  if (j.is_number_integer()) return j.get<int64_t>();
+  if (j.is_number_unsigned()) return j.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX) ? std::nullopt
+                                                                                       : std::optional<int64_t>(j.get<int64_t>());
+  if (j.is_number_float()) {
+    const double v = j.get<double>();
+    if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 9e15) return static_cast<int64_t>(v);
+  }
+  return std::nullopt;
+}
+
+std::string list(const std::array<int64_t, 3>& v) {
+  return "[" + std::to_string(v[0]) + "," + std::to_string(v[1]) + "," + std::to_string(v[2]) + "]";
+}
+
+std::string number(double v) {
+  std::ostringstream out;
+  out.precision(17);
+  out << v;
+  return out.str();
+}
+
+}  // namespace
+
+std::variant<Problem, InputFault> parse_problem(const json& doc) {
+  auto fault = [](const std::string& field, const std::string& what) {
+    return InputFault{"E_PROBLEM", field + ": " + what};
+  };
+  if (!doc.is_object()) return fault("problem", "must be a JSON object, got " + str(doc));
+  Problem p;
+  if (!doc.contains("op") || doc["op"] != "matmul")
+    return fault("op", "must be \"matmul\", got " + (doc.contains("op") ? str(doc["op"]) : std::string("nothing")));
+  for (auto [name, out] : {std::pair{"m", &p.m}, {"k", &p.k}, {"n", &p.n}, {"dtype_bytes", &p.dtype_bytes}}) {
+    if (!doc.contains(name)) {
+      if (std::string(name) == "dtype_bytes") continue;
+      return fault(name, "required");
+    }
+    auto v = as_integer(doc[name]);
+    if (!v || *v < 1 || *v > kMaxFactor) return fault(name, "must be a positive integer, got " + str(doc[name]));
+    *out = *v;
+  }
+  if (doc.contains("chip")) {
+    const json& c = doc["chip"];
+    if (!c.is_object()) return fault("chip", "must be an object, got " + str(c));
+    if (c.contains("name") && c["name"].is_string()) p.chip.name = c["name"];
+    for (auto [name, out] : {std::pair{"cores", &p.chip.cores}, {"sram_bytes_per_core", &p.chip.sram_bytes_per_core}}) {
+      if (!c.contains(name)) continue;
+      auto v = as_integer(c[name]);
+      if (!v || *v < 1 || *v > kMaxFactor)
+        return fault(std::string("chip.") + name, "must be a positive integer, got " + str(c[name]));
+      *out = *v;
+    }
+    for (auto [name, out] : {std::pair{"flops_per_cycle", &p.chip.flops_per_cycle},
+                             {"local_bytes_per_cycle", &p.chip.local_bytes_per_cycle},
+                             {"noc_elems_per_cycle", &p.chip.noc_elems_per_cycle}}) {
+      if (!c.contains(name)) continue;
+      if (!c[name].is_number() || !(c[name].get<double>() > 0))
+        return fault(std::string("chip.") + name, "must be a positive number, got " + str(c[name]));
+      *out = c[name].get<double>();
+    }
+    for (const char* name : {"clock_hz", "link_bytes_per_s"})
+      if (c.contains(name) && (!c[name].is_number() || !(c[name].get<double>() > 0)))
+        return fault(std::string("chip.") + name, "must be a positive number, got " + str(c[name]));
+    if (c.contains("systolic")) {
+      const json& s = c["systolic"];
+      std::optional<int64_t> a, b;
+      if (s.is_array() && s.size() == 2) a = as_integer(s[0]), b = as_integer(s[1]);
+      if (!a || !b || *a < 1 || *a != *b)
+        return fault("chip.systolic", "must be two equal positive integers, got " + str(s));
+      p.chip.systolic = *a;
+    }
+    if (c.contains("noc_topology")) {
+      if (c["noc_topology"] != "mesh") return fault("chip.noc_topology", "must be \"mesh\", got " + str(c["noc_topology"]));
+    }
+  }
+  if (doc.contains("reference_cycles")) {
+    if (!doc["reference_cycles"].is_number() || !(doc["reference_cycles"].get<double>() > 0))
+      return fault("reference_cycles", "must be a positive number, got " + str(doc["reference_cycles"]));
+    p.reference_cycles = doc["reference_cycles"].get<double>();
+  }
+  if (doc.contains("name") && doc["name"].is_string()) p.name = doc["name"];
+  return p;
+}
+
+std::variant<Plan, InputFault> parse_plan(const json& input) {
+  auto fault = [](const std::string& field, const std::string& what) {
+    return InputFault{"E_FORMAT", field + ": " + what};
+  };
+  const json& doc = input.is_object() && input.contains("config") ? input["config"] : input;
+  if (!doc.is_object()) return fault("plan", "must be a JSON object, got " + str(doc));
+  Plan plan;
+  if (!doc.contains("F_op") || !doc["F_op"].is_array() || doc["F_op"].size() != 3)
+    return fault("F_op", "must be an array of exactly 3 integers, got " + (doc.contains("F_op") ? str(doc["F_op"]) : "nothing"));
+  for (int i = 0; i < 3; ++i) {
+    auto v = as_integer(doc["F_op"][i]);
+    if (!v) return fault("F_op", "must be an array of exactly 3 integers, got " + str(doc["F_op"]));
+    if (*v < 1 || *v > kMaxFactor)
+      return fault("F_op[" + std::to_string(i) + "]", "must be in [1, 2^31], got " + std::to_string(*v));
+    plan.f_op[i] = *v;
+  }
+  for (auto [name, out] : {std::pair{"f_t_A_m", &plan.am}, {"f_t_A_k", &plan.ak}, {"f_t_B_k", &plan.bk},
+                           {"f_t_B_n", &plan.bn}, {"f_t_C_m", &plan.cm}, {"f_t_C_n", &plan.cn}}) {
+    if (!doc.contains(name)) return fault(name, "missing");
+    auto v = as_integer(doc[name]);
+    if (!v) return fault(name, "must be an integer, got " + str(doc[name]));
+    if (*v < 1 || *v > kMaxFactor) return fault(name, "must be in [1, 2^31], got " + std::to_string(*v));
+    *out = *v;
+  }
+  return plan;
+}
+
+json plan_to_json(const Plan& p) {
+  return {{"F_op", p.f_op}, {"f_t_A_m", p.am}, {"f_t_A_k", p.ak}, {"f_t_B_k", p.bk},
+          {"f_t_B_n", p.bn}, {"f_t_C_m", p.cm}, {"f_t_C_n", p.cn}};
+}
+
+std::optional<InputFault> check_profile(const Problem& p, Profile profile) {
+  if (profile != Profile::EngDesign) return std::nullopt;
+  const Chip d;
+  auto fault = [](const std::string& field, const std::string& value, const std::string& expected) {
+    return InputFault{"E_PROFILE", "engdesign reproduces the benchmark's chip only: " + field + " = " + value +
+                                       ", expected " + expected};
+  };
+  if (p.dtype_bytes != 2) return fault("dtype_bytes", std::to_string(p.dtype_bytes), "2");
+  if (p.chip.cores != d.cores) return fault("chip.cores", std::to_string(p.chip.cores), std::to_string(d.cores));
+  if (p.chip.systolic != d.systolic)
+    return fault("chip.systolic", std::to_string(p.chip.systolic), std::to_string(d.systolic));
+  if (p.chip.flops_per_cycle != d.flops_per_cycle)
+    return fault("chip.flops_per_cycle", number(p.chip.flops_per_cycle), number(d.flops_per_cycle));
+  if (p.chip.local_bytes_per_cycle != d.local_bytes_per_cycle)
+    return fault("chip.local_bytes_per_cycle", number(p.chip.local_bytes_per_cycle), number(d.local_bytes_per_cycle));
+  if (p.chip.noc_elems_per_cycle != d.noc_elems_per_cycle)
+    return fault("chip.noc_elems_per_cycle", number(p.chip.noc_elems_per_cycle), number(d.noc_elems_per_cycle));
+  return std::nullopt;
+}
+
+Derived derive(const Problem& pr, const Plan& p) {
+  Derived d;
+  const auto [pm, pk, pn] = p.f_op;
+  d.cores = pm * pk * pn;
+  d.spatial = {ceil_div(pr.m, pm), ceil_div(pr.k, pk), ceil_div(pr.n, pn)};
+  const auto [ms, ks, ns] = d.spatial;
+  d.replication = {pk, pn, pm};
+  d.ring_products = {p.cm * p.cn, p.am * p.ak, p.bk * p.bn};
+  d.steps_per_dim = {std::max(p.am, p.cm), std::max(p.ak, p.bk), std::max(p.bn, p.cn)};
+  d.steps = d.steps_per_dim[0] * d.steps_per_dim[1] * d.steps_per_dim[2];
+  d.sub_task = {ceil_div(ms, d.steps_per_dim[0]), ceil_div(ks, d.steps_per_dim[1]), ceil_div(ns, d.steps_per_dim[2])};
+  d.elems = {ceil_div(ms, p.cm) * ceil_div(ns, p.cn), ceil_div(ms, p.am) * ceil_div(ks, p.ak),
+             ceil_div(ks, p.bk) * ceil_div(ns, p.bn)};
+  for (int x = 0; x < 3; ++x) d.hot_bytes += pr.dtype_bytes * d.elems[x] * (d.rotates(x) ? 2 : 1);
+  d.cold_bytes = pr.dtype_bytes * (d.elems[A] + d.elems[B]);
+  // T15: per dimension m, k, n the factor pair (tensor, factor).
+  struct Pair {
+    char dim;
+    int t1;
+    int64_t f1;
+    int t2;
+    int64_t f2;
+  };
+  const Pair pairs[] = {{'m', C, p.cm, A, p.am}, {'k', A, p.ak, B, p.bk}, {'n', C, p.cn, B, p.bn}};
+  std::vector<ShiftLevel> levels;
+  for (const Pair& pair : pairs) {
+    int64_t f[2] = {pair.f1, pair.f2};
+    const int t[2] = {pair.t1, pair.t2};
+    while (f[0] > 1 || f[1] > 1) {
+      int64_t g = 0;
+      for (int64_t v : f)
+        if (v > 1) g = std::gcd(g, v);
+      if (g == 1) {
+        if (!d.misaligned) d.misaligned_dim = pair.dim;
+        d.misaligned = true;
+        break;
+      }
+      ShiftLevel level{pair.dim, g, "", 0, 0, 0, 1};
+      for (int i = 0; i < 2; ++i)
+        if (f[i] > 1) {
+          level.tensors += kTensorName[t[i]];
+          level.size += d.elems[t[i]];
+          f[i] /= g;
+        }
+      levels.push_back(level);
+    }
+  }
+  if (!d.misaligned) {
+    std::stable_sort(levels.begin(), levels.end(), [](const auto& a, const auto& b) { return a.size > b.size; });
+    int64_t it = 1;
+    for (size_t i = 0; i < levels.size(); ++i) {
+      levels[i].iterations = it;
+      levels[i].events = it * (levels[i].g - 1);
+      // Q5: levels 2, 3, 4 take the ring-copy count of C, A, B by position, whatever tensors they move.
+      if (i >= 2 && i <= 4)
+        levels[i].hops = static_cast<double>(d.replication[i - 2]) / static_cast<double>(d.ring_products[i - 2]);
+      it *= levels[i].g;
+    }
+    d.levels = levels;
+  }
+  return d;
+}
+
+int64_t shift_cycles(const Derived& d, const std::vector<int64_t>& events, double noc) {
+  double s = 0.0;
+  for (size_t i = 0; i < d.levels.size(); ++i) {
+    double x = static_cast<double>(events[i] * d.levels[i].size);  // it_i * (g_i - 1) * size_i, exact
+    if (i >= 2) x = x * d.levels[i].hops;
+    s = s + (x / noc) / (1.0 / (2.0 * static_cast<double>(i + 1)));
+  }
+  return static_cast<int64_t>(std::trunc(s));
+}
+
+Cost cost_of(const Problem& pr, const Plan&, const Derived& d) {
+  // T21: binary64 in exactly this order.
+  Cost c;
+  const double e = static_cast<double>(pr.dtype_bytes), lsb = pr.chip.local_bytes_per_cycle;
+  const double ts = static_cast<double>(pr.chip.systolic), noc = pr.chip.noc_elems_per_cycle;
+  const double sm = static_cast<double>(d.sub_task[0]), sk = static_cast<double>(d.sub_task[1]),
+               sn = static_cast<double>(d.sub_task[2]);
+  c.compute = ((2 * (sm * sk * sn)) / pr.chip.flops_per_cycle) * static_cast<double>(d.steps);
+  c.store = e * sm * sn * std::ceil(sk / ts) / lsb;
+  c.load = e * sk * sm * std::ceil(sn / ts) / lsb + e * sk * sn * std::ceil(sm / ts) / lsb;
+  c.comp = std::max({c.compute, c.load, c.store});
+  double b = 0.0;
+  for (int x : {A, B})
+    b = b + ((static_cast<double>(d.elems[x] * (d.ring_products[x] - 1))) / noc) / (1.0 / (2.0 * 1.0));
+  c.bcast = static_cast<int64_t>(std::trunc(b));
+  const int64_t rings_c = d.ring_products[C];
+  if (rings_c > 1) {
+    const double rho = static_cast<double>(d.replication[C]) / static_cast<double>(rings_c);
+    const double s_c = static_cast<double>(d.elems[C]), cc = static_cast<double>(rings_c);
+    const double a = rings_c == 2 ? s_c : s_c * (1 + ((cc - 1) / cc));
+    c.reduce = static_cast<int64_t>(std::trunc((a / noc) / (1.0 / (2.0 * rho))));
+  }
+  std::vector<int64_t> events;
+  for (const ShiftLevel& l : d.levels) events.push_back(l.events);
+  c.shift = shift_cycles(d, events, noc);
+  c.total = c.comp + static_cast<double>(c.shift + c.bcast + c.reduce);
+  return c;
+}
+
+std::optional<double> reference_cycles(const Problem& p) {
+  if (p.reference_cycles) return p.reference_cycles;
+  const Chip d;
+  if (p.dtype_bytes != 2 || p.chip.cores != d.cores || p.chip.systolic != d.systolic ||
+      p.chip.flops_per_cycle != d.flops_per_cycle || p.chip.local_bytes_per_cycle != d.local_bytes_per_cycle ||
+      p.chip.noc_elems_per_cycle != d.noc_elems_per_cycle)
+    return std::nullopt;
+  struct Ref {
+    int64_t m, k, n;
+    double cycles;
+  };
+  static const Ref table[] = {{32, 5120, 15360, 7018}, {128, 5120, 15360, 28672}, {16, 5120, 15360, 3658},
+                              {128, 4096, 4096, 6378}, {2048, 2048, 2048, 26880}, {4, 4096, 4096, 269}};
+  for (const Ref& r : table)
+    if (r.m == p.m && r.k == p.k && r.n == p.n) return r.cycles;
+  return std::nullopt;
+}
+
+double compute_lower_bound(const Problem& p) {
+  return 2.0 * static_cast<double>(p.m) * static_cast<double>(p.k) * static_cast<double>(p.n) /
+         (p.chip.flops_per_cycle * static_cast<double>(p.chip.cores));
+}
+
+Evaluation evaluate(const Problem& pr, const Plan& plan, Profile profile, bool messages) {
+  Evaluation ev;
+  Derived& d = ev.derived;
+  d = derive(pr, plan);
+  const auto [pm, pk, pn] = plan.f_op;
+  const auto [ms, ks, ns] = d.spatial;
+  const auto [tm, tk, tn] = d.steps_per_dim;
+  const auto [sm, sk, sn] = d.sub_task;
+  const double cores = static_cast<double>(pr.chip.cores), D = 3;
+  const double M = static_cast<double>(pr.m), K = static_cast<double>(pr.k), N = static_cast<double>(pr.n);
+  const double V = M * K * N, mx = std::max({M, K, N});
+  const double u = 0.01 * std::min(V / (V + 2 * cores), D * mx / 220);
+  const double q = 0.01 * (std::min(V / (V + cores), D * mx / 220) * std::pow(D / 7, 1.0 / 18));
+  auto dd = [](int64_t v) { return static_cast<double>(v); };
+  const double ratio_s = (M / dd(ms * pm)) * (K / dd(ks * pk)) * (N / dd(ns * pn));
+  const double ratio_t = (dd(ms) / dd(sm * tm)) * (dd(ks) / dd(sk * tk)) * (dd(ns) / dd(sn * tn));
+  std::vector<Violation>& out = ev.engdesign_violations;
+  auto add = [&](std::vector<Violation>& to, const char* code, auto message) {
+    to.push_back({code, messages ? message() : std::string()});
+  };
+  bool spatial = false, temporal = false, six = false;
+  if (d.cores > pr.chip.cores) {
+    add(out, "E_CORES_MAX", [&] { return std::string("P = " + std::to_string(d.cores) + " cores for F_op " + list(plan.f_op) +
+                                      " exceeds the chip's " + std::to_string(pr.chip.cores) + " cores"); });
+    spatial = true;
+  }
+  if (dd(d.cores) / cores < u) {
+    const int64_t min_p = static_cast<int64_t>(std::ceil(u * cores - 1e-9));
+    add(out, "E_CORES_MIN", [&] { return std::string("P = " + std::to_string(d.cores) + " cores is below the smallest accepted P = " +
+                                      std::to_string(min_p)); });
+    spatial = true;
+  }
+  if (ratio_s < q) {
+    add(out, "E_SPATIAL_PAD", [&] { return std::string("spatial padding ratio " + number(ratio_s) + " < q = " + number(q) +
+                                        "; padded sizes " + list({ms * pm, ks * pk, ns * pn})); });
+    spatial = true;
+  }
+  const std::array<std::pair<int64_t, int64_t>, 3> factors{std::pair{plan.cm, plan.cn}, {plan.am, plan.ak},
+                                                            {plan.bk, plan.bn}};
+  const char* fop_name[] = {"F_op[1] (pk)", "F_op[2] (pn)", "F_op[0] (pm)"};
+  for (int x = 0; x < 3; ++x)
+    if (d.replication[x] % d.ring_products[x] != 0) {
+      add(out, "E_REPLICA_DIV", [&] { return std::string(std::string("tensor ") + kTensorName[x] + ": temporal factors " +
+                                          std::to_string(factors[x].first) + " x " + std::to_string(factors[x].second) +
+                                          " = " + std::to_string(d.ring_products[x]) + " must divide " +
+                                          fop_name[x] + " = " + std::to_string(d.replication[x])); });
+      temporal = true;
+    }
+  if (ratio_t < q) {
+    add(out, "E_TEMPORAL_PAD", [&] { return std::string("temporal padding ratio " + number(ratio_t) + " < q = " + number(q) +
+                                         "; steps " + list(d.steps_per_dim) + ", sub-task " + list(d.sub_task) +
+                                         ", spatial " + list(d.spatial)); });
+    temporal = true;
+  }
+  if (!d.misaligned && d.levels.size() == 6) {
+    add(out, "E_SHIFT_LEVELS", [&] { return std::string("the plan has 6 shift levels; the benchmark's model is defined for at most 5"); });
+    six = true;
+  }
+  const bool replica = std::any_of(out.begin(), out.end(), [](const auto& v) { return v.code == "E_REPLICA_DIV"; });
+  if (!replica && !six) ev.cost = cost_of(pr, plan, d);
+  ev.violations = out;
+  if (profile == Profile::Strict) {
+    const char* dims = "mkn";
+    const int64_t lengths[] = {pr.m, pr.k, pr.n};
+    for (int i = 0; i < 3; ++i)
+      if (plan.f_op[i] > lengths[i])
+        add(ev.violations, "E_DIM_OVERSPLIT", [&] { return std::string(std::string("dimension ") + dims[i] + ": factor " +
+                                                        std::to_string(plan.f_op[i]) + " > length " +
+                                                        std::to_string(lengths[i])); });
+    if (d.misaligned) {
+      const char dim = d.misaligned_dim;
+      const std::string fields = dim == 'm'   ? "f_t_C_m = " + std::to_string(plan.cm) + ", f_t_A_m = " + std::to_string(plan.am)
+                                 : dim == 'k' ? "f_t_A_k = " + std::to_string(plan.ak) + ", f_t_B_k = " + std::to_string(plan.bk)
+                                              : "f_t_C_n = " + std::to_string(plan.cn) + ", f_t_B_n = " + std::to_string(plan.bn);
+      add(ev.violations, "E_CHAIN", [&] { return std::string(std::string("dimension ") + dim + " is misaligned: " + fields +
+                                              " (both above 1, neither divides the other)"); });
+    }
+    if (d.hot_bytes > pr.chip.sram_bytes_per_core) {
+      std::string doubled;
+      for (int x = 0; x < 3; ++x)
+        if (d.rotates(x)) doubled += kTensorName[x];
+      add(ev.violations, "E_SRAM", [&] { return std::string("hot " + std::to_string(d.hot_bytes) + " B > capacity " +
+                                             std::to_string(pr.chip.sram_bytes_per_core) + " B per core (S_C " +
+                                             std::to_string(d.elems[C]) + ", S_A " + std::to_string(d.elems[A]) +
+                                             ", S_B " + std::to_string(d.elems[B]) + " elements; doubled: " +
+                                             (doubled.empty() ? "none" : doubled) + ")"); });
+    }
+  }
+  ev.accepted = ev.violations.empty();
+  // T29: the benchmark score follows engdesign whatever the profile.
+  const auto ref = reference_cycles(pr);
+  if (spatial) ev.score = 0.0;
+  else if (temporal) ev.score = 20.0;
+  else if (six || !ref) ev.score = std::nullopt;
+  else ev.score = (0.0 + 20 + 20) + 60 * std::pow(*ref / ev.cost->total, 0.5);
+  return ev;
+}
+
+json evaluation_to_json(const Problem& pr, const Plan& plan, const Evaluation& e, Profile profile) {
+  const Derived& d = e.derived;
+  json levels = json::array();
+  for (size_t i = 0; i < d.levels.size(); ++i) {
+    const auto& l = d.levels[i];
+    levels.push_back({{"level", i}, {"dim", std::string(1, l.dim)}, {"g", l.g}, {"tensors", l.tensors},
+                      {"size", l.size}, {"events", l.events}, {"hops", l.hops}, {"contention", i + 1}});
+  }
+  json violations = json::array();
+  for (const auto& v : e.violations) violations.push_back({{"code", v.code}, {"message", v.message}});
+  json j{{"valid", e.accepted},
+         {"profile", profile == Profile::Strict ? "strict" : "engdesign"},
+         {"plan", plan_to_json(plan)},
+         {"total_cycles", e.cost ? json(e.cost->total) : json(nullptr)},
+         {"sram_peak_bytes", d.hot_bytes},
+         {"cold_bytes", d.cold_bytes},
+         {"score", e.score ? json(*e.score) : json(nullptr)},
+         {"errors", violations},
+         {"derived",
+          {{"cores", d.cores}, {"spatial", d.spatial}, {"steps_per_dim", d.steps_per_dim}, {"steps", d.steps},
+           {"sub_task", d.sub_task}, {"elems", {{"C", d.elems[C]}, {"A", d.elems[A]}, {"B", d.elems[B]}}},
+           {"misaligned_shift", d.misaligned}, {"shift_levels", levels}}},
+         {"problem", {{"m", pr.m}, {"k", pr.k}, {"n", pr.n}}}};
+  if (e.cost)
+    for (auto [key, value] : {std::pair{"compute", e.cost->compute}, {"load", e.cost->load}, {"store", e.cost->store},
+                              {"comp", e.cost->comp}})
+      j[key] = value;
+  j["shift"] = e.cost ? json(e.cost->shift) : json(nullptr);
+  j["broadcast"] = e.cost ? json(e.cost->bcast) : json(nullptr);
+  j["reduce"] = e.cost ? json(e.cost->reduce) : json(nullptr);
+  return j;
+}
+
+}  // namespace mlsys::t10

@@ -1,0 +1,111 @@
+// T10 mode: compute-shift plans for one MatMul on an IPU-style chip (rule book ../shared/spec/t10-model.md,
+// rules T1-T41). Everything here is plain data and formulas; the replay (t10_replay) and the search
+// (t10_search) call it and never recompute a cost.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <variant>
+#include <string>
+#include <vector>
+
+namespace mlsys::t10 {
+
+struct Chip {  // T1 defaults: Graphcore IPU Mk2
+  std::string name = "ipu-mk2";
+  int64_t cores = 1472;
+  int64_t sram_bytes_per_core = 638976;
+  int64_t systolic = 16;  // Ts; the rule book requires a square array
+  double flops_per_cycle = 512;
+  double local_bytes_per_cycle = 32;
+  double noc_elems_per_cycle = 3;
+  std::string noc_topology = "mesh";
+};
+
+struct Problem {
+  int64_t m = 0, k = 0, n = 0;
+  int64_t dtype_bytes = 2;
+  Chip chip;
+  std::optional<double> reference_cycles;
+  std::string name;
+};
+
+struct Plan {
+  std::array<int64_t, 3> f_op{1, 1, 1};  // pm, pk, pn
+  int64_t am = 1, ak = 1, bk = 1, bn = 1, cm = 1, cn = 1;
+};
+
+enum class Profile { Strict, EngDesign };
+
+struct Violation {
+  std::string code;  // E_CORES_MAX, ...
+  std::string message;
+};
+
+// A file that is not a problem / plan at all: E_PROBLEM, E_FORMAT (and E_PROFILE for a locked profile).
+struct InputFault {
+  std::string code, message;
+};
+
+// T1-T2. Returns the problem or the fault naming the field and value.
+std::variant<Problem, InputFault> parse_problem(const nlohmann::json& doc);
+// T4-T5 (accepts the {"config": {...}} wrapper).
+std::variant<Plan, InputFault> parse_plan(const nlohmann::json& doc);
+nlohmann::json plan_to_json(const Plan& plan);
+// T3: E_PROFILE for engdesign on a non-default chip.
+std::optional<InputFault> check_profile(const Problem& problem, Profile profile);
+
+struct ShiftLevel {  // T15-T17
+  char dim;             // 'm', 'k' or 'n'
+  int64_t g;            // ring length
+  std::string tensors;  // e.g. "CB"
+  int64_t size;         // elements per core moved per event
+  int64_t iterations;   // it_i
+  int64_t events;       // it_i * (g - 1)
+  double hops;          // 1, or rho_C / rho_A / rho_B by level position (Q5)
+};
+
+struct Derived {  // T7-T10, T15-T16
+  int64_t cores = 0;
+  std::array<int64_t, 3> spatial{}, steps_per_dim{}, sub_task{};
+  int64_t steps = 0;
+  std::array<int64_t, 3> elems{}, replication{}, ring_products{};  // indexed C, A, B
+  int64_t hot_bytes = 0, cold_bytes = 0;
+  bool misaligned = false;
+  char misaligned_dim = 0;
+  std::vector<ShiftLevel> levels;  // sorted (T16); empty when misaligned
+  bool rotates(int tensor) const { return ring_products[tensor] > 1; }
+};
+
+struct Cost {  // T11-T21
+  double compute = 0, load = 0, store = 0, comp = 0;
+  int64_t shift = 0, bcast = 0, reduce = 0;
+  double total = 0;
+};
+
+struct Evaluation {
+  Derived derived;
+  std::optional<Cost> cost;           // null under E4 or E6 (T28)
+  std::vector<Violation> violations;  // of the active profile, in T24/T25 order
+  std::vector<Violation> engdesign_violations;
+  bool accepted = false;
+  std::optional<double> score;  // T29 (engdesign semantics)
+};
+
+enum Tensor { C = 0, A = 1, B = 2 };
+
+Derived derive(const Problem& problem, const Plan& plan);
+// T17/T21 shift term for given event counts per level (the analytic model passes it_i*(g_i-1); the replay
+// passes the events it observed).
+int64_t shift_cycles(const Derived& derived, const std::vector<int64_t>& events_per_level, double noc_elems_per_cycle);
+Cost cost_of(const Problem& problem, const Plan& plan, const Derived& derived);
+// All rules of the profile, in T24/T25 order. `messages = false` skips building the texts (the search).
+Evaluation evaluate(const Problem& problem, const Plan& plan, Profile profile, bool messages = true);
+std::optional<double> reference_cycles(const Problem& problem);  // T30
+double compute_lower_bound(const Problem& problem);              // T41
+
+nlohmann::json evaluation_to_json(const Problem& problem, const Plan& plan, const Evaluation& e, Profile profile);
+
+}  // namespace mlsys::t10

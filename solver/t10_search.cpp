@@ -1,0 +1,88 @@
+#include "solver/t10_search.hpp"
+
+#include <algorithm>
+#include <tuple>
+
+namespace mlsys::t10 {
+namespace {
+
+std::vector<std::pair<int64_t, int64_t>> ordered_pairs(int64_t replication) {
+  // (a, b) with a*b dividing R (E4 by construction).
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  for (int64_t delta = 1; delta <= replication; ++delta) {
+    if (replication % delta) continue;
+    for (int64_t a = 1; a <= delta; ++a)
+      if (delta % a == 0) pairs.push_back({a, delta / a});
+  }
+  return pairs;
+}
+
+auto order_key(const RankedPlan& r) {
+  const Plan& p = r.plan;
+  return std::make_tuple(r.total, r.hot, p.f_op[0], p.f_op[1], p.f_op[2], p.am, p.ak, p.bk, p.bn, p.cm, p.cn);
+}
+
+}  // namespace
+
+SearchResult search(const Problem& pr, Profile profile, size_t top_n) {
+  SearchResult result;
+  const int64_t cores = pr.chip.cores;
+  struct Candidate {
+    double bound;
+    std::array<int64_t, 3> f_op;
+  };
+  std::vector<Candidate> candidates;
+  for (int64_t pm = 1; pm <= cores; ++pm)
+    for (int64_t pk = 1; pm * pk <= cores; ++pk)
+      for (int64_t pn = 1; pm * pk * pn <= cores; ++pn) {
+        if (profile == Profile::Strict && (pm > pr.m || pk > pr.k || pn > pr.n)) continue;
+        const double ms = static_cast<double>((pr.m + pm - 1) / pm), ks = static_cast<double>((pr.k + pk - 1) / pk),
+                     ns = static_cast<double>((pr.n + pn - 1) / pn);
+        candidates.push_back({2 * ms * ks * ns / pr.chip.flops_per_cycle, {pm, pk, pn}});
+      }
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.bound < b.bound; });
+  double best = INFINITY;
+  std::vector<RankedPlan> kept;
+  const size_t keep = std::max<size_t>(top_n, 1);
+  for (const Candidate& c : candidates) {
+    if (kept.size() >= keep && c.bound > kept.back().total) {
+      ++result.pruned_fops;
+      continue;
+    }
+    Plan plan;
+    plan.f_op = c.f_op;
+    // Spatial stage first (E1-E3 do not depend on temporal factors): one evaluation tells.
+    const Evaluation spatial = evaluate(pr, plan, Profile::EngDesign, false);
+    if (std::any_of(spatial.engdesign_violations.begin(), spatial.engdesign_violations.end(), [](const auto& v) {
+          return v.code == "E_CORES_MAX" || v.code == "E_CORES_MIN" || v.code == "E_SPATIAL_PAD";
+        }))
+      continue;
+    const auto c_pairs = ordered_pairs(c.f_op[1]), a_pairs = ordered_pairs(c.f_op[2]), b_pairs = ordered_pairs(c.f_op[0]);
+    for (auto [cm, cn] : c_pairs)
+      for (auto [am, ak] : a_pairs)
+        for (auto [bk, bn] : b_pairs) {
+          plan.cm = cm, plan.cn = cn, plan.am = am, plan.ak = ak, plan.bk = bk, plan.bn = bn;
+          const Evaluation e = evaluate(pr, plan, profile, false);
+          ++result.evaluated;
+          if (!e.accepted) continue;
+          const RankedPlan r{plan, e.cost->total, e.derived.hot_bytes};
+          if (r.total < best) {
+            best = r.total;
+            result.ties = 0;
+          }
+          if (r.total == best) ++result.ties;
+          if (kept.size() < keep || order_key(r) < order_key(kept.back())) {
+            kept.insert(std::upper_bound(kept.begin(), kept.end(), r,
+                                         [](const auto& a, const auto& b) { return order_key(a) < order_key(b); }),
+                        r);
+            if (kept.size() > keep) kept.pop_back();
+          }
+        }
+  }
+  kept.resize(std::min(kept.size(), top_n));
+  result.top = kept;
+  return result;
+}
+
+}  // namespace mlsys::t10

@@ -1,0 +1,26 @@
+// T10 search (rule book T39-T41): every plan the profile accepts, enumerated with E4 satisfied by construction,
+// F_op candidates visited in order of their compute lower bound so the T41 prune cuts early.
+#pragma once
+
+#include <vector>
+
+#include "sim/t10/t10_model.hpp"
+
+namespace mlsys::t10 {
+
+struct RankedPlan {
+  Plan plan;
+  double total = 0;
+  int64_t hot = 0;
+};
+
+struct SearchResult {
+  std::vector<RankedPlan> top;  // best first (T40 order)
+  int64_t ties = 0;             // plans with the best total
+  int64_t evaluated = 0;        // plans fully evaluated
+  int64_t pruned_fops = 0;      // F_op skipped by the T41 bound
+};
+
+SearchResult search(const Problem& problem, Profile profile, size_t top_n = 1);
+
+}  // namespace mlsys::t10

@@ -1,0 +1,153 @@
+// `t10`: verify, replay and search compute-shift plans (rule book ../shared/spec/t10-model.md).
+//   t10 verify PROBLEM.json PLAN.json [--profile strict|engdesign] [--json]
+//   t10 simulate PROBLEM.json PLAN.json [--profile ...] [--trace F.json] [--json]
+//   t10 solve PROBLEM.json [--profile ...] [--top N] [--json]
+// Exit codes: 0 accepted / found, 1 the plan breaks a rule (or nothing accepted), 2 malformed input or usage.
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <iostream>
+
+#include "sim/json_io.hpp"
+#include "sim/t10/t10_replay.hpp"
+#include "sim/violation.hpp"
+#include "solver/t10_search.hpp"
+#include "traces/perfetto_trace.hpp"
+#include "traces/report.hpp"
+
+using namespace mlsys;
+using namespace mlsys::t10;
+using nlohmann::json;
+
+namespace {
+
+struct Malformed {
+  std::string message;
+};
+
+t10::Problem read_problem(const std::string& path, Profile profile) {
+  auto parsed = t10::parse_problem(read_json_file(path));
+  if (auto* f = std::get_if<InputFault>(&parsed)) throw Malformed{path + ": [" + f->code + "] " + f->message};
+  auto problem = std::get<t10::Problem>(parsed);
+  if (auto f = check_profile(problem, profile)) throw Malformed{path + ": [" + f->code + "] " + f->message};
+  return problem;
+}
+
+Plan read_plan(const std::string& path) {
+  auto parsed = parse_plan(read_json_file(path));
+  if (auto* f = std::get_if<InputFault>(&parsed)) throw Malformed{path + ": [" + f->code + "] " + f->message};
+  return std::get<Plan>(parsed);
+}
+
+void print_breakdown(const t10::Problem& p, const Plan& plan, const Evaluation& e) {
+  std::cout << plan_to_json(plan).dump() << "\n";
+  if (e.cost) {
+    const Cost& c = *e.cost;
+    std::cout << "total " << format_number(c.total) << " cycles = comp " << format_number(c.comp) << " (compute "
+              << format_number(c.compute) << ", load " << format_number(c.load) << ", store " << format_number(c.store)
+              << ") + shift " << c.shift << " + broadcast " << c.bcast << " + reduce " << c.reduce << "\n";
+  }
+  std::cout << "cores " << e.derived.cores << " of " << p.chip.cores << ", SRAM peak " << e.derived.hot_bytes
+            << " B per core (capacity " << p.chip.sram_bytes_per_core << ")";
+  if (e.score) std::cout << ", benchmark score " << format_number(*e.score);
+  std::cout << "\n";
+}
+
+}  // namespace
+
+extern "C" int sc_main(int argc, char** argv) {
+  CLI::App app{"T10 mode: compute-shift MatMul plans on an IPU-style chip (verify, simulate, solve)."};
+  app.require_subcommand(1);
+  std::string problem_path, plan_path, profile_name = "strict", trace_path;
+  bool json_out = false;
+  size_t top = 1;
+  auto common = [&](CLI::App* sub, bool with_plan) {
+    sub->add_option("problem", problem_path, "problem JSON (t10-problem/1)")->required();
+    if (with_plan) sub->add_option("plan", plan_path, "plan JSON (the seed's seven fields)")->required();
+    sub->add_option("--profile", profile_name, "strict (default: SRAM, chains, splits) or engdesign (the benchmark's grader)")
+        ->check(CLI::IsMember({"strict", "engdesign"}));
+    sub->add_flag("--json", json_out, "print JSON on stdout");
+  };
+  CLI::App* verify = app.add_subcommand("verify", "check a plan and compute its cycles and score");
+  common(verify, true);
+  CLI::App* simulate = app.add_subcommand("simulate", "replay a plan event by event in SystemC");
+  common(simulate, true);
+  simulate->add_option("--trace", trace_path, "write a Chrome/Perfetto trace-event JSON file");
+  CLI::App* solve = app.add_subcommand("solve", "exhaustive search for the fastest accepted plan");
+  common(solve, false);
+  solve->add_option("--top", top, "print the N best plans")->check(CLI::Range(1, 1000));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  const Profile profile = profile_name == "engdesign" ? Profile::EngDesign : Profile::Strict;
+  try {
+    const t10::Problem problem = read_problem(problem_path, profile);
+    if (*solve) {
+      const auto start = std::chrono::steady_clock::now();
+      std::cerr << "searching all plans (" << profile_name << ")...\n";
+      const SearchResult r = search(problem, profile, top);
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::cerr << "evaluated " << r.evaluated << " plans in " << format_number(seconds) << " s ("
+                << r.pruned_fops << " F_op pruned by the compute bound)\n";
+      if (r.top.empty()) {
+        std::cerr << "error: no plan is accepted under " << profile_name << "\n";
+        return 1;
+      }
+      if (json_out) {
+        json list = json::array();
+        for (const RankedPlan& rp : r.top) list.push_back({{"plan", plan_to_json(rp.plan)}, {"total_cycles", rp.total}});
+        const Evaluation e = evaluate(problem, r.top[0].plan, profile);
+        json j = evaluation_to_json(problem, r.top[0].plan, e, profile);
+        j["ties"] = r.ties;
+        j["top"] = list;
+        j["evaluated"] = r.evaluated;
+        std::cout << j.dump(2) << "\n";
+      } else {
+        for (size_t i = 0; i < r.top.size(); ++i) {
+          if (r.top.size() > 1) std::cout << "#" << i + 1 << " ";
+          print_breakdown(problem, r.top[i].plan, evaluate(problem, r.top[i].plan, profile));
+        }
+        std::cout << "plans with the best total: " << r.ties << "\n";
+      }
+      return 0;
+    }
+    const Plan plan = read_plan(plan_path);
+    const Evaluation e = evaluate(problem, plan, profile);
+    if (*verify) {
+      if (json_out) std::cout << evaluation_to_json(problem, plan, e, profile).dump(2) << "\n";
+      else print_breakdown(problem, plan, e);
+    } else {
+      if (!e.cost) {
+        std::cerr << "error: [" << e.violations.front().code << "] " << e.violations.front().message
+                  << " (the plan has no defined cost to replay)\n";
+        return 1;
+      }
+      PerfettoTrace trace("t10 replay: " + plan_path);
+      const ReplaySummary s = replay_plan(problem, plan, trace_path.empty() ? nullptr : &trace);
+      if (!trace_path.empty()) trace.write(trace_path);
+      if (json_out) {
+        json j = evaluation_to_json(problem, plan, e, profile);
+        j["replay"] = {{"total_cycles", s.total}, {"makespan", s.makespan}, {"compute_steps", s.compute_steps},
+                       {"shift_events", s.shift_events}, {"peak_bytes", s.peak_bytes},
+                       {"consistent", s.consistent}, {"misaligned", s.misaligned}};
+        std::cout << j.dump(2) << "\n";
+      } else {
+        print_breakdown(problem, plan, e);
+        std::cout << "replay: total " << format_number(s.total) << " cycles (makespan " << format_number(s.makespan)
+                  << "), " << s.compute_steps << " compute steps, " << s.shift_events << " shift events, SRAM peak "
+                  << s.peak_bytes << " B on each of " << e.derived.cores << " identical cores"
+                  << (s.misaligned ? "; misaligned: operands not moved, shift charged 0" : "") << "\n";
+      }
+      if (!s.consistent) std::cerr << "error: data consistency (T35): " << s.consistency_error << "\n";
+    }
+    for (const auto& v : e.violations) std::cerr << "error: [" << v.code << "] " << v.message << "\n";
+    return e.accepted ? 0 : 1;
+  } catch (const Malformed& m) {
+    std::cerr << "error: " << m.message << "\n";
+    return 2;
+  } catch (const InputError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  }
+}
