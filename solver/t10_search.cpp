@@ -24,7 +24,7 @@ auto order_key(const RankedPlan& r) {
 
 }  // namespace
 
-SearchResult search(const Problem& pr, Profile profile, size_t top_n) {
+SearchResult search(const Problem& pr, Profile profile, size_t top_n, bool prune) {
   SearchResult result;
   const int64_t cores = pr.chip.cores;
   struct Candidate {
@@ -46,7 +46,7 @@ SearchResult search(const Problem& pr, Profile profile, size_t top_n) {
   std::vector<RankedPlan> kept;
   const size_t keep = std::max<size_t>(top_n, 1);
   for (const Candidate& c : candidates) {
-    if (kept.size() >= keep && c.bound > kept.back().total) {
+    if (prune && kept.size() >= keep && c.bound > kept.back().total) {
       ++result.pruned_fops;
       continue;
     }
@@ -66,6 +66,7 @@ SearchResult search(const Problem& pr, Profile profile, size_t top_n) {
           const Evaluation e = evaluate(pr, plan, profile, false);
           ++result.evaluated;
           if (!e.accepted) continue;
+          ++result.accepted;
           const RankedPlan r{plan, e.cost->total, e.derived.hot_bytes};
           if (r.total < best) {
             best = r.total;

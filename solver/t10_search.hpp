@@ -19,8 +19,10 @@ struct SearchResult {
   int64_t ties = 0;             // plans with the best total
   int64_t evaluated = 0;        // plans fully evaluated
   int64_t pruned_fops = 0;      // F_op skipped by the T41 bound
+  int64_t accepted = 0;         // plans the profile accepts among those evaluated
 };
 
-SearchResult search(const Problem& problem, Profile profile, size_t top_n = 1);
+// `prune = false` visits every plan (for counting accepted plans, T39).
+SearchResult search(const Problem& problem, Profile profile, size_t top_n = 1, bool prune = true);
 
 }  // namespace mlsys::t10

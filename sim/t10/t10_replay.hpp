@@ -23,7 +23,7 @@ struct ReplayLevel {
   int64_t events = 0;  // observed
   int64_t elems_per_event;
   double hops;
-  int contention;
+  int contention;  // 2(level+1), as the vectors report it
 };
 
 struct ReplaySummary {
