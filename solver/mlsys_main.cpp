@@ -88,6 +88,7 @@ int main(int argc, char** argv) {
                        {"cost", best ? nlohmann::json(stats.best_cost) : nlohmann::json(nullptr)},
                        {"lower_bound", lb.bound(options.model.matmul_compute)},
                        {"time_to_best", stats.time_to_best},
+                       {"time_to_first", stats.time_to_first},
                        {"elapsed", elapsed},
                        {"evaluations", stats.evaluations},
                        {"evaluations_per_second", stats.evaluations / std::max(elapsed, 1e-9)},

@@ -55,6 +55,7 @@ struct Incumbent {
     stats.best_cost = best_cost;
     stats.best_strategy = strategy;
     stats.time_to_best = std::chrono::duration<double>(Clock::now() - start).count();
+    if (stats.improvements == 0) stats.time_to_first = stats.time_to_best;
     ++stats.improvements;
     if (on_improvement) on_improvement(s, best_cost, strategy);
   }

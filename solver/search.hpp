@@ -25,6 +25,7 @@ struct SolveOptions {
 struct SolveStats {
   double best_cost = 0;
   double time_to_best = 0;  // seconds from start
+  double time_to_first = 0; // seconds from start to the first valid schedule
   int64_t evaluations = 0;  // subgraph candidates compiled or evaluated
   int64_t improvements = 0;
   std::string best_strategy;

@@ -1,0 +1,129 @@
+// The mlsys binary end to end: optimal on the worked examples, `{}` and exit 1 when nothing fits, a valid file
+// after SIGTERM, and a first schedule written early. Every output is checked with the verifier library.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "sim/json_io.hpp"
+#include "support.hpp"
+
+namespace mlsys::test {
+namespace {
+
+// Verifies `solution` strictly (reported latencies must be the model's exact values) and returns its total.
+double verified_total(const std::string& problem_path, const std::string& solution_path) {
+  const Loaded l = load(problem_path, solution_path);
+  VerifyOptions o;
+  o.strict = true;
+  const ScheduleReport r = verify_schedule(l.problem, l.graph, l.schedule, o);
+  EXPECT_TRUE(r.valid) << (r.error ? r.error->describe() : "");
+  return r.valid ? r.total_latency : INFINITY;
+}
+
+struct Example {
+  const char* problem;
+  double at_most;  // the rule book's best worked-example number for that problem
+};
+
+class SolverExamples : public ::testing::TestWithParam<Example> {};
+
+TEST_P(SolverExamples, AtLeastAsGoodAsTheRuleBook) {
+  const std::string problem = source_path(std::string("tests/golden/") + GetParam().problem);
+  const std::string out = temp_dir("solve") + "/solution.json";
+  const CommandResult r = run_command(MLSYS_SOLVER_BIN, problem + " " + out + " --timeout 1");
+  ASSERT_EQ(0, r.exit_code) << r.err;
+  EXPECT_LE(verified_total(problem, out), GetParam().at_most * (1 + 1e-12));
+}
+
+// Example 1: 1B 3276.8; 2: 2B 13107.2; 3: 3C 4638.4; 4: 4B 6548; 5: 5B 6915.2 (section 7).
+INSTANTIATE_TEST_SUITE_P(RuleBook, SolverExamples,
+                         ::testing::Values(Example{"ex1_problem.json", 3276.8}, Example{"ex2_problem.json", 13107.2},
+                                           Example{"ex3_problem.json", 4638.4}, Example{"ex4_problem.json", 6548},
+                                           Example{"ex5_problem.json", 6915.2}),
+                         [](const auto& info) { return std::string(info.param.problem).substr(0, 3); });
+
+TEST(Solver, NoFeasibleScheduleWritesEmptyObjectAndExits1) {
+  // One 128x128 Pointwise op: its smallest working set (1x1 tile: one input and one output element = 2) does
+  // not fit in a capacity of 1.
+  const std::string dir = temp_dir("infeasible");
+  write_text(dir + "/p.json", R"({"widths":[128,128],"heights":[128,128],"inputs":[[0]],"outputs":[[1]],
+    "base_costs":[10],"op_types":["Pointwise"],"fast_memory_capacity":1,"slow_memory_bandwidth":1,
+    "native_granularity":[128,128]})");
+  const CommandResult r = run_command(MLSYS_SOLVER_BIN, dir + "/p.json " + dir + "/out.json --timeout 0.5");
+  EXPECT_EQ(1, r.exit_code);
+  EXPECT_NE(std::string::npos, r.err.find("[M20]")) << r.err;
+  std::ifstream in(dir + "/out.json");
+  EXPECT_EQ(nlohmann::json::object(), nlohmann::json::parse(in));
+}
+
+TEST(Solver, SigtermLeavesAValidScheduleAndExits0) {
+  const std::string problem = source_path("benchmarks/mlsys-2026-21.json");
+  const std::string out = temp_dir("sigterm") + "/solution.json";
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    execl(MLSYS_SOLVER_BIN, MLSYS_SOLVER_BIN, problem.c_str(), out.c_str(), "--timeout", "60", nullptr);
+    _exit(127);
+  }
+  // Wait for the first write, then interrupt the search.
+  const auto start = std::chrono::steady_clock::now();
+  while (!std::filesystem::exists(out) && std::chrono::steady_clock::now() - start < std::chrono::seconds(20))
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  kill(child, SIGTERM);
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(0, WEXITSTATUS(status));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));  // it stopped, not timed out
+  verified_total(problem, out);
+}
+
+TEST(Solver, FirstScheduleIsWrittenEarly) {
+  const std::string dir = temp_dir("first");
+  const std::string problem = source_path("benchmarks/mlsys-2026-17.json");
+  const CommandResult r =
+      run_command(MLSYS_SOLVER_BIN, problem + " " + dir + "/s.json --timeout 1 --json-stats " + dir + "/stats.json");
+  ASSERT_EQ(0, r.exit_code) << r.err;
+  std::ifstream in(dir + "/stats.json");
+  const auto stats = nlohmann::json::parse(in);
+  // The issue asks for 100 ms on an idle machine; leave room for a loaded CI runner.
+  EXPECT_LT(stats.at("time_to_first").get<double>(), 0.5);
+  EXPECT_LT(stats.at("elapsed").get<double>(), 1.0);  // finishes before its timeout
+  EXPECT_NEAR(stats.at("cost").get<double>(), verified_total(problem, dir + "/s.json"), 1e-9 * stats.at("cost").get<double>());
+}
+
+TEST(Solver, OlderFormPrintsTheScheduleOnStdout) {
+  const std::string problem = source_path("tests/golden/ex1_problem.json");
+  const CommandResult r = run_command(MLSYS_SOLVER_BIN, problem + " 0.5");
+  ASSERT_EQ(0, r.exit_code) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  for (const char* key : {"subgraphs", "granularities", "tensors_to_retain", "traversal_orders", "subgraph_latencies"})
+    EXPECT_TRUE(doc.contains(key)) << key;
+}
+
+// Quick mode over the 24 benchmarks (1/10 of the contest timeouts): every output verifies strictly.
+class SolverBenchmarks : public ::testing::TestWithParam<int> {};
+
+TEST_P(SolverBenchmarks, QuickModeOutputIsValid) {
+  const int n = GetParam();
+  const std::string problem = source_path("benchmarks/mlsys-2026-" + std::to_string(n) + ".json");
+  const int ops = mlsys::load_problem(problem).num_ops();
+  const double contest = ops <= 5 ? 2 : ops <= 20 ? 5 : ops <= 32 ? 15 : ops <= 63 ? 30 : ops <= 103 ? 60 : 120;
+  const std::string out = temp_dir("quick") + "/s.json";
+  const CommandResult r = run_command(MLSYS_SOLVER_BIN, problem + " " + out + " --timeout " + std::to_string(contest / 10));
+  ASSERT_EQ(0, r.exit_code) << r.err;
+  verified_total(problem, out);
+}
+
+INSTANTIATE_TEST_SUITE_P(Quick, SolverBenchmarks, ::testing::Range(1, 25));
+
+}  // namespace
+}  // namespace mlsys::test
