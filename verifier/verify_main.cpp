@@ -4,7 +4,6 @@
 
 #include "sim/json_io.hpp"
 #include "sim/systemc/replay.hpp"
-#include "traces/perfetto_trace.hpp"
 #include "traces/report.hpp"
 #include "verifier/verify.hpp"
 
@@ -78,14 +77,8 @@ extern "C" int sc_main(int argc, char** argv) {
     nlohmann::json json_report = report_to_json(report, lb, options.model.matmul_compute);
     if (!json_out) print_report(std::cout, report, lb, options.model.matmul_compute);
     if (replay && report.valid) {
-      ReplayOptions ro;
-      ro.model = options.model;
-      ro.timing = timing == "overlapped" ? TimingMode::Overlapped : TimingMode::Contest;
-      ro.vcd_path = vcd_path;
-      PerfettoTrace trace("mlsys replay: " + solution_path);
-      if (!trace_path.empty()) ro.trace = &trace;
-      const ReplayResult r = replay_schedule(problem, graph, schedule, ro);
-      if (!trace_path.empty()) trace.write(trace_path);
+      const ReplayResult r =
+          replay_to_files(problem, graph, schedule, options.model, timing, trace_path, vcd_path, solution_path);
       json_report["replay_timing"] = timing;
       json_report["replay_total_latency"] = r.completed ? nlohmann::json(r.total_latency) : nullptr;
       json_report["replay_peak_occupancy"] = r.peak_occupancy;

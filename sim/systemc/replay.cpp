@@ -191,4 +191,18 @@ ReplayResult replay_schedule(const Problem& problem, const Graph& graph, const S
   return result;
 }
 
+ReplayResult replay_to_files(const Problem& problem, const Graph& graph, const Schedule& schedule,
+                             const ModelOptions& model, const std::string& timing, const std::string& trace_path,
+                             const std::string& vcd_path, const std::string& label) {
+  ReplayOptions options;
+  options.model = model;
+  options.timing = timing == "overlapped" ? TimingMode::Overlapped : TimingMode::Contest;
+  options.vcd_path = vcd_path;
+  PerfettoTrace trace("mlsys replay: " + label);
+  if (!trace_path.empty()) options.trace = &trace;
+  ReplayResult result = replay_schedule(problem, graph, schedule, options);
+  if (!trace_path.empty()) trace.write(trace_path);
+  return result;
+}
+
 }  // namespace mlsys

@@ -43,4 +43,10 @@ struct ReplayResult {
 ReplayResult replay_schedule(const Problem& problem, const Graph& graph, const Schedule& schedule,
                              const ReplayOptions& options);
 
+// What the command lines ask for: a timing name ("contest" | "overlapped") and optional trace and VCD paths.
+// Writes the Perfetto trace (atomically) when a path is given.
+ReplayResult replay_to_files(const Problem& problem, const Graph& graph, const Schedule& schedule,
+                             const ModelOptions& model, const std::string& timing, const std::string& trace_path,
+                             const std::string& vcd_path, const std::string& label);
+
 }  // namespace mlsys

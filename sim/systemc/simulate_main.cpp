@@ -5,7 +5,6 @@
 
 #include "sim/json_io.hpp"
 #include "sim/systemc/replay.hpp"
-#include "traces/perfetto_trace.hpp"
 #include "traces/report.hpp"
 #include "verifier/verify.hpp"
 
@@ -39,16 +38,10 @@ extern "C" int sc_main(int argc, char** argv) {
     vo.model.matmul_compute = compute == "native-k" ? MatmulCompute::NativeK : MatmulCompute::FullK;
     vo.model.allow_supernative_k = supernative;
     const ScheduleReport analytic = verify_schedule(problem, graph, schedule, vo);
-    ReplayOptions ro;
-    ro.model = vo.model;
-    ro.timing = timing == "overlapped" ? TimingMode::Overlapped : TimingMode::Contest;
-    ro.vcd_path = vcd_path;
-    PerfettoTrace trace("mlsys replay: " + solution_path);
-    if (!trace_path.empty()) ro.trace = &trace;
     std::cerr << "replaying " << schedule.subgraphs.size() << " subgraphs...\n";
-    const ReplayResult replay = replay_schedule(problem, graph, schedule, ro);
-    if (!trace_path.empty()) trace.write(trace_path);
-    const char* label = ro.timing == TimingMode::Contest ? "contest" : "overlapped (what-if, outside the contest model)";
+    const ReplayResult replay =
+        replay_to_files(problem, graph, schedule, vo.model, timing, trace_path, vcd_path, solution_path);
+    const char* label = timing == "contest" ? "contest" : "overlapped (what-if, outside the contest model)";
     if (json_out) {
       nlohmann::json j{{"valid", replay.completed},
                        {"timing", timing},
