@@ -70,14 +70,14 @@ int main(int argc, char** argv) {
     const LowerBound lb = lower_bound(problem, graph);
     const auto start = std::chrono::steady_clock::now();
     std::mutex io;
-    auto on_improvement = [&](const Schedule& s, double cost, const std::string& strategy) {
+    auto on_improvement = [&](const Schedule& s, double cost, const std::string& strategy, int64_t evaluations) {
       std::lock_guard lock(io);
       if (!output_path.empty()) write_file_atomic(output_path, schedule_to_json(s).dump(1) + "\n");
       if (progress) {
         const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         std::cerr << "[" << format_number(std::round(t * 1000) / 1000) << " s] cost " << format_number(cost)
                   << " (lower bound " << format_number(lb.bound(options.model.matmul_compute)) << ", " << strategy
-                  << ")\n";
+                  << ", " << static_cast<int64_t>(evaluations / std::max(t, 1e-3)) << " evaluations/s)\n";
       }
     };
     SolveStats stats;

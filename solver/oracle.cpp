@@ -19,8 +19,9 @@ std::vector<int64_t> traversal_order(Traversal kind, int64_t rows, int64_t cols)
   return order;
 }
 
-SubgraphOracle::SubgraphOracle(const Problem& problem, const Graph& graph, const ModelOptions& options)
-    : problem_(problem), graph_(graph), options_(options) {}
+SubgraphOracle::SubgraphOracle(const Problem& problem, const Graph& graph, const ModelOptions& options,
+                               std::atomic<int64_t>* shared_count)
+    : problem_(problem), graph_(graph), options_(options), shared_count_(shared_count) {}
 
 std::vector<int64_t> SubgraphOracle::spatial_candidates(int64_t extent, int64_t native) const {
   // Tile sizes that give distinct tile counts: native and its halvings, and the smallest size for a few tile
@@ -135,6 +136,8 @@ std::optional<SubgraphChoice> SubgraphOracle::best(const std::vector<int>& ops, 
         }
       }
   if (!best && reason) *reason = last_reason;
+  if (shared_count_) shared_count_->fetch_add(evaluations_ - counted_, std::memory_order_relaxed);
+  counted_ = evaluations_;
   cache_[key] = best;
   return best;
 }

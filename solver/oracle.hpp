@@ -4,6 +4,7 @@
 // evaluate_fast = latency and working set).
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -29,7 +30,9 @@ std::vector<int64_t> traversal_order(Traversal kind, int64_t rows, int64_t cols)
 
 class SubgraphOracle {
  public:
-  SubgraphOracle(const Problem& problem, const Graph& graph, const ModelOptions& options);
+  // `shared_count`, if given, is incremented with every evaluation (live progress across threads).
+  SubgraphOracle(const Problem& problem, const Graph& graph, const ModelOptions& options,
+                 std::atomic<int64_t>* shared_count = nullptr);
 
   // Best configuration, or nullopt with `reason` set to the last rule that rejected every candidate.
   std::optional<SubgraphChoice> best(const std::vector<int>& ops, const std::vector<int>& retained_in,
@@ -47,6 +50,8 @@ class SubgraphOracle {
   const Graph& graph_;
   ModelOptions options_;
   int64_t evaluations_ = 0;
+  std::atomic<int64_t>* shared_count_ = nullptr;
+  int64_t counted_ = 0;  // evaluations already added to shared_count_
   std::map<std::vector<int>, std::optional<SubgraphChoice>> cache_;  // key: ops | -1 | retained_in | -2 | retain
 };
 

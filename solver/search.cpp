@@ -33,6 +33,7 @@ struct Incumbent {
   std::optional<Schedule> best;
   double best_cost = 0;
   SolveStats stats;
+  std::atomic<int64_t> evaluations{0};
 
   bool expired() const { return stop.load() || Clock::now() >= deadline; }
 
@@ -57,7 +58,7 @@ struct Incumbent {
     stats.time_to_best = std::chrono::duration<double>(Clock::now() - start).count();
     if (stats.improvements == 0) stats.time_to_first = stats.time_to_best;
     ++stats.improvements;
-    if (on_improvement) on_improvement(s, best_cost, strategy);
+    if (on_improvement) on_improvement(s, best_cost, strategy, evaluations.load());
   }
 };
 
@@ -104,7 +105,7 @@ bool closed(const Problem& p, const Graph& g, const std::vector<int>& ops, std::
 class Strategy {
  public:
   Strategy(Incumbent& inc, int variant, int max_length, uint64_t seed)
-      : inc_(inc), oracle_(inc.problem, inc.graph, inc.options.model), variant_(variant), max_length_(max_length),
+      : inc_(inc), oracle_(inc.problem, inc.graph, inc.options.model, &inc.evaluations), variant_(variant), max_length_(max_length),
         rng_(seed) {}
 
   void run() {
@@ -140,8 +141,6 @@ class Strategy {
     add_retention(segments);
     inc_.offer(segments, name + "+retain");
   }
-
-  int64_t evaluations() const { return oracle_.evaluations(); }
 
  private:
   // Retaining a tensor saves its store in subgraph A and its load in B, at the price of holding it whole in
@@ -207,7 +206,7 @@ double default_timeout_seconds(int num_ops) {
 std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const SolveOptions& options,
                               const std::atomic<bool>& stop, const ImprovementCallback& on_improvement,
                               SolveStats* stats) {
-  Incumbent inc{problem, graph, options, stop, on_improvement, Clock::now(), {}, {}, {}, 0, {}};
+  Incumbent inc{problem, graph, options, stop, on_improvement, Clock::now(), {}, {}, {}, 0, {}, {}};
   inc.deadline = inc.start + std::chrono::duration_cast<Clock::duration>(
                                  std::chrono::duration<double>(options.timeout_seconds));
   // First a quick answer (every op alone, then short fusions), then longer fusions and other orders.
@@ -217,8 +216,7 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
     for (int variant : {0, 1}) plan.push_back({variant, length});
   for (int variant = 2; variant < 10; ++variant) plan.push_back({variant, 10});
   size_t next = 0;
-  std::atomic<int64_t> evaluations{0};
-  std::string last_reason;
+
   auto worker = [&](int id) {
     while (!inc.expired()) {
       std::pair<int, int> job;
@@ -229,13 +227,12 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
       }
       Strategy s(inc, job.first, job.second, options.seed * 7919 + static_cast<uint64_t>(id) * 104729 + next);
       s.run();
-      evaluations += s.evaluations();
     }
   };
   std::vector<std::thread> threads;
   for (int i = 0; i < std::max(1, options.threads); ++i) threads.emplace_back(worker, i);
   for (auto& t : threads) t.join();
-  inc.stats.evaluations = evaluations.load();
+  inc.stats.evaluations = inc.evaluations.load();
   if (!inc.best) {
     // Name the first op that fits nowhere on its own, the usual reason.
     SubgraphOracle oracle(problem, graph, options.model);

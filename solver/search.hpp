@@ -33,7 +33,9 @@ struct SolveStats {
 };
 
 // Called (serialized) on every verified improvement; the schedule carries its exact subgraph latencies.
-using ImprovementCallback = std::function<void(const Schedule&, double cost, const std::string& strategy)>;
+// `evaluations` counts subgraph candidates evaluated by all threads so far.
+using ImprovementCallback =
+    std::function<void(const Schedule&, double cost, const std::string& strategy, int64_t evaluations)>;
 
 // Runs until the time budget is spent, `stop` is set, or every strategy finished. Returns the best schedule.
 std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const SolveOptions& options,
