@@ -29,7 +29,12 @@ std::vector<int64_t> SubgraphOracle::spatial_candidates(int64_t extent, int64_t 
   std::set<int64_t> sizes;
   for (int64_t s = native; s >= 1 && s * 4 >= native; s /= 2) sizes.insert(std::min(s, extent));
   const int64_t min_tiles = (extent + native - 1) / native;
-  for (int64_t c = min_tiles; c < min_tiles + 4; ++c) sizes.insert((extent + c - 1) / c);
+  const int64_t extra = breadth_ == 0 ? 4 : breadth_ == 1 ? 8 : INT64_MAX / 4;
+  for (int64_t c = min_tiles; c < min_tiles + extra; ++c) {
+    const int64_t size = (extent + c - 1) / c;
+    if (size * 16 < native) break;
+    sizes.insert(size);
+  }
   return {sizes.rbegin(), sizes.rend()};
 }
 
@@ -44,7 +49,8 @@ std::vector<int64_t> SubgraphOracle::k_candidates(const std::vector<int>& ops) c
   if (!any) return {1};
   std::set<int64_t> ks;
   for (int64_t k = k_max; k >= 1 && k * 32 >= k_max; k /= 2) ks.insert(k);
-  for (int64_t c = 1; c <= 4; ++c) ks.insert((k_max + c - 1) / c);
+  const int64_t counts = breadth_ == 0 ? 4 : breadth_ == 1 ? 8 : 32;
+  for (int64_t c = 1; c <= counts; ++c) ks.insert((k_max + c - 1) / c);
   return {ks.rbegin(), ks.rend()};
 }
 
@@ -102,6 +108,7 @@ std::optional<SubgraphChoice> SubgraphOracle::best(const std::vector<int>& ops, 
     for (int64_t h : spatial_candidates(grid_h, problem_.native_h))
       for (int64_t w : spatial_candidates(grid_w, problem_.native_w)) {
         if (best && best->latency <= floor * (1 + 1e-12)) break;  // nothing can beat the subgraph's floor
+        if (expired_ && (evaluations_ & 63) == 0 && expired_()) return best;  // out of time: not cached
         spec.granularity = {w, h, k};
         spec.traversal.reset();
         auto compiled = SubgraphModel::compile(problem_, graph_, spec, 0, retained_in, options_);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -38,6 +39,11 @@ class SubgraphOracle {
   std::optional<SubgraphChoice> best(const std::vector<int>& ops, const std::vector<int>& retained_in,
                                      const std::vector<int>& retain, std::string* reason = nullptr);
   int64_t evaluations() const { return evaluations_; }
+  // How many tile sizes and k values to try: 0 = the usual few, 1 = more tile counts, 2 = every tile count down to
+  // 1/16 of native and every k that gives a distinct number of k-steps (small problems can afford it).
+  void set_breadth(int breadth) { breadth_ = breadth; }
+  // Checked between candidates: once it returns true, best() returns what it has (uncached) at once.
+  void set_expired(std::function<bool()> expired) { expired_ = std::move(expired); }
   // No configuration of this subgraph can be cheaper (compute at native padding, each transfer once).
   double lower_bound(const std::vector<int>& ops, const std::vector<int>& retained_in,
                      const std::vector<int>& retain) const;
@@ -50,6 +56,8 @@ class SubgraphOracle {
   const Graph& graph_;
   ModelOptions options_;
   int64_t evaluations_ = 0;
+  int breadth_ = 0;
+  std::function<bool()> expired_;
   std::atomic<int64_t>* shared_count_ = nullptr;
   int64_t counted_ = 0;  // evaluations already added to shared_count_
   std::map<std::vector<int>, std::optional<SubgraphChoice>> cache_;  // key: ops | -1 | retained_in | -2 | retain

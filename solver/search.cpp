@@ -106,7 +106,11 @@ class Strategy {
  public:
   Strategy(Incumbent& inc, int variant, int max_length, uint64_t seed)
       : inc_(inc), oracle_(inc.problem, inc.graph, inc.options.model, &inc.evaluations), variant_(variant), max_length_(max_length),
-        rng_(seed) {}
+        rng_(seed) {
+    const int ops = inc.problem.num_ops();
+    oracle_.set_breadth(ops <= 32 ? 1 : 0);
+    oracle_.set_expired([&inc] { return inc.expired(); });
+  }
 
   void run() {
     const Problem& p = inc_.problem;

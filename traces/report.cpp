@@ -87,20 +87,21 @@ json report_to_json(const ScheduleReport& r, const LowerBound& lb, MatmulCompute
 }
 
 void print_report(std::ostream& out, const ScheduleReport& r, const LowerBound& lb, MatmulCompute model) {
-  out << std::left << std::setw(4) << "sg" << std::setw(18) << "ops" << std::setw(10) << "grid" << std::setw(8)
-      << "steps" << std::right << std::setw(14) << "compute" << std::setw(14) << "memory" << std::setw(14) << "latency"
-      << std::setw(14) << "reported" << std::setw(12) << "diff" << std::setw(20) << "peak WS / cap" << "\n";
+  out << std::left << std::setw(5) << "sg" << std::setw(18) << "ops" << std::setw(12) << "grid" << std::setw(8)
+      << "steps" << std::right << std::setw(20) << "compute" << std::setw(20) << "memory" << std::setw(20) << "latency"
+      << std::setw(20) << "reported" << std::setw(14) << "diff" << std::setw(22) << "peak WS / cap" << "\n";
   for (const auto& sg : r.subgraphs) {
     std::string ops;
     for (int o : sg.ops) ops += (ops.empty() ? "" : ",") + std::to_string(o);
     if (ops.size() > 16) ops = ops.substr(0, 13) + "...";
     const std::string grid = std::to_string(sg.grid_rows) + "x" + std::to_string(sg.grid_cols) + "x" +
                              std::to_string(sg.k_steps);
-    out << std::left << std::setw(4) << sg.index << std::setw(18) << ops << std::setw(10) << grid << std::setw(8)
-        << sg.steps << std::right << std::setw(14) << format_number(sg.compute_time) << std::setw(14)
-        << format_number(sg.memory_time) << std::setw(14) << format_number(sg.latency) << std::setw(14)
-        << (sg.reported ? format_number(*sg.reported) : "-") << std::setw(12)
-        << (sg.reported ? format_number(*sg.reported - sg.latency) : "-") << std::setw(20)
+    // Columns are sized for round-trip doubles (up to 17 significant digits) with a space between.
+    out << std::left << std::setw(5) << sg.index << std::setw(18) << ops << std::setw(12) << grid << std::setw(8)
+        << sg.steps << std::right << std::setw(20) << format_number(sg.compute_time) << std::setw(20)
+        << format_number(sg.memory_time) << std::setw(20) << format_number(sg.latency) << std::setw(20)
+        << (sg.reported ? format_number(*sg.reported) : "-") << std::setw(14)
+        << (sg.reported ? format_number(*sg.reported - sg.latency) : "-") << std::setw(22)
         << (std::to_string(sg.peak_working_set) + " / " + format_number(r.capacity)) << "\n";
   }
   if (!r.valid) return;
