@@ -218,23 +218,27 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
   std::vector<std::pair<int, int>> plan;  // (order variant, max length), in priority order
   for (int length : {1, 3, 6, 10, 16})
     for (int variant : {0, 1}) plan.push_back({variant, length});
-  for (int variant = 2; variant < 10; ++variant) plan.push_back({variant, 10});
+  // Then random topological orders for as long as time allows.
+  for (int variant = 2; variant < 200; ++variant) plan.push_back({variant, variant % 2 ? 6 : 10});
   size_t next = 0;
 
-  auto worker = [&](int id) {
+  auto worker = [&] {
     while (!inc.expired()) {
       std::pair<int, int> job;
+      size_t index;
       {
         std::lock_guard lock(queue_mutex);
         if (next >= plan.size()) return;
-        job = plan[next++];
+        index = next++;
+        job = plan[index];
       }
-      Strategy s(inc, job.first, job.second, options.seed * 7919 + static_cast<uint64_t>(id) * 104729 + next);
+      // The seed depends on the job, not on the thread or timing: the same --seed gives the same orders.
+      Strategy s(inc, job.first, job.second, options.seed * 7919 + index * 104729);
       s.run();
     }
   };
   std::vector<std::thread> threads;
-  for (int i = 0; i < std::max(1, options.threads); ++i) threads.emplace_back(worker, i);
+  for (int i = 0; i < std::max(1, options.threads); ++i) threads.emplace_back(worker);
   for (auto& t : threads) t.join();
   inc.stats.evaluations = inc.evaluations.load();
   if (!inc.best) {
