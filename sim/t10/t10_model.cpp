@@ -226,6 +226,22 @@ int64_t shift_cycles(const Derived& d, const std::vector<int64_t>& events, doubl
   return static_cast<int64_t>(std::trunc(s));
 }
 
+EventCycles event_cycles(const Problem& pr, const Derived& d) {
+  const double noc = pr.chip.noc_elems_per_cycle;
+  EventCycles e{};
+  e.sub_task = 2.0 * static_cast<double>(d.sub_task[0] * d.sub_task[1] * d.sub_task[2]) / pr.chip.flops_per_cycle;
+  for (int x : {A, B})
+    if (d.rotates(x)) e.bcast[x] = static_cast<double>(d.elems[x] * (d.ring_products[x] - 1)) * 2 / noc;
+  if (d.rotates(C)) {
+    const double c = static_cast<double>(d.ring_products[C]), s_c = static_cast<double>(d.elems[C]);
+    const double r = d.ring_products[C] == 2 ? s_c : s_c * (2 - 1.0 / c);
+    e.reduce = r * 2 * (static_cast<double>(d.replication[C]) / c) / noc;
+  }
+  for (size_t i = 0; i < d.levels.size(); ++i)
+    e.shift.push_back(static_cast<double>(d.levels[i].size) * d.levels[i].hops * 2 * static_cast<double>(i + 1) / noc);
+  return e;
+}
+
 Cost cost_of(const Problem& pr, const Plan&, const Derived& d) {
   // T21: binary64 in exactly this order.
   Cost c;

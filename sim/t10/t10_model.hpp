@@ -101,6 +101,15 @@ Derived derive(const Problem& problem, const Plan& plan);
 // passes the events it observed).
 int64_t shift_cycles(const Derived& derived, const std::vector<int64_t>& events_per_level, double noc_elems_per_cycle);
 Cost cost_of(const Problem& problem, const Plan& plan, const Derived& derived);
+
+// Durations of single events (T33, T34), raw (no floors): what the replay spends in simulated time.
+struct EventCycles {
+  double sub_task;       // one compute step: 2*sm*sk*sn/fl
+  double bcast[3];       // per rotating input X (A, B): S_X*(Pi_X-1)*2/noc; 0 for C or a still tensor
+  double reduce;         // r*2*rho_C/noc, 0 when C does not rotate
+  std::vector<double> shift;  // per level: size*hops*2(i+1)/noc
+};
+EventCycles event_cycles(const Problem& problem, const Derived& derived);
 // All rules of the profile, in T24/T25 order. `messages = false` skips building the texts (the search).
 Evaluation evaluate(const Problem& problem, const Plan& plan, Profile profile, bool messages = true);
 std::optional<double> reference_cycles(const Problem& problem);  // T30

@@ -67,6 +67,7 @@ class Sequencer : public sc_module {
 
   void run() {
     const double noc = p_.chip.noc_elems_per_cycle;
+    const EventCycles durations = event_cycles(p_, d_);
     const int64_t e = p_.dtype_bytes;
     const int64_t s_c = d_.elems[C], s_a = d_.elems[A], s_b = d_.elems[B];
     // T36 occupancy and T33 phases.
@@ -78,15 +79,14 @@ class Sequencer : public sc_module {
     int bcast_events = 0;
     for (int x : {A, B})
       if (d_.rotates(x)) {
-        event(shift_track_, std::string("broadcast ") + (x == A ? "A" : "B"),
-              static_cast<double>(d_.elems[x] * (d_.ring_products[x] - 1)) * 2 / noc, {{"elems", d_.elems[x]}});
+        event(shift_track_, std::string("broadcast ") + (x == A ? "A" : "B"), durations.bcast[x],
+              {{"elems", d_.elems[x]}});
         ++bcast_events;
       }
     const int64_t accumulator = e * s_c * (d_.rotates(C) ? 2 : 1);
     occupy(d_.cold_bytes + buffers + accumulator);
     out_.occupancy_compute_shift = d_.cold_bytes + buffers + accumulator;
-    const double sub = 2.0 * static_cast<double>(d_.sub_task[0] * d_.sub_task[1] * d_.sub_task[2]) /
-                       p_.chip.flops_per_cycle;
+    const double sub = durations.sub_task;
     out_.sub_task_cycles = sub;
     const double stall = cost_.comp - cost_.compute;
     out_.local_stall_cycles = stall > 0 ? stall : 0;
@@ -140,17 +140,13 @@ class Sequencer : public sc_module {
       const ShiftLevel& level = d_.levels[j];
       for (char t : level.tensors) position[{t == 'C' ? C : t == 'A' ? A : B, j}] += dir[j];
       ++rings_[j]->events;
-      event(shift_track_, "shift level " + std::to_string(j),
-            static_cast<double>(level.size) * level.hops * 2 * static_cast<double>(j + 1) / noc,
+      event(shift_track_, "shift level " + std::to_string(j), durations.shift[j],
             {{"level", j}, {"dim", std::string(1, level.dim)}, {"tensors", level.tensors}, {"dir", dir[j]},
              {"elems", level.size}, {"hops", level.hops}, {"contention", j + 1}});
     }
     if (d_.rotates(C)) {
-      const int64_t c = d_.ring_products[C];
-      const double r = c == 2 ? static_cast<double>(s_c) : static_cast<double>(s_c) * (2 - 1.0 / static_cast<double>(c));
       occupy(e * s_c * 2);
-      event(shift_track_, "reduce C", r * 2 * (static_cast<double>(d_.replication[C]) / static_cast<double>(c)) / noc,
-            {{"elems", s_c}});
+      event(shift_track_, "reduce C", durations.reduce, {{"elems", s_c}});
       out_.reduce = cost_.reduce;
     }
     out_.occupancy_reduce = e * s_c * (d_.rotates(C) ? 2 : 1);
