@@ -11,6 +11,27 @@ static std::string shape(const Problem& p, int t) {
          ")";
 }
 
+std::vector<int> topological_order(const Problem& p, const Graph& g,
+                                   const std::function<size_t(const std::vector<int>& ready)>& pick) {
+  std::vector<int> pending(p.num_ops(), 0);
+  for (int o = 0; o < p.num_ops(); ++o)
+    for (int t : p.inputs[o])
+      if (g.producer[t] != -1) ++pending[o];
+  std::vector<int> ready, order;
+  for (int o = 0; o < p.num_ops(); ++o)
+    if (pending[o] == 0) ready.push_back(o);
+  while (!ready.empty()) {
+    const size_t at = pick(ready);
+    const int o = ready[at];
+    ready.erase(ready.begin() + static_cast<long>(at));
+    order.push_back(o);
+    for (int t : p.outputs[o])
+      for (const Consumer& c : g.consumers[t])
+        if (--pending[c.op] == 0) ready.push_back(c.op);
+  }
+  return order;
+}
+
 Graph analyze_graph(const Problem& p, const std::string& file) {
   const int T = p.num_tensors(), N = p.num_ops();
   auto fail = [&](int op, const std::string& message) -> void {
@@ -51,25 +72,15 @@ Graph analyze_graph(const Problem& p, const std::string& file) {
     }
     for (int i = 0; i < static_cast<int>(in.size()); ++i) g.consumers[in[i]].push_back({o, i});
   }
-  // Kahn's algorithm; ops left over lie on a cycle.
-  std::vector<int> pending(N, 0);
-  for (int o = 0; o < N; ++o)
-    for (int t : p.inputs[o])
-      if (g.producer[t] != -1) ++pending[o];
-  std::vector<int> ready;
-  for (int o = N - 1; o >= 0; --o)
-    if (pending[o] == 0) ready.push_back(o);
-  while (!ready.empty()) {
-    int o = ready.back();
-    ready.pop_back();
-    g.topological_order.push_back(o);
-    for (int t : p.outputs[o])
-      for (const Consumer& c : g.consumers[t])
-        if (--pending[c.op] == 0) ready.push_back(c.op);
-  }
+  // Ops left out of a topological order lie on a cycle. The canonical order takes the lowest ready index.
+  g.topological_order = topological_order(p, g, [](const std::vector<int>& ready) {
+    return static_cast<size_t>(std::min_element(ready.begin(), ready.end()) - ready.begin());
+  });
   if (static_cast<int>(g.topological_order.size()) != N) {
+    std::vector<bool> ordered(N, false);
+    for (int o : g.topological_order) ordered[o] = true;
     for (int o = 0; o < N; ++o)
-      if (pending[o] > 0) fail(o, "the graph has a cycle through this op");
+      if (!ordered[o]) fail(o, "the graph has a cycle through this op");
   }
   g.is_graph_input.assign(T, false);
   g.is_graph_output.assign(T, false);

@@ -1,6 +1,7 @@
 // Graph analysis of a problem (M2, M3): producers, consumers, graph inputs/outputs, topological order.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,11 @@ struct Graph {
   std::vector<int> topological_order;          // of ops
   std::vector<int64_t> reduction_depth;        // K_o per MatMul op (0 for Pointwise)
 };
+
+// Kahn's algorithm over `graph.producer` / `graph.consumers`. `pick` chooses which of the ready ops (listed in
+// the order they became ready, initially by index) runs next. Ops on a cycle are left out of the result.
+std::vector<int> topological_order(const Problem& problem, const Graph& graph,
+                                   const std::function<size_t(const std::vector<int>& ready)>& pick);
 
 // Validates M2 and derives M3. Throws InputError (exit 2) naming the op, tensor and rule; `file` is for messages.
 Graph analyze_graph(const Problem& problem, const std::string& file);

@@ -27,6 +27,10 @@ struct Problem {
   int num_ops() const { return static_cast<int>(op_types.size()); }
   int64_t size(int tensor) const { return widths[tensor] * heights[tensor]; }
   bool is_matmul(int op) const { return op_types[op] == OpType::MatMul; }
+  // T(t) of the rule book (section 8): native tiles covering the tensor, edge tiles padded.
+  int64_t native_tiles(int tensor) const {
+    return ((heights[tensor] + native_h - 1) / native_h) * ((widths[tensor] + native_w - 1) / native_w);
+  }
 };
 
 struct Granularity {

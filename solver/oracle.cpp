@@ -63,11 +63,7 @@ double SubgraphOracle::lower_bound(const std::vector<int>& ops, const std::vecto
   int64_t traffic = 0;
   std::set<int> seen;
   for (int o : ops) {
-    const int y = problem_.outputs[o][0];
-    compute += problem_.base_costs[o] * static_cast<double>(((problem_.heights[y] + problem_.native_h - 1) /
-                                                             problem_.native_h) *
-                                                            ((problem_.widths[y] + problem_.native_w - 1) /
-                                                             problem_.native_w));
+    compute += problem_.base_costs[o] * static_cast<double>(problem_.native_tiles(problem_.outputs[o][0]));
     for (int t : problem_.inputs[o])
       if (!contains(ops, graph_.producer[t]) && !contains(retained_in, t) && seen.insert(t).second)
         traffic += problem_.size(t);

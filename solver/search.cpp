@@ -64,26 +64,11 @@ struct Incumbent {
 
 // Topological orders: each strategy segments one. Different orders put different ops side by side.
 std::vector<int> topological(const Problem& p, const Graph& g, int variant, std::mt19937_64& rng) {
-  std::vector<int> pending(p.num_ops(), 0);
-  for (int o = 0; o < p.num_ops(); ++o)
-    for (int t : p.inputs[o])
-      if (g.producer[t] >= 0) ++pending[o];
-  std::vector<int> ready, order;
-  for (int o = 0; o < p.num_ops(); ++o)
-    if (pending[o] == 0) ready.push_back(o);
-  while (!ready.empty()) {
-    size_t pick = 0;
-    if (variant == 0) pick = std::min_element(ready.begin(), ready.end()) - ready.begin();  // by index
-    if (variant == 1) pick = ready.size() - 1;                                              // depth first
-    if (variant >= 2) pick = std::uniform_int_distribution<size_t>(0, ready.size() - 1)(rng);
-    const int o = ready[pick];
-    ready.erase(ready.begin() + static_cast<long>(pick));
-    order.push_back(o);
-    for (int t : p.outputs[o])
-      for (const Consumer& c : g.consumers[t])
-        if (--pending[c.op] == 0) ready.push_back(c.op);
-  }
-  return order;
+  return topological_order(p, g, [&](const std::vector<int>& ready) -> size_t {
+    if (variant == 0) return std::min_element(ready.begin(), ready.end()) - ready.begin();  // by index
+    if (variant == 1) return ready.size() - 1;                                              // depth first
+    return std::uniform_int_distribution<size_t>(0, ready.size() - 1)(rng);
+  });
 }
 
 // A segment is closed when every tensor it consumes internally has no consumer outside it: such a tensor is

@@ -10,9 +10,7 @@ namespace mlsys {
 LowerBound lower_bound(const Problem& p, const Graph& g) {
   LowerBound lb;
   for (int o = 0; o < p.num_ops(); ++o) {
-    const int y = p.outputs[o][0];
-    const double tiles = static_cast<double>(((p.heights[y] + p.native_h - 1) / p.native_h) *
-                                             ((p.widths[y] + p.native_w - 1) / p.native_w));
+    const double tiles = static_cast<double>(p.native_tiles(p.outputs[o][0]));
     lb.compute_full_k += p.base_costs[o] * tiles;
     const double depth = p.is_matmul(o) ? static_cast<double>(g.reduction_depth[o]) / p.native_w : 1.0;
     lb.compute_native_k += p.base_costs[o] * depth * tiles;
