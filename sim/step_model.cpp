@@ -566,6 +566,13 @@ bool StepWalker::advance(StepDetail* detail) {
   return true;
 }
 
+double compute_floor(const Problem& problem, const Graph& graph, int op, MatmulCompute model) {
+  const double tiles = static_cast<double>(problem.native_tiles(problem.outputs[op][0]));
+  const bool deep = problem.is_matmul(op) && model == MatmulCompute::NativeK;
+  const double depth = deep ? static_cast<double>(graph.reduction_depth[op]) / problem.native_w : 1.0;
+  return problem.base_costs[op] * depth * tiles;
+}
+
 SubgraphResult SubgraphModel::simulate() const {
   SubgraphResult result;
   StepWalker walker(*this);
@@ -584,7 +591,7 @@ SubgraphResult SubgraphModel::simulate() const {
   return result;
 }
 
-SubgraphResult SubgraphModel::evaluate_fast() const {
+SubgraphResult SubgraphModel::evaluate_fast(Violations violations) const {
   // Without aliasing (no tensor read in two symbolic forms) and without numeric M17 checks, a step's numbers
   // depend only on the tile's clipped size, its k-step, and whether the previous tile shares its row or
   // column. Interior k-steps (0 < ks < nk-1) are all alike. So each tile class is evaluated once, on its first
@@ -652,7 +659,18 @@ SubgraphResult SubgraphModel::evaluate_fast() const {
       }
     }
     const int64_t peak = cls.max_ws + finished * retained;
-    if (static_cast<double>(peak) > capacity_) return simulate();  // rare: let the walker name the step
+    if (static_cast<double>(peak) > capacity_) {
+      if (violations == Violations::Locate) return simulate();  // let the walker name the step and its terms
+      RuleViolation v;
+      v.rule = "M20";
+      v.subgraph = index_;
+      v.capacity = capacity_;
+      v.message = "out of memory: the working set reaches " + std::to_string(peak) + " at traversal position " +
+                  std::to_string(p) + " (tile " + std::to_string(tile) + "), above the capacity";
+      result.violation = v;
+      result.peak_working_set = std::max(result.peak_working_set, peak);
+      return result;
+    }
     result.peak_working_set = std::max(result.peak_working_set, peak);
     result.latency += cls.latency * static_cast<double>(count);
     result.compute_time += cls.compute * static_cast<double>(count);

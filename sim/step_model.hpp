@@ -18,6 +18,10 @@
 
 namespace mlsys {
 
+// The least any schedule pays to compute `op`: base per native tile of its output (M23, M24 padding; a chain
+// head's streamed strips add up to its whole output), times K/n_k under native-k. Lower bounds build on it.
+double compute_floor(const Problem& problem, const Graph& graph, int op, MatmulCompute model);
+
 // One axis of a symbolic region.
 enum class AxisKind : uint8_t { TileRows, TileCols, Reduction, Full };
 struct Axis {
@@ -80,7 +84,10 @@ class SubgraphModel {
   // Step by step, in traversal order (M16). Stops at the first violation.
   SubgraphResult simulate() const;
   // Same latency and peak working set; tiles with the same slice pattern are evaluated once and counted.
-  SubgraphResult evaluate_fast() const;
+  // A violation is located exactly (by falling back to simulate()) unless the caller only needs to know that
+  // the subgraph does not fit: a search rejects most candidates for OOM and has no use for the step.
+  enum class Violations { Locate, Summarize };
+  SubgraphResult evaluate_fast(Violations violations = Violations::Locate) const;
 
   // Facts the schedule-level rules and the drivers need.
   int index() const { return index_; }

@@ -81,12 +81,17 @@ TEST(FastPath, EqualsStepByStepOnRandomSubgraphs) {
       }
       const auto& m = std::get<SubgraphModel>(compiled);
       const SubgraphResult slow = m.simulate(), fast = m.evaluate_fast();
+      const SubgraphResult summary = m.evaluate_fast(SubgraphModel::Violations::Summarize);
       ASSERT_EQ(slow.violation.has_value(), fast.violation.has_value()) << "benchmark " << bench;
+      ASSERT_EQ(slow.violation.has_value(), summary.violation.has_value()) << "benchmark " << bench;
       if (slow.violation) {
         ++infeasible;
         EXPECT_EQ(slow.violation->describe(), fast.violation->describe());
+        // The search's mode may skip locating the step but must name the same rule.
+        EXPECT_EQ(slow.violation->rule, summary.violation->rule);
         continue;
       }
+      EXPECT_EQ(fast.latency, summary.latency);
       ++compared;
       multi_k += m.k_steps() > 2;
       EXPECT_NEAR(slow.latency, fast.latency, 1e-9 * slow.latency) << "benchmark " << bench << " trial " << trial;

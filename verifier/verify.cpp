@@ -10,10 +10,8 @@ namespace mlsys {
 LowerBound lower_bound(const Problem& p, const Graph& g) {
   LowerBound lb;
   for (int o = 0; o < p.num_ops(); ++o) {
-    const double tiles = static_cast<double>(p.native_tiles(p.outputs[o][0]));
-    lb.compute_full_k += p.base_costs[o] * tiles;
-    const double depth = p.is_matmul(o) ? static_cast<double>(g.reduction_depth[o]) / p.native_w : 1.0;
-    lb.compute_native_k += p.base_costs[o] * depth * tiles;
+    lb.compute_full_k += compute_floor(p, g, o, MatmulCompute::FullK);
+    lb.compute_native_k += compute_floor(p, g, o, MatmulCompute::NativeK);
   }
   double io = 0;
   for (int t = 0; t < p.num_tensors(); ++t)
