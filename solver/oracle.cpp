@@ -19,9 +19,23 @@ std::vector<int64_t> traversal_order(Traversal kind, int64_t rows, int64_t cols)
   return order;
 }
 
+bool OracleCache::find(const std::vector<int>& key, std::optional<SubgraphChoice>* answer) const {
+  std::lock_guard lock(mutex_);
+  auto it = answers_.find(key);
+  if (it == answers_.end()) return false;
+  *answer = it->second;
+  return true;
+}
+
+void OracleCache::store(const std::vector<int>& key, const std::optional<SubgraphChoice>& answer) {
+  std::lock_guard lock(mutex_);
+  answers_[key] = answer;
+}
+
 SubgraphOracle::SubgraphOracle(const Problem& problem, const Graph& graph, const ModelOptions& options,
-                               std::atomic<int64_t>* shared_count)
-    : problem_(problem), graph_(graph), options_(options), shared_count_(shared_count) {}
+                               std::atomic<int64_t>* shared_count, OracleCache* cache)
+    : problem_(problem), graph_(graph), options_(options), shared_count_(shared_count),
+      cache_(cache ? cache : &own_cache_) {}
 
 std::vector<int64_t> SubgraphOracle::spatial_candidates(int64_t extent, int64_t native) const {
   // Tile sizes that give distinct tile counts: native and its halvings, and the smallest size for a few tile
@@ -63,7 +77,7 @@ double SubgraphOracle::lower_bound(const std::vector<int>& ops, const std::vecto
   int64_t traffic = 0;
   std::set<int> seen;
   for (int o : ops) {
-    compute += problem_.base_costs[o] * static_cast<double>(problem_.native_tiles(problem_.outputs[o][0]));
+    compute += compute_floor(problem_, graph_, o, options_.matmul_compute);
     for (int t : problem_.inputs[o])
       if (!contains(ops, graph_.producer[t]) && !contains(retained_in, t) && seen.insert(t).second)
         traffic += problem_.size(t);
@@ -83,13 +97,11 @@ std::optional<SubgraphChoice> SubgraphOracle::best(const std::vector<int>& ops, 
   key.insert(key.end(), retained_in.begin(), retained_in.end());
   key.push_back(-2);
   key.insert(key.end(), retain.begin(), retain.end());
-  if (auto it = cache_.find(key); it != cache_.end() && (it->second || !reason)) return it->second;
+  if (std::optional<SubgraphChoice> known; cache_->find(key, &known) && (known || !reason)) return known;
 
   SubgraphSpec spec;
   spec.ops = ops;
   spec.retain = retain;
-  // The grid shape comes from the compiled model; compile once at native size to learn it.
-  spec.granularity = {problem_.native_w, problem_.native_h, 1};
   std::optional<SubgraphChoice> best;
   std::string last_reason = "no candidate granularity";
   int64_t grid_w = problem_.native_w, grid_h = problem_.native_h;
@@ -100,48 +112,76 @@ std::optional<SubgraphChoice> SubgraphOracle::best(const std::vector<int>& ops, 
     grid_h = problem_.heights[y];
   }
   const double floor = lower_bound(ops, retained_in, retain);
-  for (int64_t k : k_candidates(ops))
-    for (int64_t h : spatial_candidates(grid_h, problem_.native_h))
-      for (int64_t w : spatial_candidates(grid_w, problem_.native_w)) {
-        if (best && best->latency <= floor * (1 + 1e-12)) break;  // nothing can beat the subgraph's floor
-        if (expired_ && (evaluations_ & 63) == 0 && expired_()) return best;  // out of time: not cached
-        spec.granularity = {w, h, k};
-        spec.traversal.reset();
-        auto compiled = SubgraphModel::compile(problem_, graph_, spec, 0, retained_in, options_);
-        ++evaluations_;
-        if (auto* v = std::get_if<RuleViolation>(&compiled)) {
-          last_reason = v->describe();
-          continue;
-        }
-        const SubgraphModel& model = std::get<SubgraphModel>(compiled);
-        // Snakes save one strip load per turn; on large grids that is a small share and costs a per-tile
-        // classification, so they are tried only where a turn is a noticeable part of the grid.
-        std::vector<Traversal> kinds{Traversal::Raster};
-        if (model.grid_rows() > 1 && model.grid_cols() > 1 && model.tiles() <= 512)
-          kinds = {Traversal::RowSnake, Traversal::ColumnSnake};
-        for (Traversal kind : kinds) {
-          std::optional<std::vector<int64_t>> order;
-          if (kind != Traversal::Raster) {
-            spec.traversal = traversal_order(kind, model.grid_rows(), model.grid_cols());
-            order = spec.traversal;
-          }
-          auto recompiled =
-              order ? SubgraphModel::compile(problem_, graph_, spec, 0, retained_in, options_) : std::move(compiled);
-          const SubgraphModel& m = std::get<SubgraphModel>(recompiled);
-          const SubgraphResult r = m.evaluate_fast();
-          ++evaluations_;
-          if (r.violation) {
-            last_reason = r.violation->describe();
-            continue;
-          }
-          if (!best || r.latency < best->latency - 1e-9 * r.latency)
-            best = SubgraphChoice{spec.granularity, order, r.latency, r.peak_working_set};
+  // Evaluates one granularity (with the traversal orders worth trying); says whether it fitted in memory.
+  enum class Outcome { Fits, OutOfMemory, Rejected, OutOfTime };
+  auto try_granularity = [&](int64_t w, int64_t h, int64_t k) {
+    if (expired_ && (evaluations_ & 63) == 0 && expired_()) return Outcome::OutOfTime;
+    spec.granularity = {w, h, k};
+    spec.traversal.reset();
+    auto compiled = SubgraphModel::compile(problem_, graph_, spec, 0, retained_in, options_);
+    ++evaluations_;
+    if (auto* v = std::get_if<RuleViolation>(&compiled)) {
+      last_reason = v->describe();
+      return Outcome::Rejected;
+    }
+    const SubgraphModel& model = std::get<SubgraphModel>(compiled);
+    // Snakes save one strip load per turn; on large grids that is a small share and costs a per-tile
+    // classification, so they are tried only where a turn is a noticeable part of the grid.
+    std::vector<Traversal> kinds{Traversal::Raster};
+    if (model.grid_rows() > 1 && model.grid_cols() > 1 && model.tiles() <= 512)
+      kinds = {Traversal::RowSnake, Traversal::ColumnSnake};
+    Outcome outcome = Outcome::Rejected;
+    for (Traversal kind : kinds) {
+      std::optional<std::vector<int64_t>> order;
+      if (kind != Traversal::Raster) {
+        spec.traversal = traversal_order(kind, model.grid_rows(), model.grid_cols());
+        order = spec.traversal;
+      }
+      auto recompiled =
+          order ? SubgraphModel::compile(problem_, graph_, spec, 0, retained_in, options_) : std::move(compiled);
+      const SubgraphResult r = std::get<SubgraphModel>(recompiled).evaluate_fast(SubgraphModel::Violations::Summarize);
+      ++evaluations_;
+      if (r.violation) {
+        last_reason = r.violation->describe();
+        if (r.violation->rule == "M20") outcome = Outcome::OutOfMemory;
+        continue;
+      }
+      outcome = Outcome::Fits;
+      if (!best || r.latency < best->latency - 1e-9 * r.latency)
+        best = SubgraphChoice{spec.granularity, order, r.latency, r.peak_working_set};
+    }
+    return outcome;
+  };
+  const std::vector<int64_t> ks = k_candidates(ops);
+  for (int64_t h : spatial_candidates(grid_h, problem_.native_h))
+    for (int64_t w : spatial_candidates(grid_w, problem_.native_w)) {
+      if (best && best->latency <= floor * (1 + 1e-12)) break;  // nothing can beat the subgraph's floor
+      int64_t largest_fit = 0, smallest_too_big = 0;  // among the candidates (ks is descending)
+      for (int64_t k : ks) {
+        const Outcome outcome = try_granularity(w, h, k);
+        if (outcome == Outcome::OutOfTime) return best;  // out of time: not cached
+        if (outcome == Outcome::OutOfMemory && largest_fit == 0) smallest_too_big = k;
+        if (outcome == Outcome::Fits && largest_fit == 0) largest_fit = k;
+      }
+      // Under a tight capacity the largest k that fits may lie between two candidates: the working set grows
+      // with k (slices are k wide), so bisect for it. A smaller k costs no extra traffic, only more steps.
+      // Not below the smallest candidate: tiny k means thousands of steps per tile and a smaller tile fits.
+      if (largest_fit > 0 && smallest_too_big > largest_fit + 1) {
+        int64_t lo = largest_fit, hi = smallest_too_big;  // lo fits, hi does not
+        while (hi - lo > 1) {
+          const int64_t mid = (lo + hi) / 2;
+          const Outcome outcome = try_granularity(w, h, mid);
+          if (outcome == Outcome::OutOfTime) return best;
+          if (outcome == Outcome::Fits) lo = mid;
+          else if (outcome == Outcome::OutOfMemory) hi = mid;
+          else break;  // another rule depends on k here (M13 w = k): no bisection
         }
       }
+    }
   if (!best && reason) *reason = last_reason;
   if (shared_count_) shared_count_->fetch_add(evaluations_ - counted_, std::memory_order_relaxed);
   counted_ = evaluations_;
-  cache_[key] = best;
+  cache_->store(key, best);
   return best;
 }
 

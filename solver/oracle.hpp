@@ -29,11 +29,24 @@ struct SubgraphChoice {
 enum class Traversal { Raster, RowSnake, ColumnSnake };
 std::vector<int64_t> traversal_order(Traversal kind, int64_t rows, int64_t cols);
 
+// Answers already found, shared by the oracles of all search threads: different strategies propose many of the
+// same subgraphs. Key: ops | -1 | retained_in | -2 | retain.
+class OracleCache {
+ public:
+  bool find(const std::vector<int>& key, std::optional<SubgraphChoice>* answer) const;
+  void store(const std::vector<int>& key, const std::optional<SubgraphChoice>& answer);
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::vector<int>, std::optional<SubgraphChoice>> answers_;
+};
+
 class SubgraphOracle {
  public:
-  // `shared_count`, if given, is incremented with every evaluation (live progress across threads).
+  // `shared_count`, if given, is incremented with every evaluation (live progress across threads); `cache`, if
+  // given, is shared with other oracles of the same problem and options.
   SubgraphOracle(const Problem& problem, const Graph& graph, const ModelOptions& options,
-                 std::atomic<int64_t>* shared_count = nullptr);
+                 std::atomic<int64_t>* shared_count = nullptr, OracleCache* cache = nullptr);
 
   // Best configuration, or nullopt with `reason` set to the last rule that rejected every candidate.
   std::optional<SubgraphChoice> best(const std::vector<int>& ops, const std::vector<int>& retained_in,
@@ -60,7 +73,8 @@ class SubgraphOracle {
   std::function<bool()> expired_;
   std::atomic<int64_t>* shared_count_ = nullptr;
   int64_t counted_ = 0;  // evaluations already added to shared_count_
-  std::map<std::vector<int>, std::optional<SubgraphChoice>> cache_;  // key: ops | -1 | retained_in | -2 | retain
+  OracleCache own_cache_;
+  OracleCache* cache_;
 };
 
 }  // namespace mlsys
