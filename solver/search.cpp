@@ -1,6 +1,7 @@
 #include "solver/search.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <mutex>
 #include <numeric>
 #include <queue>
@@ -34,6 +35,7 @@ struct Incumbent {
   double best_cost = 0;
   SolveStats stats;
   std::atomic<int64_t> evaluations{0};
+  std::atomic<double> bound{std::numeric_limits<double>::infinity()};  // best_cost, readable without the lock
 
   bool expired() const { return stop.load() || Clock::now() >= deadline; }
 
@@ -53,6 +55,7 @@ struct Incumbent {
     if (best && report.total_latency >= best_cost) return;
     best = s;
     best_cost = report.total_latency;
+    bound.store(best_cost);
     stats.best_cost = best_cost;
     stats.best_strategy = strategy;
     stats.time_to_best = std::chrono::duration<double>(Clock::now() - start).count();
@@ -71,114 +74,149 @@ std::vector<int> topological(const Problem& p, const Graph& g, int variant, std:
   });
 }
 
-// A segment is closed when every tensor it consumes internally has no consumer outside it: such a tensor is
-// ephemeral (M8) and could not be read later (M15).
-bool closed(const Problem& p, const Graph& g, const std::vector<int>& ops, std::vector<char>& member) {
-  for (int o : ops) member[o] = 1;
-  bool ok = true;
-  for (int o : ops) {
-    for (int t : p.outputs[o]) {
-      bool internal = false, external = false;
-      for (const Consumer& c : g.consumers[t]) (member[c.op] ? internal : external) = true;
-      if (internal && external) ok = false;
-    }
-  }
-  for (int o : ops) member[o] = 0;
-  return ok;
-}
+// What a segment (a run of consecutive ops of the order) demands of retention. A tensor it consumes internally
+// and that a later op also reads must be retained into the next segment (M8: otherwise it is ephemeral and
+// unavailable later, M15). A tensor it only produces may be retained instead of stored (M9), which pays when the
+// next segment reads it. Either way the next segment must hold every remaining consumer (M9: one subgraph only).
+struct RetentionNeeds {
+  bool feasible = true;
+  std::vector<int> required;  // consumed inside and later
+  std::vector<int> optional;  // produced, read only later, by ops close enough to fit in the next segment
+};
 
 class Strategy {
  public:
-  Strategy(Incumbent& inc, int variant, int max_length, uint64_t seed)
-      : inc_(inc), oracle_(inc.problem, inc.graph, inc.options.model, &inc.evaluations), variant_(variant), max_length_(max_length),
-        rng_(seed) {
+  Strategy(Incumbent& inc, OracleCache& cache, int variant, int max_length, uint64_t seed)
+      : inc_(inc), oracle_(inc.problem, inc.graph, inc.options.model, &inc.evaluations, &cache),
+        variant_(variant), max_length_(max_length), rng_(seed) {
     const int ops = inc.problem.num_ops();
     oracle_.set_breadth(ops <= 32 ? 1 : 0);
     oracle_.set_expired([&inc] { return inc.expired(); });
   }
 
+  // Dynamic programming over the order. A state is (ops done, tensors the last segment retains); a transition
+  // appends one segment, priced by the oracle given what it receives retained and what it retains.
   void run() {
     const Problem& p = inc_.problem;
-    const std::vector<int> order = topological(p, inc_.graph, variant_, rng_);
-    const int n = static_cast<int>(order.size());
+    order_ = topological(p, inc_.graph, variant_, rng_);
+    const int n = static_cast<int>(order_.size());
+    position_.assign(p.num_ops(), -1);
+    for (int i = 0; i < n; ++i) position_[order_[i]] = i;
+    // No schedule pays less than each op's compute at native padding: what the ops from position i on add.
+    std::vector<double> suffix_floor(n + 1, 0);
+    for (int i = n - 1; i >= 0; --i)
+      suffix_floor[i] = suffix_floor[i + 1] + compute_floor(p, inc_.graph, order_[i], inc_.options.model.matmul_compute);
     const std::string name = "dp(order " + std::to_string(variant_) + ", len " + std::to_string(max_length_) + ")";
-    std::vector<double> cost(n + 1, INFINITY);
-    std::vector<int> from(n + 1, -1);
-    std::vector<std::optional<SubgraphChoice>> choice(n + 1);
-    std::vector<char> member(p.num_ops(), 0);
-    cost[0] = 0;
+    struct State {
+      std::vector<int> retain;  // what the segment ending here retains (sorted)
+      double cost = 0;
+      int from_position = -1, from_state = -1;
+      SubgraphChoice choice;
+    };
+    std::vector<std::vector<State>> states(n + 1);
+    states[0].push_back({});
     for (int j = 1; j <= n; ++j) {
       for (int i = j - 1; i >= 0 && j - i <= max_length_; --i) {
-        if (inc_.expired()) return;
-        if (cost[i] == INFINITY) continue;
-        std::vector<int> ops(order.begin() + i, order.begin() + j);
-        if (!closed(p, inc_.graph, ops, member)) continue;
-        auto best = oracle_.best(ops, {}, {});
-        if (best && cost[i] + best->latency < cost[j]) {
-          cost[j] = cost[i] + best->latency;
-          from[j] = i;
-          choice[j] = best;
+        if (states[i].empty()) continue;
+        const std::vector<int> ops(order_.begin() + i, order_.begin() + j);
+        const RetentionNeeds needs = retention_needs(i, j);
+        if (!needs.feasible) continue;
+        std::vector<std::vector<int>> retain_options{needs.required};
+        if (!needs.optional.empty()) {
+          std::vector<int> all = needs.required;
+          all.insert(all.end(), needs.optional.begin(), needs.optional.end());
+          retain_options.push_back(all);
+          if (needs.optional.size() > 1 && needs.optional.size() <= 4)
+            for (int t : needs.optional) {
+              std::vector<int> one = needs.required;
+              one.push_back(t);
+              retain_options.push_back(one);
+            }
+        }
+        for (std::vector<int>& retain : retain_options) std::sort(retain.begin(), retain.end());
+        for (int s = 0; s < static_cast<int>(states[i].size()); ++s) {
+          const std::vector<int> retained_in = states[i][s].retain;
+          if (!receives_all(retained_in, j)) continue;
+          for (const std::vector<int>& retain : retain_options) {
+            if (inc_.expired()) return;
+            auto it = std::find_if(states[j].begin(), states[j].end(),
+                                   [&](const State& st) { return st.retain == retain; });
+            // Bound before asking the oracle: the segment's floor cannot beat the state it would replace, and
+            // with the floor of the ops after it, the whole schedule cannot beat the incumbent.
+            const double floor = states[i][s].cost + oracle_.lower_bound(ops, retained_in, retain);
+            if (it != states[j].end() && floor >= it->cost) continue;
+            if (floor + suffix_floor[j] >= inc_.bound.load(std::memory_order_relaxed)) continue;
+            auto best = oracle_.best(ops, retained_in, retain);
+            if (!best) continue;
+            const double cost = states[i][s].cost + best->latency;
+            if (it == states[j].end()) {
+              states[j].push_back({retain, cost, i, s, *best});
+            } else if (cost < it->cost) {
+              *it = {retain, cost, i, s, *best};
+            }
+          }
         }
       }
     }
-    if (cost[n] == INFINITY) return;
+    auto done = std::find_if(states[n].begin(), states[n].end(), [](const State& st) { return st.retain.empty(); });
+    if (done == states[n].end()) return;
     std::vector<Segment> segments;
-    for (int j = n; j > 0; j = from[j])
-      segments.push_back({std::vector<int>(order.begin() + from[j], order.begin() + j), {}, *choice[j]});
+    for (int j = n, s = static_cast<int>(done - states[n].begin()); j > 0;) {
+      const State& st = states[j][s];
+      segments.push_back({std::vector<int>(order_.begin() + st.from_position, order_.begin() + j), st.retain,
+                          st.choice});
+      j = st.from_position;
+      s = st.from_state;
+    }
     std::reverse(segments.begin(), segments.end());
     inc_.offer(segments, name);
-    add_retention(segments);
-    inc_.offer(segments, name + "+retain");
   }
 
  private:
-  // Retaining a tensor saves its store in subgraph A and its load in B, at the price of holding it whole in
-  // fast memory. Tried boundary by boundary; kept where the oracle says A + B got cheaper.
-  void add_retention(std::vector<Segment>& segs) {
+  // Ops at positions [begin, end) of the order as one segment.
+  RetentionNeeds retention_needs(int begin, int end) const {
     const Problem& p = inc_.problem;
     const Graph& g = inc_.graph;
-    for (size_t b = 0; b + 1 < segs.size() && !inc_.expired(); ++b) {
-      Segment& a = segs[b];
-      Segment& next = segs[b + 1];
-      std::vector<int> candidates;
-      for (int o : a.ops)
-        for (int t : p.outputs[o]) {
-          if (g.consumers[t].empty()) continue;
-          const bool all_in_next = std::all_of(g.consumers[t].begin(), g.consumers[t].end(), [&](const Consumer& c) {
-            return std::find(next.ops.begin(), next.ops.end(), c.op) != next.ops.end();
-          });
-          if (all_in_next) candidates.push_back(t);
+    RetentionNeeds needs;
+    for (int i = begin; i < end; ++i)
+      for (int t : p.outputs[order_[i]]) {
+        bool internal = false, internal_matmul = false;
+        int last_consumer = -1;
+        for (const Consumer& c : g.consumers[t]) {
+          const int at = position_[c.op];
+          if (at < end) {
+            internal = true;
+            internal_matmul = internal_matmul || p.is_matmul(c.op);
+          }
+          last_consumer = std::max(last_consumer, at);
         }
-      if (candidates.empty()) continue;
-      const std::vector<int> a_in = b == 0 ? std::vector<int>{} : segs[b - 1].retain;
-      std::vector<std::vector<int>> options{candidates};
-      if (candidates.size() > 1)
-        for (int t : candidates) options.push_back({t});
-      double best_gain = 0;
-      std::optional<std::tuple<std::vector<int>, SubgraphChoice, SubgraphChoice>> best;
-      for (const auto& retain : options) {
-        auto ca = oracle_.best(a.ops, a_in, retain);
-        if (!ca) continue;
-        auto cb = oracle_.best(next.ops, retain, next.retain);
-        if (!cb) continue;
-        const double gain = a.choice.latency + next.choice.latency - ca->latency - cb->latency;
-        if (gain > best_gain) {
-          best_gain = gain;
-          best = std::make_tuple(retain, *ca, *cb);
+        if (last_consumer < end) continue;  // graph output or consumed only here: stored or ephemeral
+        const bool reachable = last_consumer < end + max_length_;
+        if (internal) {
+          // Must be retained, which M9 forbids when a MatMul reads it here.
+          if (internal_matmul || !reachable) needs.feasible = false;
+          needs.required.push_back(t);
+        } else if (reachable && !internal_matmul) {
+          needs.optional.push_back(t);
         }
       }
-      if (best) {
-        a.retain = std::get<0>(*best);
-        a.choice = std::get<1>(*best);
-        next.choice = std::get<2>(*best);
-      }
-    }
+    return needs;
+  }
+
+  // Every op still to read a retained-in tensor lies before `end` (in the receiving segment).
+  bool receives_all(const std::vector<int>& retained_in, int end) const {
+    for (int t : retained_in)
+      for (const Consumer& c : inc_.graph.consumers[t])
+        if (position_[c.op] >= end) return false;
+    return true;
   }
 
   Incumbent& inc_;
   SubgraphOracle oracle_;
   int variant_, max_length_;
   std::mt19937_64 rng_;
+  std::vector<int> order_;     // the topological order this strategy segments
+  std::vector<int> position_;  // op -> index in order_
 };
 
 }  // namespace
@@ -203,22 +241,27 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
   std::vector<std::pair<int, int>> plan;  // (order variant, max length), in priority order
   for (int length : {1, 3, 6, 10, 16})
     for (int variant : {0, 1}) plan.push_back({variant, length});
-  // Then random topological orders for as long as time allows.
-  for (int variant = 2; variant < 200; ++variant) plan.push_back({variant, variant % 2 ? 6 : 10});
+  // Then random topological orders for as long as time allows (or until the schedule meets the lower bound).
+  auto job_at = [&plan](size_t index) -> std::pair<int, int> {
+    if (index < plan.size()) return plan[index];
+    const int variant = static_cast<int>(index - plan.size()) + 2;
+    return {variant, variant % 2 ? 6 : 10};
+  };
+  const double floor = lower_bound(problem, graph).bound(options.model.matmul_compute);
   size_t next = 0;
+  OracleCache cache;
 
   auto worker = [&] {
-    while (!inc.expired()) {
+    while (!inc.expired() && inc.bound.load() > floor * (1 + 1e-9)) {
       std::pair<int, int> job;
       size_t index;
       {
         std::lock_guard lock(queue_mutex);
-        if (next >= plan.size()) return;
         index = next++;
-        job = plan[index];
+        job = job_at(index);
       }
       // The seed depends on the job, not on the thread or timing: the same --seed gives the same orders.
-      Strategy s(inc, job.first, job.second, options.seed * 7919 + index * 104729);
+      Strategy s(inc, cache, job.first, job.second, options.seed * 7919 + index * 104729);
       s.run();
     }
   };

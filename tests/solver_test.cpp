@@ -64,7 +64,8 @@ TEST(Solver, NoFeasibleScheduleWritesEmptyObjectAndExits1) {
 }
 
 TEST(Solver, SigtermLeavesAValidScheduleAndExits0) {
-  const std::string problem = source_path("benchmarks/mlsys-2026-21.json");
+  // Benchmark 13: far from its lower bound, so the search is still running when the signal comes.
+  const std::string problem = source_path("benchmarks/mlsys-2026-13.json");
   const std::string out = temp_dir("sigterm") + "/solution.json";
   const pid_t child = fork();
   ASSERT_GE(child, 0);
@@ -98,6 +99,20 @@ TEST(Solver, FirstScheduleIsWrittenEarly) {
   EXPECT_LT(stats.at("time_to_first").get<double>(), 0.5);
   EXPECT_LT(stats.at("elapsed").get<double>(), 1.0);  // finishes before its timeout
   EXPECT_NEAR(stats.at("cost").get<double>(), verified_total(problem, dir + "/s.json"), 1e-9 * stats.at("cost").get<double>());
+}
+
+TEST(Solver, StopsOnceTheLowerBoundIsMet) {
+  // Benchmark 18 can be scheduled at its compute bound, 1,417,600 (rule book section 8); nothing can beat it,
+  // so the solver must not spend its 60 s.
+  const std::string dir = temp_dir("at-bound");
+  const std::string problem = source_path("benchmarks/mlsys-2026-18.json");
+  const CommandResult r =
+      run_command(MLSYS_SOLVER_BIN, problem + " " + dir + "/s.json --timeout 60 --json-stats " + dir + "/stats.json");
+  ASSERT_EQ(0, r.exit_code) << r.err;
+  std::ifstream in(dir + "/stats.json");
+  const auto stats = nlohmann::json::parse(in);
+  EXPECT_DOUBLE_EQ(1417600, verified_total(problem, dir + "/s.json"));
+  EXPECT_LT(stats.at("elapsed").get<double>(), 20.0);
 }
 
 TEST(Solver, OlderFormPrintsTheScheduleOnStdout) {
