@@ -163,11 +163,11 @@ std::optional<SubgraphChoice> SubgraphOracle::best(const std::vector<int>& ops, 
         if (outcome == Outcome::OutOfMemory && largest_fit == 0) smallest_too_big = k;
         if (outcome == Outcome::Fits && largest_fit == 0) largest_fit = k;
       }
-      // Under a tight capacity the largest k that fits may lie between two candidates: the working set grows
-      // with k (slices are k wide), so bisect for it. A smaller k costs no extra traffic, only more steps.
-      // Not below the smallest candidate: tiny k means thousands of steps per tile and a smaller tile fits.
-      if (largest_fit > 0 && smallest_too_big > largest_fit + 1) {
-        int64_t lo = largest_fit, hi = smallest_too_big;  // lo fits, hi does not
+      // Under a tight capacity the largest k that fits may lie between the candidates or below all of them
+      // (benchmark 4 fuses at k = 2): the working set grows with k (slices are k wide), so bisect for it. A
+      // smaller k costs no extra traffic, only more steps.
+      if (smallest_too_big > largest_fit + 1) {
+        int64_t lo = largest_fit, hi = smallest_too_big;  // lo fits (0 = none known), hi does not
         while (hi - lo > 1) {
           const int64_t mid = (lo + hi) / 2;
           const Outcome outcome = try_granularity(w, h, mid);
