@@ -32,6 +32,7 @@ struct Incumbent {
   Clock::time_point start, deadline;
   std::mutex mutex;
   std::optional<Schedule> best;
+  std::vector<int> best_order;  // the op order whose segmentation gave `best`
   double best_cost = 0;
   SolveStats stats;
   std::atomic<int64_t> evaluations{0};
@@ -40,7 +41,7 @@ struct Incumbent {
   bool expired() const { return stop.load() || Clock::now() >= deadline; }
 
   // Verifies the whole schedule with the same library as `verify` and publishes it if it is better.
-  void offer(const std::vector<Segment>& segments, const std::string& strategy) {
+  void offer(const std::vector<Segment>& segments, const std::vector<int>& order, const std::string& strategy) {
     Schedule s;
     for (const Segment& seg : segments)
       s.subgraphs.push_back({seg.ops, seg.choice.granularity, seg.retain, seg.choice.traversal});
@@ -54,6 +55,7 @@ struct Incumbent {
     std::lock_guard lock(mutex);
     if (best && report.total_latency >= best_cost) return;
     best = s;
+    best_order = order;
     best_cost = report.total_latency;
     bound.store(best_cost);
     stats.best_cost = best_cost;
@@ -74,6 +76,30 @@ std::vector<int> topological(const Problem& p, const Graph& g, int variant, std:
   });
 }
 
+// Local search in order space: the incumbent's order with a few ops moved to other legal places (after all
+// their producers, before all their consumers), so that other ops become neighbours and can be fused.
+std::vector<int> moved(std::vector<int> order, const Problem& p, const Graph& g, std::mt19937_64& rng) {
+  const int n = static_cast<int>(order.size());
+  const int moves = 1 + static_cast<int>(rng() % 3);
+  for (int m = 0; m < moves && n > 1; ++m) {
+    const int from = static_cast<int>(rng() % n);
+    const int op = order[from];
+    order.erase(order.begin() + from);
+    int lo = 0, hi = n - 1;  // insertion range in the shortened order
+    for (int i = 0; i < n - 1; ++i) {
+      const int other = order[i];
+      for (int t : p.inputs[op])
+        if (g.producer[t] == other) lo = std::max(lo, i + 1);
+      for (int t : p.outputs[op])
+        for (const Consumer& c : g.consumers[t])
+          if (c.op == other) hi = std::min(hi, i);
+    }
+    const int to = lo + static_cast<int>(rng() % (hi - lo + 1));
+    order.insert(order.begin() + to, op);
+  }
+  return order;
+}
+
 // What a segment (a run of consecutive ops of the order) demands of retention. A tensor it consumes internally
 // and that a later op also reads must be retained into the next segment (M8: otherwise it is ephemeral and
 // unavailable later, M15). A tensor it only produces may be retained instead of stored (M9), which pays when the
@@ -86,9 +112,10 @@ struct RetentionNeeds {
 
 class Strategy {
  public:
-  Strategy(Incumbent& inc, OracleCache& cache, int variant, int max_length, uint64_t seed)
+  // `base`, if not empty, is an order to perturb (local search) instead of building one from `variant`.
+  Strategy(Incumbent& inc, OracleCache& cache, int variant, int max_length, uint64_t seed, std::vector<int> base = {})
       : inc_(inc), oracle_(inc.problem, inc.graph, inc.options.model, &inc.evaluations, &cache),
-        variant_(variant), max_length_(max_length), rng_(seed) {
+        variant_(variant), max_length_(max_length), rng_(seed), base_(std::move(base)) {
     const int ops = inc.problem.num_ops();
     oracle_.set_breadth(ops <= 32 ? 1 : 0);
     oracle_.set_expired([&inc] { return inc.expired(); });
@@ -98,7 +125,7 @@ class Strategy {
   // appends one segment, priced by the oracle given what it receives retained and what it retains.
   void run() {
     const Problem& p = inc_.problem;
-    order_ = topological(p, inc_.graph, variant_, rng_);
+    order_ = base_.empty() ? topological(p, inc_.graph, variant_, rng_) : moved(base_, p, inc_.graph, rng_);
     const int n = static_cast<int>(order_.size());
     position_.assign(p.num_ops(), -1);
     for (int i = 0; i < n; ++i) position_[order_[i]] = i;
@@ -106,7 +133,8 @@ class Strategy {
     std::vector<double> suffix_floor(n + 1, 0);
     for (int i = n - 1; i >= 0; --i)
       suffix_floor[i] = suffix_floor[i + 1] + compute_floor(p, inc_.graph, order_[i], inc_.options.model.matmul_compute);
-    const std::string name = "dp(order " + std::to_string(variant_) + ", len " + std::to_string(max_length_) + ")";
+    const std::string name = (base_.empty() ? "dp(order " + std::to_string(variant_) : std::string("dp(moved order")) +
+                             ", len " + std::to_string(max_length_) + ")";
     struct State {
       std::vector<int> retain;  // what the segment ending here retains (sorted)
       double cost = 0;
@@ -169,7 +197,7 @@ class Strategy {
       s = st.from_state;
     }
     std::reverse(segments.begin(), segments.end());
-    inc_.offer(segments, name);
+    inc_.offer(segments, order_, name);
   }
 
  private:
@@ -215,6 +243,7 @@ class Strategy {
   SubgraphOracle oracle_;
   int variant_, max_length_;
   std::mt19937_64 rng_;
+  std::vector<int> base_;
   std::vector<int> order_;     // the topological order this strategy segments
   std::vector<int> position_;  // op -> index in order_
 };
@@ -233,7 +262,7 @@ double default_timeout_seconds(int num_ops) {
 std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const SolveOptions& options,
                               const std::atomic<bool>& stop, const ImprovementCallback& on_improvement,
                               SolveStats* stats) {
-  Incumbent inc{problem, graph, options, stop, on_improvement, Clock::now(), {}, {}, {}, 0, {}, {}};
+  Incumbent inc{problem, graph, options, stop, on_improvement, Clock::now(), {}, {}, {}, {}, 0, {}, {}};
   inc.deadline = inc.start + std::chrono::duration_cast<Clock::duration>(
                                  std::chrono::duration<double>(options.timeout_seconds));
   // First a quick answer (every op alone, then short fusions), then longer fusions and other orders.
@@ -260,8 +289,14 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
         index = next++;
         job = job_at(index);
       }
+      // Past the fixed plan, every other job perturbs the incumbent's order instead of drawing a new one.
+      std::vector<int> base;
+      if (index >= plan.size() && index % 2 == 1) {
+        std::lock_guard lock(inc.mutex);
+        base = inc.best_order;
+      }
       // The seed depends on the job, not on the thread or timing: the same --seed gives the same orders.
-      Strategy s(inc, cache, job.first, job.second, options.seed * 7919 + index * 104729);
+      Strategy s(inc, cache, job.first, job.second, options.seed * 7919 + index * 104729, base);
       s.run();
     }
   };
