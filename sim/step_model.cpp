@@ -30,6 +30,38 @@ struct Components {
 
 }  // namespace
 
+std::optional<std::string> SubgraphModel::traversal_error(const std::vector<int64_t>& order, int64_t rows,
+                                                         int64_t cols) {
+  const int64_t n = rows * cols;
+  if (static_cast<int64_t>(order.size()) != n)
+    return "traversal order has " + std::to_string(order.size()) + " entries, the grid has " + std::to_string(n) +
+           " tiles (" + std::to_string(rows) + " rows x " + std::to_string(cols) + " cols)";
+  std::vector<bool> seen(n, false);
+  for (size_t i = 0; i < order.size(); ++i) {
+    const int64_t j = order[i];
+    if (j < 0 || j >= n)
+      return "traversal_orders entry " + std::to_string(i) + " = " + std::to_string(j) + " is out of range [0, " +
+             std::to_string(n) + ")";
+    if (seen[j]) return "traversal_orders entry " + std::to_string(i) + " repeats tile " + std::to_string(j);
+    seen[j] = true;
+  }
+  return std::nullopt;
+}
+
+std::optional<RuleViolation> SubgraphModel::set_traversal(std::optional<std::vector<int64_t>> order) {
+  if (order) {
+    if (auto error = traversal_error(*order, nrows_, ncols_)) {
+      RuleViolation v;
+      v.rule = "M11";
+      v.subgraph = index_;
+      v.message = *error;
+      return v;
+    }
+  }
+  order_ = order ? std::move(*order) : std::vector<int64_t>{};
+  return std::nullopt;
+}
+
 std::variant<SubgraphModel, RuleViolation> SubgraphModel::compile(const Problem& p, const Graph& graph,
                                                                   const SubgraphSpec& spec, int index,
                                                                   const std::vector<int>& retained_in,
@@ -189,23 +221,8 @@ std::variant<SubgraphModel, RuleViolation> SubgraphModel::compile(const Problem&
 
   // ---- M11 traversal order
   if (spec.traversal) {
-    const auto& order = *spec.traversal;
-    const int64_t n = m.tiles();
-    if (static_cast<int64_t>(order.size()) != n)
-      return reject("M11", "traversal order has " + std::to_string(order.size()) + " entries, the grid has " +
-                               std::to_string(n) + " tiles (" + std::to_string(m.nrows_) + " rows x " +
-                               std::to_string(m.ncols_) + " cols)");
-    std::vector<bool> seen(n, false);
-    for (size_t i = 0; i < order.size(); ++i) {
-      int64_t j = order[i];
-      if (j < 0 || j >= n)
-        return reject("M11", "traversal_orders entry " + std::to_string(i) + " = " + std::to_string(j) +
-                                 " is out of range [0, " + std::to_string(n) + ")");
-      if (seen[j])
-        return reject("M11", "traversal_orders entry " + std::to_string(i) + " repeats tile " + std::to_string(j));
-      seen[j] = true;
-    }
-    m.order_ = order;
+    if (auto error = traversal_error(*spec.traversal, m.nrows_, m.ncols_)) return reject("M11", *error);
+    m.order_ = *spec.traversal;
   }
 
   // ---- M12 reduction depth and k-steps
@@ -512,7 +529,7 @@ bool StepWalker::evaluate(const Coord& c, const std::vector<NumSlice>& prev, std
   last_latency_ = std::max(compute, memory);
   last_ws_ = total_ws;
   const bool oom = static_cast<double>(total_ws) > m.capacity_;
-  if (detail || oom) {
+  if (detail || (oom && !summarize_oom_)) {
     // Terms are built only when someone will read them.
     for (size_t i = 0; i < m.retained_in_.size(); ++i)
       ws.terms.push_back({'A', m.retained_in_[i], m.retained_in_regions_[i], m.retained_in_regions_[i].area()});
@@ -536,15 +553,10 @@ bool StepWalker::evaluate(const Coord& c, const std::vector<NumSlice>& prev, std
     detail->working_set = ws;
   }
   if (oom) {
-    std::ostringstream msg;
-    msg << "out of fast memory: working set " << total_ws << " > capacity " << m.capacity_ << " (A retained-in "
-        << ws.retained_in << " + B slices " << ws.slices << " + C outputs " << ws.outputs << " + D accumulators "
-        << ws.accumulators << ")";
-    RuleViolation v;
+    RuleViolation v;  // its sentence is rendered from the terms when someone reads it
     v.rule = "M20";
     v.subgraph = m.index_;
     v.step = ref;
-    v.message = msg.str();
     v.working_set = ws;
     v.capacity = m.capacity_;
     violation_ = v;
@@ -626,6 +638,15 @@ SubgraphResult SubgraphModel::evaluate_fast(Violations violations) const {
     groups.reserve(tiles());
     for (int64_t p = 0; p < tiles(); ++p) groups.push_back({p, 1});
   }
+  // A step that fails here fails in the walk too (finished tiles only add to its working set). A search only
+  // needs the rule; anyone else gets the walk's exact step and terms.
+  w.summarize_oom_ = violations == Violations::Summarize;
+  auto failed = [&] {
+    if (!w.summarize_oom_ || !w.violation_ || w.violation_->rule != "M20") return simulate();
+    result.violation = w.violation_;
+    result.peak_working_set = std::max(result.peak_working_set, w.last_ws_);
+    return result;
+  };
   int64_t finished = 0;
   for (auto [p, count] : groups) {
     const int64_t tile = tile_of_position(p);
@@ -640,7 +661,7 @@ SubgraphResult SubgraphModel::evaluate_fast(Violations violations) const {
     if (!cls.known) {
       cls.known = true;
       a.clear();
-      if (p > 0 && !w.evaluate(w.coord(p - 1, nk_ - 1), scratch, a, 0, nullptr)) return simulate();
+      if (p > 0 && !w.evaluate(w.coord(p - 1, nk_ - 1), scratch, a, 0, nullptr)) return failed();
       auto step = [&](int64_t ks, const std::vector<StepWalker::NumSlice>& prev,
                       std::vector<StepWalker::NumSlice>& cur, int64_t times) {
         if (!w.evaluate(w.coord(p, ks), prev, cur, 0, nullptr)) return false;
@@ -650,12 +671,12 @@ SubgraphResult SubgraphModel::evaluate_fast(Violations violations) const {
         cls.max_ws = std::max(cls.max_ws, w.last_ws_);
         return true;
       };
-      if (!step(0, a, b, 1)) return simulate();
+      if (!step(0, a, b, 1)) return failed();
       if (nk_ >= 3) {
-        if (!step(1, b, a, nk_ - 2)) return simulate();
-        if (!step(nk_ - 1, a, b, 1)) return simulate();
+        if (!step(1, b, a, nk_ - 2)) return failed();
+        if (!step(nk_ - 1, a, b, 1)) return failed();
       } else if (nk_ == 2) {
-        if (!step(1, b, a, 1)) return simulate();
+        if (!step(1, b, a, 1)) return failed();
       }
     }
     const int64_t peak = cls.max_ws + finished * retained;

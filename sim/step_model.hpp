@@ -81,6 +81,10 @@ class SubgraphModel {
                                                             const std::vector<int>& retained_in,
                                                             const ModelOptions& options);
 
+  // Replaces the traversal order (M11; nullopt = raster). The other rules do not depend on the order, so a
+  // search that tries several orders of one granularity compiles once.
+  std::optional<RuleViolation> set_traversal(std::optional<std::vector<int64_t>> order);
+
   // Step by step, in traversal order (M16). Stops at the first violation.
   SubgraphResult simulate() const;
   // Same latency and peak working set; tiles with the same slice pattern are evaluated once and counted.
@@ -135,6 +139,7 @@ class SubgraphModel {
   Granularity g_;
   int64_t grid_w_ = 0, grid_h_ = 0, nrows_ = 0, ncols_ = 0, nk_ = 1, k_ = 1;
   std::vector<int64_t> order_;  // empty = raster
+  static std::optional<std::string> traversal_error(const std::vector<int64_t>& order, int64_t rows, int64_t cols);
   std::vector<CompiledOp> compiled_;
   std::vector<SliceForm> forms_;
   std::vector<RegionCheck> checks_;
@@ -189,6 +194,7 @@ class StepWalker {
   double last_latency_ = 0, last_compute_ = 0, last_memory_ = 0;
   int64_t last_ws_ = 0;
   std::optional<RuleViolation> violation_;
+  bool summarize_oom_ = false;  // an OOM's violation carries the totals only, not each term (search use)
 };
 
 }  // namespace mlsys

@@ -14,6 +14,16 @@ std::string to_string(const Region& r) {
   return out.str();
 }
 
+std::string RuleViolation::sentence() const {
+  if (!message.empty() || !working_set) return message;
+  const WorkingSet& ws = *working_set;
+  std::ostringstream out;
+  out << "out of fast memory: working set " << ws.total() << " > capacity " << capacity << " (A retained-in "
+      << ws.retained_in << " + B slices " << ws.slices << " + C outputs " << ws.outputs << " + D accumulators "
+      << ws.accumulators << ")";
+  return out.str();
+}
+
 std::string RuleViolation::describe() const {
   std::ostringstream out;
   out << "[" << rule << "] ";
@@ -23,7 +33,7 @@ std::string RuleViolation::describe() const {
       out << ", step " << step->position << " (tile " << step->tile << ", k-step " << step->k_step << ")";
     out << ": ";
   }
-  out << message;
+  out << sentence();
   return out.str();
 }
 

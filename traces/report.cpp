@@ -20,7 +20,7 @@ static std::string slice_text(int tensor, const Region& r) {
 }
 
 json violation_to_json(const RuleViolation& v) {
-  json j = {{"rule", v.rule}, {"message", v.message}};
+  json j = {{"rule", v.rule}, {"message", v.sentence()}};
   j["subgraph"] = v.subgraph >= 0 ? json(v.subgraph) : json(nullptr);
   j["step"] = v.step ? json{{"position", v.step->position}, {"tile", v.step->tile}, {"k_step", v.step->k_step}}
                      : json(nullptr);
