@@ -103,7 +103,7 @@ std::optional<SubgraphChoice> SubgraphOracle::best(const std::vector<int>& ops, 
   spec.ops = ops;
   spec.retain = retain;
   std::optional<SubgraphChoice> best;
-  std::string last_reason = "no candidate granularity";
+  std::optional<RuleViolation> last_violation;  // described only if asked: most candidates are rejected
   int64_t grid_w = problem_.native_w, grid_h = problem_.native_h;
   {
     // Any output of the last op has the grid's shape (it is non-ephemeral).
@@ -121,10 +121,10 @@ std::optional<SubgraphChoice> SubgraphOracle::best(const std::vector<int>& ops, 
     auto compiled = SubgraphModel::compile(problem_, graph_, spec, 0, retained_in, options_);
     ++evaluations_;
     if (auto* v = std::get_if<RuleViolation>(&compiled)) {
-      last_reason = v->describe();
+      last_violation = std::move(*v);
       return Outcome::Rejected;
     }
-    const SubgraphModel& model = std::get<SubgraphModel>(compiled);
+    SubgraphModel& model = std::get<SubgraphModel>(compiled);
     // Snakes save one strip load per turn; on large grids that is a small share and costs a per-tile
     // classification, so they are tried only where a turn is a noticeable part of the grid.
     std::vector<Traversal> kinds{Traversal::Raster};
@@ -133,16 +133,15 @@ std::optional<SubgraphChoice> SubgraphOracle::best(const std::vector<int>& ops, 
     Outcome outcome = Outcome::Rejected;
     for (Traversal kind : kinds) {
       std::optional<std::vector<int64_t>> order;
-      if (kind != Traversal::Raster) {
-        spec.traversal = traversal_order(kind, model.grid_rows(), model.grid_cols());
-        order = spec.traversal;
+      if (kind != Traversal::Raster) order = traversal_order(kind, model.grid_rows(), model.grid_cols());
+      if (auto v = model.set_traversal(order)) {
+        last_violation = std::move(v);
+        continue;
       }
-      auto recompiled =
-          order ? SubgraphModel::compile(problem_, graph_, spec, 0, retained_in, options_) : std::move(compiled);
-      const SubgraphResult r = std::get<SubgraphModel>(recompiled).evaluate_fast(SubgraphModel::Violations::Summarize);
+      const SubgraphResult r = model.evaluate_fast(SubgraphModel::Violations::Summarize);
       ++evaluations_;
       if (r.violation) {
-        last_reason = r.violation->describe();
+        last_violation = r.violation;
         if (r.violation->rule == "M20") outcome = Outcome::OutOfMemory;
         continue;
       }
@@ -178,7 +177,7 @@ std::optional<SubgraphChoice> SubgraphOracle::best(const std::vector<int>& ops, 
         }
       }
     }
-  if (!best && reason) *reason = last_reason;
+  if (!best && reason) *reason = last_violation ? last_violation->describe() : "no candidate granularity";
   if (shared_count_) shared_count_->fetch_add(evaluations_ - counted_, std::memory_order_relaxed);
   counted_ = evaluations_;
   cache_->store(key, best);
