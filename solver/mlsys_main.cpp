@@ -91,6 +91,7 @@ int main(int argc, char** argv) {
                        {"time_to_first", stats.time_to_first},
                        {"elapsed", elapsed},
                        {"evaluations", stats.evaluations},
+                       {"orders", stats.orders},
                        {"evaluations_per_second", stats.evaluations / std::max(elapsed, 1e-9)},
                        {"improvements", stats.improvements},
                        {"best_strategy", stats.best_strategy},
@@ -99,7 +100,7 @@ int main(int argc, char** argv) {
     }
     if (progress)
       std::cerr << "done in " << format_number(std::round(elapsed * 1000) / 1000) << " s, "
-                << stats.evaluations << " evaluations\n";
+                << stats.evaluations << " evaluations, " << stats.orders << " orders\n";
     if (!best) {
       std::cerr << "error: no valid schedule: " << stats.infeasible_reason << "\n";
       if (!output_path.empty()) write_file_atomic(output_path, "{}\n");

@@ -32,10 +32,14 @@ struct Incumbent {
   Clock::time_point start, deadline;
   std::mutex mutex;
   std::optional<Schedule> best;
-  std::vector<int> best_order;  // the op order whose segmentation gave `best`
+  // The best few distinct orders and their costs, best first: local search perturbs one of them, so that a
+  // good order that is not (yet) the best one is still improved on (benchmark 8 needs this).
+  std::vector<std::pair<double, std::vector<int>>> elite;
+  static constexpr size_t kEliteSize = 8;
   double best_cost = 0;
   SolveStats stats;
   std::atomic<int64_t> evaluations{0};
+  std::atomic<int64_t> orders{0};
   std::atomic<double> bound{std::numeric_limits<double>::infinity()};  // best_cost, readable without the lock
 
   bool expired() const { return stop.load() || Clock::now() >= deadline; }
@@ -53,9 +57,9 @@ struct Incumbent {
     for (const auto& sg : report.subgraphs) latencies.push_back(sg.latency);
     s.reported_latencies = latencies;
     std::lock_guard lock(mutex);
+    remember(order, report.total_latency);
     if (best && report.total_latency >= best_cost) return;
     best = s;
-    best_order = order;
     best_cost = report.total_latency;
     bound.store(best_cost);
     stats.best_cost = best_cost;
@@ -65,13 +69,96 @@ struct Incumbent {
     ++stats.improvements;
     if (on_improvement) on_improvement(s, best_cost, strategy, evaluations.load());
   }
+
+  // An order to perturb: one of the elite, drawn by `draw` (caller's generator).
+  std::vector<int> elite_order(uint64_t draw) {
+    std::lock_guard lock(mutex);
+    if (elite.empty()) return {};
+    return elite[draw % elite.size()].second;
+  }
+
+  void remember(const std::vector<int>& order, double cost) {  // under `mutex`
+    for (const auto& e : elite)
+      if (e.second == order) return;
+    if (elite.size() == kEliteSize && cost >= elite.back().first) return;
+    auto at = std::upper_bound(elite.begin(), elite.end(), cost,
+                               [](double c, const auto& e) { return c < e.first; });
+    elite.insert(at, {cost, order});
+    if (elite.size() > kEliteSize) elite.pop_back();
+  }
+};
+
+// A retention-friendly pick: prefer an op that reads what the previous op produced (it can receive that tensor
+// retained), then one whose outputs complete the inputs of a waiting consumer (which can then follow it and receive
+// them retained). Benchmark 8's best schedules interleave its three branches this way.
+class RetentionFriendlyPicker {
+ public:
+  RetentionFriendlyPicker(const Problem& p, const Graph& g, std::mt19937_64* rng)
+      : p_(p), g_(g), rng_(rng), done_(p.num_ops(), false) {}
+
+  size_t operator()(const std::vector<int>& ready) {
+    int best_score = -1;
+    std::vector<size_t> best;
+    for (size_t i = 0; i < ready.size(); ++i) {
+      const int score = reads_last(ready[i]) ? 2 : completes_a_consumer(ready[i]) ? 1 : 0;
+      if (score > best_score) best.clear();
+      if (score >= best_score) best.push_back(i), best_score = score;
+    }
+    size_t at = best.front();  // ready ops are in index order among equals unless ties are drawn at random
+    if (rng_) at = best[std::uniform_int_distribution<size_t>(0, best.size() - 1)(*rng_)];
+    last_ = ready[at];
+    done_[last_] = true;
+    return at;
+  }
+
+ private:
+  bool reads_last(int op) const {
+    if (last_ < 0) return false;
+    for (int t : p_.inputs[op])
+      if (g_.producer[t] == last_) return true;
+    return false;
+  }
+  bool completes_a_consumer(int op) const {
+    for (int t : p_.outputs[op])
+      for (const Consumer& c : g_.consumers[t]) {
+        bool complete = true;
+        for (int in : p_.inputs[c.op]) {
+          const int producer = g_.producer[in];
+          complete = complete && (producer == -1 || producer == op || done_[producer]);
+        }
+        if (complete) return true;
+      }
+    return false;
+  }
+
+  const Problem& p_;
+  const Graph& g_;
+  std::mt19937_64* rng_;
+  std::vector<bool> done_;
+  int last_ = -1;
 };
 
 // Topological orders: each strategy segments one. Different orders put different ops side by side.
-std::vector<int> topological(const Problem& p, const Graph& g, int variant, std::mt19937_64& rng) {
+enum class OrderKind { ByIndex, DepthFirst, RetentionFriendly, Random, RandomRetentionFriendly, MovedIncumbent };
+
+const char* order_name(OrderKind kind) {
+  switch (kind) {
+    case OrderKind::ByIndex: return "index order";
+    case OrderKind::DepthFirst: return "depth-first order";
+    case OrderKind::RetentionFriendly: return "retention-friendly order";
+    case OrderKind::Random: return "random order";
+    case OrderKind::RandomRetentionFriendly: return "random retention-friendly order";
+    case OrderKind::MovedIncumbent: return "moved order";
+  }
+  return "order";
+}
+
+std::vector<int> topological(const Problem& p, const Graph& g, OrderKind kind, std::mt19937_64& rng) {
+  if (kind == OrderKind::RetentionFriendly) return topological_order(p, g, RetentionFriendlyPicker(p, g, nullptr));
+  if (kind == OrderKind::RandomRetentionFriendly) return topological_order(p, g, RetentionFriendlyPicker(p, g, &rng));
   return topological_order(p, g, [&](const std::vector<int>& ready) -> size_t {
-    if (variant == 0) return std::min_element(ready.begin(), ready.end()) - ready.begin();  // by index
-    if (variant == 1) return ready.size() - 1;                                              // depth first
+    if (kind == OrderKind::ByIndex) return std::min_element(ready.begin(), ready.end()) - ready.begin();
+    if (kind == OrderKind::DepthFirst) return ready.size() - 1;
     return std::uniform_int_distribution<size_t>(0, ready.size() - 1)(rng);
   });
 }
@@ -110,12 +197,41 @@ struct RetentionNeeds {
   std::vector<int> optional;  // produced, read only later, by ops close enough to fit in the next segment
 };
 
+// Which optional tensors to retain besides the required ones: every subset when there are few (benchmark 4
+// needs two of three retained: all three overflow the next segment, one alone costs a store and a load), else
+// none, all, each alone and all but each. Each option is sorted.
+std::vector<std::vector<int>> retention_options(const RetentionNeeds& needs) {
+  const std::vector<int>& opt = needs.optional;
+  const int n = static_cast<int>(opt.size());
+  std::vector<std::vector<int>> options;
+  auto add = [&](auto&& keep) {
+    std::vector<int> r = needs.required;
+    for (int i = 0; i < n; ++i)
+      if (keep(i)) r.push_back(opt[i]);
+    std::sort(r.begin(), r.end());
+    if (std::find(options.begin(), options.end(), r) == options.end()) options.push_back(std::move(r));
+  };
+  if (n <= 4) {
+    for (unsigned mask = 0; mask < (1u << n); ++mask) add([mask](int i) { return (mask >> i) & 1u; });
+    return options;
+  }
+  add([](int) { return false; });
+  add([](int) { return true; });
+  for (int j = 0; j < n; ++j) {
+    add([j](int i) { return i == j; });
+    add([j](int i) { return i != j; });
+  }
+  return options;
+}
+
+constexpr double kEliteSlack = 1.03;
+
 class Strategy {
  public:
-  // `base`, if not empty, is an order to perturb (local search) instead of building one from `variant`.
-  Strategy(Incumbent& inc, OracleCache& cache, int variant, int max_length, uint64_t seed, std::vector<int> base = {})
+  // `base` is the order to perturb when `kind` is MovedIncumbent (local search).
+  Strategy(Incumbent& inc, OracleCache& cache, OrderKind kind, int max_length, uint64_t seed, std::vector<int> base = {})
       : inc_(inc), oracle_(inc.problem, inc.graph, inc.options.model, &inc.evaluations, &cache),
-        variant_(variant), max_length_(max_length), rng_(seed), base_(std::move(base)) {
+        kind_(kind), max_length_(max_length), rng_(seed), base_(std::move(base)) {
     const int ops = inc.problem.num_ops();
     oracle_.set_breadth(ops <= 32 ? 1 : 0);
     oracle_.set_expired([&inc] { return inc.expired(); });
@@ -125,7 +241,7 @@ class Strategy {
   // appends one segment, priced by the oracle given what it receives retained and what it retains.
   void run() {
     const Problem& p = inc_.problem;
-    order_ = base_.empty() ? topological(p, inc_.graph, variant_, rng_) : moved(base_, p, inc_.graph, rng_);
+    order_ = kind_ == OrderKind::MovedIncumbent ? moved(base_, p, inc_.graph, rng_) : topological(p, inc_.graph, kind_, rng_);
     const int n = static_cast<int>(order_.size());
     position_.assign(p.num_ops(), -1);
     for (int i = 0; i < n; ++i) position_[order_[i]] = i;
@@ -133,8 +249,7 @@ class Strategy {
     std::vector<double> suffix_floor(n + 1, 0);
     for (int i = n - 1; i >= 0; --i)
       suffix_floor[i] = suffix_floor[i + 1] + compute_floor(p, inc_.graph, order_[i], inc_.options.model.matmul_compute);
-    const std::string name = (base_.empty() ? "dp(order " + std::to_string(variant_) : std::string("dp(moved order")) +
-                             ", len " + std::to_string(max_length_) + ")";
+    const std::string name = std::string("dp(") + order_name(kind_) + ", len " + std::to_string(max_length_) + ")";
     struct State {
       std::vector<int> retain;  // what the segment ending here retains (sorted)
       double cost = 0;
@@ -149,19 +264,7 @@ class Strategy {
         const std::vector<int> ops(order_.begin() + i, order_.begin() + j);
         const RetentionNeeds needs = retention_needs(i, j);
         if (!needs.feasible) continue;
-        std::vector<std::vector<int>> retain_options{needs.required};
-        if (!needs.optional.empty()) {
-          std::vector<int> all = needs.required;
-          all.insert(all.end(), needs.optional.begin(), needs.optional.end());
-          retain_options.push_back(all);
-          if (needs.optional.size() > 1 && needs.optional.size() <= 4)
-            for (int t : needs.optional) {
-              std::vector<int> one = needs.required;
-              one.push_back(t);
-              retain_options.push_back(one);
-            }
-        }
-        for (std::vector<int>& retain : retain_options) std::sort(retain.begin(), retain.end());
+        const std::vector<std::vector<int>> retain_options = retention_options(needs);
         for (int s = 0; s < static_cast<int>(states[i].size()); ++s) {
           const std::vector<int> retained_in = states[i][s].retain;
           if (!receives_all(retained_in, j)) continue;
@@ -170,10 +273,11 @@ class Strategy {
             auto it = std::find_if(states[j].begin(), states[j].end(),
                                    [&](const State& st) { return st.retain == retain; });
             // Bound before asking the oracle: the segment's floor cannot beat the state it would replace, and
-            // with the floor of the ops after it, the whole schedule cannot beat the incumbent.
+            // with the floor of the ops after it, the whole schedule cannot come within kEliteSlack of the
+            // incumbent (near misses still finish, so that their orders join the elite for local search).
             const double floor = states[i][s].cost + oracle_.lower_bound(ops, retained_in, retain);
             if (it != states[j].end() && floor >= it->cost) continue;
-            if (floor + suffix_floor[j] >= inc_.bound.load(std::memory_order_relaxed)) continue;
+            if (floor + suffix_floor[j] >= inc_.bound.load(std::memory_order_relaxed) * kEliteSlack) continue;
             auto best = oracle_.best(ops, retained_in, retain);
             if (!best) continue;
             const double cost = states[i][s].cost + best->latency;
@@ -241,7 +345,8 @@ class Strategy {
 
   Incumbent& inc_;
   SubgraphOracle oracle_;
-  int variant_, max_length_;
+  OrderKind kind_;
+  int max_length_;
   std::mt19937_64 rng_;
   std::vector<int> base_;
   std::vector<int> order_;     // the topological order this strategy segments
@@ -267,14 +372,22 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
                                  std::chrono::duration<double>(options.timeout_seconds));
   // First a quick answer (every op alone, then short fusions), then longer fusions and other orders.
   std::mutex queue_mutex;
-  std::vector<std::pair<int, int>> plan;  // (order variant, max length), in priority order
-  for (int length : {1, 3, 6, 10, 16})
-    for (int variant : {0, 1}) plan.push_back({variant, length});
-  // Then random topological orders for as long as time allows (or until the schedule meets the lower bound).
-  auto job_at = [&plan](size_t index) -> std::pair<int, int> {
+  struct Job {
+    OrderKind kind;
+    int max_length;
+  };
+  std::vector<Job> plan;  // in priority order
+  for (int length : {1, 3, 6, 10, 16}) {
+    for (OrderKind kind : {OrderKind::ByIndex, OrderKind::DepthFirst}) plan.push_back({kind, length});
+    if (length == 6 || length == 10) plan.push_back({OrderKind::RetentionFriendly, length});
+  }
+  // Then, for as long as time allows (or until the schedule meets the lower bound): every other job perturbs the
+  // incumbent's order (local search); the others draw new orders, random or retention-friendly with random ties.
+  auto job_at = [&plan](size_t index) -> Job {
     if (index < plan.size()) return plan[index];
-    const int variant = static_cast<int>(index - plan.size()) + 2;
-    return {variant, variant % 2 ? 6 : 10};
+    const size_t j = index - plan.size();
+    if (j % 2 == 1) return {OrderKind::MovedIncumbent, 6};
+    return {j % 4 == 2 ? OrderKind::RandomRetentionFriendly : OrderKind::Random, 10};
   };
   const double floor = lower_bound(problem, graph).bound(options.model.matmul_compute);
   size_t next = 0;
@@ -282,28 +395,26 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
 
   auto worker = [&] {
     while (!inc.expired() && inc.bound.load() > floor * (1 + 1e-9)) {
-      std::pair<int, int> job;
+      Job job;
       size_t index;
       {
         std::lock_guard lock(queue_mutex);
         index = next++;
         job = job_at(index);
       }
-      // Past the fixed plan, every other job perturbs the incumbent's order instead of drawing a new one.
       std::vector<int> base;
-      if (index >= plan.size() && index % 2 == 1) {
-        std::lock_guard lock(inc.mutex);
-        base = inc.best_order;
-      }
+      if (job.kind == OrderKind::MovedIncumbent) base = inc.elite_order(index * 2654435761u);
       // The seed depends on the job, not on the thread or timing: the same --seed gives the same orders.
-      Strategy s(inc, cache, job.first, job.second, options.seed * 7919 + index * 104729, base);
+      Strategy s(inc, cache, job.kind, job.max_length, options.seed * 7919 + index * 104729, base);
       s.run();
+      ++inc.orders;
     }
   };
   std::vector<std::thread> threads;
   for (int i = 0; i < std::max(1, options.threads); ++i) threads.emplace_back(worker);
   for (auto& t : threads) t.join();
   inc.stats.evaluations = inc.evaluations.load();
+  inc.stats.orders = inc.orders.load();
   if (!inc.best) {
     // Name the first op that fits nowhere on its own, the usual reason.
     SubgraphOracle oracle(problem, graph, options.model);

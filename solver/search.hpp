@@ -27,6 +27,7 @@ struct SolveStats {
   double time_to_best = 0;  // seconds from start
   double time_to_first = 0; // seconds from start to the first valid schedule
   int64_t evaluations = 0;  // subgraph candidates compiled or evaluated
+  int64_t orders = 0;       // op orders segmented (one dynamic program each)
   int64_t improvements = 0;
   std::string best_strategy;
   std::string infeasible_reason;  // set when no schedule was found
