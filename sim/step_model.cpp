@@ -31,17 +31,18 @@ struct Components {
 }  // namespace
 
 std::optional<std::string> SubgraphModel::traversal_error(const std::vector<int64_t>& order, int64_t rows,
-                                                         int64_t cols) {
+                                                          int64_t cols) {
   const int64_t n = rows * cols;
   if (static_cast<int64_t>(order.size()) != n)
-    return "traversal order has " + std::to_string(order.size()) + " entries, the grid has " + std::to_string(n) +
-           " tiles (" + std::to_string(rows) + " rows x " + std::to_string(cols) + " cols)";
+    return "traversal order has " + std::to_string(order.size()) + " entries, the grid has " +
+           std::to_string(n) + " tiles (" + std::to_string(rows) + " rows x " + std::to_string(cols) +
+           " cols)";
   std::vector<bool> seen(n, false);
   for (size_t i = 0; i < order.size(); ++i) {
     const int64_t j = order[i];
     if (j < 0 || j >= n)
-      return "traversal_orders entry " + std::to_string(i) + " = " + std::to_string(j) + " is out of range [0, " +
-             std::to_string(n) + ")";
+      return "traversal_orders entry " + std::to_string(i) + " = " + std::to_string(j) +
+             " is out of range [0, " + std::to_string(n) + ")";
     if (seen[j]) return "traversal_orders entry " + std::to_string(i) + " repeats tile " + std::to_string(j);
     seen[j] = true;
   }

@@ -139,7 +139,8 @@ class SubgraphModel {
   Granularity g_;
   int64_t grid_w_ = 0, grid_h_ = 0, nrows_ = 0, ncols_ = 0, nk_ = 1, k_ = 1;
   std::vector<int64_t> order_;  // empty = raster
-  static std::optional<std::string> traversal_error(const std::vector<int64_t>& order, int64_t rows, int64_t cols);
+  static std::optional<std::string> traversal_error(const std::vector<int64_t>& order, int64_t rows,
+                                                    int64_t cols);
   std::vector<CompiledOp> compiled_;
   std::vector<SliceForm> forms_;
   std::vector<RegionCheck> checks_;

@@ -53,7 +53,8 @@ struct RuleViolation {
   double capacity = 0;                     // for OOM
 
   // The human sentence: `message`, or for an OOM found by a search (which leaves `message` empty, because
-  // formatting text for every rejected candidate was a tenth of the search's time) one rendered from the terms.
+  // formatting text for every rejected candidate was a tenth of the search's time) one rendered from the
+  // terms.
   std::string sentence() const;
   // "[M20] subgraph 0, step 3 (tile 3, k-step 0): ..."
   std::string describe() const;

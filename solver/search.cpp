@@ -88,9 +88,9 @@ struct Incumbent {
   }
 };
 
-// A retention-friendly pick: prefer an op that reads what the previous op produced (it can receive that tensor
-// retained), then one whose outputs complete the inputs of a waiting consumer (which can then follow it and receive
-// them retained). Benchmark 8's best schedules interleave its three branches this way.
+// A retention-friendly pick: prefer an op that reads what the previous op produced (it can receive that
+// tensor retained), then one whose outputs complete the inputs of a waiting consumer (which can then follow
+// it and receive them retained). Benchmark 8's best schedules interleave its three branches this way.
 class RetentionFriendlyPicker {
  public:
   RetentionFriendlyPicker(const Problem& p, const Graph& g, std::mt19937_64* rng)
@@ -139,23 +139,38 @@ class RetentionFriendlyPicker {
 };
 
 // Topological orders: each strategy segments one. Different orders put different ops side by side.
-enum class OrderKind { ByIndex, DepthFirst, RetentionFriendly, Random, RandomRetentionFriendly, MovedIncumbent };
+enum class OrderKind {
+  ByIndex,
+  DepthFirst,
+  RetentionFriendly,
+  Random,
+  RandomRetentionFriendly,
+  MovedIncumbent
+};
 
 const char* order_name(OrderKind kind) {
   switch (kind) {
-    case OrderKind::ByIndex: return "index order";
-    case OrderKind::DepthFirst: return "depth-first order";
-    case OrderKind::RetentionFriendly: return "retention-friendly order";
-    case OrderKind::Random: return "random order";
-    case OrderKind::RandomRetentionFriendly: return "random retention-friendly order";
-    case OrderKind::MovedIncumbent: return "moved order";
+    case OrderKind::ByIndex:
+      return "index order";
+    case OrderKind::DepthFirst:
+      return "depth-first order";
+    case OrderKind::RetentionFriendly:
+      return "retention-friendly order";
+    case OrderKind::Random:
+      return "random order";
+    case OrderKind::RandomRetentionFriendly:
+      return "random retention-friendly order";
+    case OrderKind::MovedIncumbent:
+      return "moved order";
   }
   return "order";
 }
 
 std::vector<int> topological(const Problem& p, const Graph& g, OrderKind kind, std::mt19937_64& rng) {
-  if (kind == OrderKind::RetentionFriendly) return topological_order(p, g, RetentionFriendlyPicker(p, g, nullptr));
-  if (kind == OrderKind::RandomRetentionFriendly) return topological_order(p, g, RetentionFriendlyPicker(p, g, &rng));
+  if (kind == OrderKind::RetentionFriendly)
+    return topological_order(p, g, RetentionFriendlyPicker(p, g, nullptr));
+  if (kind == OrderKind::RandomRetentionFriendly)
+    return topological_order(p, g, RetentionFriendlyPicker(p, g, &rng));
   return topological_order(p, g, [&](const std::vector<int>& ready) -> size_t {
     if (kind == OrderKind::ByIndex) return std::min_element(ready.begin(), ready.end()) - ready.begin();
     if (kind == OrderKind::DepthFirst) return ready.size() - 1;
@@ -229,9 +244,14 @@ constexpr double kEliteSlack = 1.03;
 class Strategy {
  public:
   // `base` is the order to perturb when `kind` is MovedIncumbent (local search).
-  Strategy(Incumbent& inc, OracleCache& cache, OrderKind kind, int max_length, uint64_t seed, std::vector<int> base = {})
-      : inc_(inc), oracle_(inc.problem, inc.graph, inc.options.model, &inc.evaluations, &cache),
-        kind_(kind), max_length_(max_length), rng_(seed), base_(std::move(base)) {
+  Strategy(Incumbent& inc, OracleCache& cache, OrderKind kind, int max_length, uint64_t seed,
+           std::vector<int> base = {})
+      : inc_(inc),
+        oracle_(inc.problem, inc.graph, inc.options.model, &inc.evaluations, &cache),
+        kind_(kind),
+        max_length_(max_length),
+        rng_(seed),
+        base_(std::move(base)) {
     const int ops = inc.problem.num_ops();
     oracle_.set_breadth(ops <= 32 ? 1 : 0);
     oracle_.set_expired([&inc] { return inc.expired(); });
@@ -241,7 +261,8 @@ class Strategy {
   // appends one segment, priced by the oracle given what it receives retained and what it retains.
   void run() {
     const Problem& p = inc_.problem;
-    order_ = kind_ == OrderKind::MovedIncumbent ? moved(base_, p, inc_.graph, rng_) : topological(p, inc_.graph, kind_, rng_);
+    order_ = kind_ == OrderKind::MovedIncumbent ? moved(base_, p, inc_.graph, rng_)
+                                                : topological(p, inc_.graph, kind_, rng_);
     const int n = static_cast<int>(order_.size());
     position_.assign(p.num_ops(), -1);
     for (int i = 0; i < n; ++i) position_[order_[i]] = i;
@@ -249,7 +270,8 @@ class Strategy {
     std::vector<double> suffix_floor(n + 1, 0);
     for (int i = n - 1; i >= 0; --i)
       suffix_floor[i] = suffix_floor[i + 1] + compute_floor(p, inc_.graph, order_[i], inc_.options.model.matmul_compute);
-    const std::string name = std::string("dp(") + order_name(kind_) + ", len " + std::to_string(max_length_) + ")";
+    const std::string name =
+        std::string("dp(") + order_name(kind_) + ", len " + std::to_string(max_length_) + ")";
     struct State {
       std::vector<int> retain;  // what the segment ending here retains (sorted)
       double cost = 0;
@@ -381,8 +403,9 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
     for (OrderKind kind : {OrderKind::ByIndex, OrderKind::DepthFirst}) plan.push_back({kind, length});
     if (length == 6 || length == 10) plan.push_back({OrderKind::RetentionFriendly, length});
   }
-  // Then, for as long as time allows (or until the schedule meets the lower bound): every other job perturbs the
-  // incumbent's order (local search); the others draw new orders, random or retention-friendly with random ties.
+  // Then, for as long as time allows (or until the schedule meets the lower bound): every other job perturbs
+  // the incumbent's order (local search); the others draw new orders, random or retention-friendly with
+  // random ties.
   auto job_at = [&plan](size_t index) -> Job {
     if (index < plan.size()) return plan[index];
     const size_t j = index - plan.size();

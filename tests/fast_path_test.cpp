@@ -98,7 +98,8 @@ TEST(FastPath, EqualsStepByStepOnRandomSubgraphs) {
         // The search's mode may skip locating the step but must name the same rule.
         EXPECT_EQ(slow.violation->rule, summary.violation->rule);
         if (summary.violation->rule == "M20") {  // its sentence is rendered from the totals, on demand
-          EXPECT_NE(std::string::npos, summary.violation->describe().find("capacity")) << summary.violation->describe();
+          EXPECT_NE(std::string::npos, summary.violation->describe().find("capacity"))
+              << summary.violation->describe();
         }
         continue;
       }
@@ -119,7 +120,8 @@ TEST(FastPath, EqualsStepByStepOnRandomSubgraphs) {
 
 TEST(FastPath, SetTraversalChecksM11LikeCompile) {
   // Example 4: a 2x2 grid at [64,64,128].
-  const Loaded l = load(source_path("tests/golden/ex4_problem.json"), source_path("tests/golden/ex4B_solution.json"));
+  const Loaded l =
+      load(source_path("tests/golden/ex4_problem.json"), source_path("tests/golden/ex4B_solution.json"));
   SubgraphSpec spec{l.schedule.subgraphs[0].ops, l.schedule.subgraphs[0].granularity, {}, std::nullopt};
   auto compiled = SubgraphModel::compile(l.problem, l.graph, spec, 0, {}, {});
   auto& model = std::get<SubgraphModel>(compiled);

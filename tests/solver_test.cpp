@@ -126,16 +126,17 @@ double solve_benchmark(int number, const char* options) {
 
 TEST(SolverQuality, Benchmark4RetainsTwoOfThreeMatMulOutputs) {
   // Hand derivation (capacity 50000, B = 20): ops 0-2 as one subgraph at [128,128,1] load X (65,536) and the
-  // three weights (3 x 65,536) once and store only op 2's output (16,384): 278,528 / 20 = 13,926.4. They retain
-  // ops 0 and 1's outputs (2 x 16,384), so the two Pointwise ops fit only on 64-row tiles (A 32,768 + op 2's
-  // slice 8,192 + output 8,192 = 49,152): two tiles, each compute-bound at 500 + 500. Total 15,926.4. Retaining
-  // one output costs a store and a load of the other (17,203.2); retaining all three leaves no room.
+  // three weights (3 x 65,536) once and store only op 2's output (16,384): 278,528 / 20 = 13,926.4. They
+  // retain ops 0 and 1's outputs (2 x 16,384), so the two Pointwise ops fit only on 64-row tiles (A 32,768 +
+  // op 2's slice 8,192 + output 8,192 = 49,152): two tiles, each compute-bound at 500 + 500. Total 15,926.4.
+  // Retaining one output costs a store and a load of the other (17,203.2); retaining all three leaves no
+  // room.
   EXPECT_LE(solve_benchmark(4, "--timeout 2"), 15926.4 * (1 + 1e-12));
 }
 
 TEST(SolverQuality, Benchmark8BeatsTheFirstPlaceSchedule) {
-  // The contest's first-place schedule costs 76,457.33 (../shared/anchors/peer-results.md); it runs each branch
-  // as MatMul (retained) -> consumer, which needs the three branches' ops interleaved in the order.
+  // The contest's first-place schedule costs 76,457.33 (../shared/anchors/peer-results.md); it runs each
+  // branch as MatMul (retained) -> consumer, which needs the three branches' ops interleaved in the order.
   EXPECT_LT(solve_benchmark(8, "--timeout 5 --seed 1"), 76457.3);
 }
 
