@@ -32,10 +32,7 @@ struct Incumbent {
   Clock::time_point start, deadline;
   std::mutex mutex;
   std::optional<Schedule> best;
-  // The best few distinct orders and their costs, best first: local search perturbs one of them, so that a
-  // good order that is not (yet) the best one is still improved on (benchmark 8 needs this).
-  std::vector<std::pair<double, std::vector<int>>> elite;
-  static constexpr size_t kEliteSize = 8;
+  std::vector<int> best_order;  // the op order whose segmentation gave `best`
   double best_cost = 0;
   SolveStats stats;
   std::atomic<int64_t> evaluations{0};
@@ -57,9 +54,9 @@ struct Incumbent {
     for (const auto& sg : report.subgraphs) latencies.push_back(sg.latency);
     s.reported_latencies = latencies;
     std::lock_guard lock(mutex);
-    remember(order, report.total_latency);
     if (best && report.total_latency >= best_cost) return;
     best = s;
+    best_order = order;
     best_cost = report.total_latency;
     bound.store(best_cost);
     stats.best_cost = best_cost;
@@ -68,23 +65,6 @@ struct Incumbent {
     if (stats.improvements == 0) stats.time_to_first = stats.time_to_best;
     ++stats.improvements;
     if (on_improvement) on_improvement(s, best_cost, strategy, evaluations.load());
-  }
-
-  // An order to perturb: one of the elite, drawn by `draw` (caller's generator).
-  std::vector<int> elite_order(uint64_t draw) {
-    std::lock_guard lock(mutex);
-    if (elite.empty()) return {};
-    return elite[draw % elite.size()].second;
-  }
-
-  void remember(const std::vector<int>& order, double cost) {  // under `mutex`
-    for (const auto& e : elite)
-      if (e.second == order) return;
-    if (elite.size() == kEliteSize && cost >= elite.back().first) return;
-    auto at = std::upper_bound(elite.begin(), elite.end(), cost,
-                               [](double c, const auto& e) { return c < e.first; });
-    elite.insert(at, {cost, order});
-    if (elite.size() > kEliteSize) elite.pop_back();
   }
 };
 
@@ -239,8 +219,6 @@ std::vector<std::vector<int>> retention_options(const RetentionNeeds& needs) {
   return options;
 }
 
-constexpr double kEliteSlack = 1.03;
-
 class Strategy {
  public:
   // `base` is the order to perturb when `kind` is MovedIncumbent (local search).
@@ -295,11 +273,10 @@ class Strategy {
             auto it = std::find_if(states[j].begin(), states[j].end(),
                                    [&](const State& st) { return st.retain == retain; });
             // Bound before asking the oracle: the segment's floor cannot beat the state it would replace, and
-            // with the floor of the ops after it, the whole schedule cannot come within kEliteSlack of the
-            // incumbent (near misses still finish, so that their orders join the elite for local search).
+            // with the floor of the ops after it, the whole schedule cannot beat the incumbent.
             const double floor = states[i][s].cost + oracle_.lower_bound(ops, retained_in, retain);
             if (it != states[j].end() && floor >= it->cost) continue;
-            if (floor + suffix_floor[j] >= inc_.bound.load(std::memory_order_relaxed) * kEliteSlack) continue;
+            if (floor + suffix_floor[j] >= inc_.bound.load(std::memory_order_relaxed)) continue;
             auto best = oracle_.best(ops, retained_in, retain);
             if (!best) continue;
             const double cost = states[i][s].cost + best->latency;
@@ -426,7 +403,10 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
         job = job_at(index);
       }
       std::vector<int> base;
-      if (job.kind == OrderKind::MovedIncumbent) base = inc.elite_order(index * 2654435761u);
+      if (job.kind == OrderKind::MovedIncumbent) {
+        std::lock_guard lock(inc.mutex);
+        base = inc.best_order;
+      }
       // The seed depends on the job, not on the thread or timing: the same --seed gives the same orders.
       Strategy s(inc, cache, job.kind, job.max_length, options.seed * 7919 + index * 104729, base);
       s.run();
