@@ -98,12 +98,27 @@ void CompileAndFastPath(benchmark::State& state) {
   state.counters["evals_per_s"] = benchmark::Counter(1, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// What the solver's oracle does per candidate: the structure is compiled once per subgraph, each granularity
+// is applied to a copy of it (compare with CompileAndFastPath).
+void WithGranularityAndFastPath(benchmark::State& state) {
+  Subject& s = subject(static_cast<int>(state.range(0)), state.range(1));
+  const auto structure =
+      SubgraphModel::compile_structure(s.problem, s.graph, s.spec.ops, s.spec.retain, 0, {}, {});
+  const SubgraphModel& shape = std::get<SubgraphModel>(structure);
+  for (auto _ : state) {
+    auto model = shape.with_granularity(s.spec.granularity, s.spec.traversal);
+    benchmark::DoNotOptimize(std::get<SubgraphModel>(model).evaluate_fast().latency);
+  }
+  state.counters["evals_per_s"] = benchmark::Counter(1, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 // {benchmark, k override (0 = as scheduled)}
 #define SUBJECTS Args({9, 0})->Args({13, 0})->Args({17, 0})->Args({9, 32})->Args({13, 32})->Args({17, 32})
 BENCHMARK(StepByStep)->SUBJECTS;
 BENCHMARK(StepByStepWithDetail)->SUBJECTS;
 BENCHMARK(FastPath)->SUBJECTS;
 BENCHMARK(CompileAndFastPath)->SUBJECTS;
+BENCHMARK(WithGranularityAndFastPath)->SUBJECTS;
 
 }  // namespace
 

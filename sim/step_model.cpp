@@ -63,44 +63,91 @@ std::optional<RuleViolation> SubgraphModel::set_traversal(std::optional<std::vec
   return std::nullopt;
 }
 
+namespace {
+
+RuleViolation rejection(int index, const char* rule, const std::string& message, int op = -1,
+                        int tensor = -1) {
+  RuleViolation v;
+  v.rule = rule;
+  v.subgraph = index;
+  v.op = op;
+  v.tensor = tensor;
+  v.message = message;
+  return v;
+}
+
+}  // namespace
+
+std::optional<RuleViolation> SubgraphModel::granularity_limits(const Granularity& g,
+                                                               const std::vector<MatmulDepth>& matmuls,
+                                                               int64_t native_w, int64_t native_h,
+                                                               bool allow_supernative_k, int index) {
+  auto reject = [&](const std::string& message, int op = -1) { return rejection(index, "M6", message, op); };
+  const int64_t n_k = native_w;
+  if (g.w < 1 || g.w > native_w)
+    return reject("granularity w = " + std::to_string(g.w) + " must be in [1, " + std::to_string(native_w) +
+                  "] (native width)");
+  if (g.h < 1 || g.h > native_h)
+    return reject("granularity h = " + std::to_string(g.h) + " must be in [1, " + std::to_string(native_h) +
+                  "] (native height)");
+  if (g.k < 1) return reject("granularity k = " + std::to_string(g.k) + " must be >= 1");
+  if (!matmuls.empty()) {
+    if (g.k > n_k && !allow_supernative_k)
+      return reject("granularity k = " + std::to_string(g.k) + " exceeds the native reduction depth n_k = " +
+                    std::to_string(n_k) + " (--allow-supernative-k lifts this limit)");
+    for (const MatmulDepth& mm : matmuls)
+      if (g.k > mm.depth)
+        return reject("granularity k = " + std::to_string(g.k) + " exceeds K = " + std::to_string(mm.depth) +
+                          " of MatMul op " + std::to_string(mm.op),
+                      mm.op);
+  }
+  return std::nullopt;
+}
+
+std::vector<SubgraphModel::MatmulDepth> SubgraphModel::matmuls_of(const Problem& p, const Graph& graph,
+                                                                  const std::vector<int>& ops) {
+  std::vector<MatmulDepth> matmuls;
+  for (int o : ops)
+    if (p.is_matmul(o) &&
+        std::none_of(matmuls.begin(), matmuls.end(), [&](const MatmulDepth& m) { return m.op == o; }))
+      matmuls.push_back({o, graph.reduction_depth[o]});
+  return matmuls;
+}
+
 std::variant<SubgraphModel, RuleViolation> SubgraphModel::compile(const Problem& p, const Graph& graph,
                                                                   const SubgraphSpec& spec, int index,
                                                                   const std::vector<int>& retained_in,
                                                                   const ModelOptions& options) {
-  auto reject = [&](const char* rule, const std::string& message, int op = -1, int tensor = -1) {
-    RuleViolation v;
-    v.rule = rule;
-    v.subgraph = index;
-    v.op = op;
-    v.tensor = tensor;
-    v.message = message;
-    return v;
-  };
-  const std::vector<int>& ops = spec.ops;
-  const Granularity g = spec.granularity;
-  const int64_t n_k = p.native_w;
+  // The rule book's order: M6 first, then the rules that do not depend on the granularity, then the rest.
+  if (auto v = granularity_limits(spec.granularity, matmuls_of(p, graph, spec.ops), p.native_w, p.native_h,
+                                  options.allow_supernative_k, index))
+    return *v;
+  auto structure = compile_structure(p, graph, spec.ops, spec.retain, index, retained_in, options);
+  if (auto* v = std::get_if<RuleViolation>(&structure)) return std::move(*v);
+  SubgraphModel& m = std::get<SubgraphModel>(structure);
+  if (auto v = m.apply_granularity(spec.granularity, spec.traversal)) return *v;
+  return structure;
+}
 
-  // ---- M6 granularity limits
+std::variant<SubgraphModel, RuleViolation> SubgraphModel::with_granularity(
+    const Granularity& g, std::optional<std::vector<int64_t>> traversal) const {
+  if (auto v =
+          granularity_limits(g, facts_.matmuls, native_w_, native_h_, facts_.allow_supernative_k, index_))
+    return *v;
+  SubgraphModel m = *this;
+  if (auto v = m.apply_granularity(g, std::move(traversal))) return *v;
+  return m;
+}
+
+std::variant<SubgraphModel, RuleViolation> SubgraphModel::compile_structure(
+    const Problem& p, const Graph& graph, const std::vector<int>& ops, const std::vector<int>& spec_retain,
+    int index, const std::vector<int>& retained_in, const ModelOptions& options) {
+  auto reject = [&](const char* rule, const std::string& message, int op = -1, int tensor = -1) {
+    return rejection(index, rule, message, op, tensor);
+  };
+  const std::vector<MatmulDepth> matmul_depths = matmuls_of(p, graph, ops);
   std::vector<int> matmuls;
-  for (int o : ops)
-    if (p.is_matmul(o) && std::find(matmuls.begin(), matmuls.end(), o) == matmuls.end()) matmuls.push_back(o);
-  if (g.w < 1 || g.w > p.native_w)
-    return reject("M6", "granularity w = " + std::to_string(g.w) + " must be in [1, " + std::to_string(p.native_w) +
-                            "] (native width)");
-  if (g.h < 1 || g.h > p.native_h)
-    return reject("M6", "granularity h = " + std::to_string(g.h) + " must be in [1, " + std::to_string(p.native_h) +
-                            "] (native height)");
-  if (g.k < 1) return reject("M6", "granularity k = " + std::to_string(g.k) + " must be >= 1");
-  if (!matmuls.empty()) {
-    if (g.k > n_k && !options.allow_supernative_k)
-      return reject("M6", "granularity k = " + std::to_string(g.k) + " exceeds the native reduction depth n_k = " +
-                              std::to_string(n_k) + " (--allow-supernative-k lifts this limit)");
-    for (int o : matmuls)
-      if (g.k > graph.reduction_depth[o])
-        return reject("M6", "granularity k = " + std::to_string(g.k) + " exceeds K = " +
-                                std::to_string(graph.reduction_depth[o]) + " of MatMul op " + std::to_string(o),
-                      o);
-  }
+  for (const MatmulDepth& mm : matmul_depths) matmuls.push_back(mm.op);
 
   // ---- M7 op list
   if (ops.empty()) return reject("M7", "the subgraph has no ops");
@@ -139,7 +186,7 @@ std::variant<SubgraphModel, RuleViolation> SubgraphModel::compile(const Problem&
 
   // ---- M8 tensor classes
   std::vector<int> retain;
-  for (int t : spec.retain)
+  for (int t : spec_retain)
     if (std::find(retain.begin(), retain.end(), t) == retain.end()) retain.push_back(t);
   auto is_retained = [&](int t) { return std::find(retain.begin(), retain.end(), t) != retain.end(); };
   auto produced_here = [&](int t) { return in_subgraph(graph.producer[t]); };
@@ -177,7 +224,6 @@ std::variant<SubgraphModel, RuleViolation> SubgraphModel::compile(const Problem&
   SubgraphModel m;
   m.index_ = index;
   m.ops_ = ops;
-  m.g_ = g;
   m.retained_ = retain;
   m.capacity_ = p.fast_memory_capacity;
   m.bandwidth_ = p.slow_memory_bandwidth;
@@ -204,8 +250,10 @@ std::variant<SubgraphModel, RuleViolation> SubgraphModel::compile(const Problem&
       if (!produced_here(t) && std::none_of(m.external_inputs_.begin(), m.external_inputs_.end(),
                                             [&](const auto& e) { return e.first == t; }))
         m.external_inputs_.push_back({t, o});
+  m.facts_.matmuls = matmul_depths;
+  m.facts_.allow_supernative_k = options.allow_supernative_k;
 
-  // ---- M10 unified grid
+  // ---- M10 unified grid: one output shape (the tile counts come with the granularity)
   const int ref = m.nonephemeral_.front();  // the last op's outputs have no internal consumer: never empty
   for (int t : m.nonephemeral_)
     if (p.widths[t] != p.widths[ref] || p.heights[t] != p.heights[ref]) {
@@ -217,16 +265,8 @@ std::variant<SubgraphModel, RuleViolation> SubgraphModel::compile(const Problem&
     }
   m.grid_w_ = p.widths[ref];
   m.grid_h_ = p.heights[ref];
-  m.ncols_ = ceil_div(m.grid_w_, g.w);
-  m.nrows_ = ceil_div(m.grid_h_, g.h);
 
-  // ---- M11 traversal order
-  if (spec.traversal) {
-    if (auto error = traversal_error(*spec.traversal, m.nrows_, m.ncols_)) return reject("M11", *error);
-    m.order_ = *spec.traversal;
-  }
-
-  // ---- M12 reduction depth and k-steps
+  // ---- M12 links and the sliced reduction depth K_s
   struct Link {
     int head, tail, position;
   };
@@ -241,83 +281,45 @@ std::variant<SubgraphModel, RuleViolation> SubgraphModel::compile(const Problem&
         is_tail[b] = true;
       }
     }
-  int64_t K_s = 0;
-  if (!matmuls.empty()) {
-    for (int o : matmuls)
-      if (links.empty() || (is_tail[o] && !is_head[o])) K_s = std::max(K_s, graph.reduction_depth[o]);
-    m.k_ = g.k;
-    m.nk_ = ceil_div(K_s, g.k);
-  }
+  for (int o : matmuls)
+    if (links.empty() || (is_tail[o] && !is_head[o]))
+      m.facts_.K_s = std::max(m.facts_.K_s, graph.reduction_depth[o]);
+  m.facts_.links = links.size();
 
-  // ---- M13 MatMul structure
-  const bool has_middle =
+  // ---- M13 facts: a middle MatMul; the first MatMul that reaches another through Pointwise ops
+  m.facts_.has_middle =
       std::any_of(matmuls.begin(), matmuls.end(), [&](int o) { return is_head[o] && is_tail[o]; });
-  if (m.nk_ > 1) {
-    if (links.empty()) {
-      for (int o : matmuls)
-        if (graph.reduction_depth[o] != K_s)
-          return reject("M13",
-                        "split-K (nk = " + std::to_string(m.nk_) + ") needs every unlinked MatMul to share K = " +
-                            std::to_string(K_s) + ", but MatMul op " + std::to_string(o) + " has K = " +
-                            std::to_string(graph.reduction_depth[o]),
-                        o);
-      // MatMul -> Pointwise -> MatMul is not a link, and not supported under split-K.
-      for (int a : matmuls) {
-        std::vector<int> stack{a};
-        std::vector<bool> seen(p.num_ops(), false);
-        while (!stack.empty()) {
-          int o = stack.back();
-          stack.pop_back();
-          for (int t : p.outputs[o])
-            for (const Consumer& c : internal_consumers(t)) {
-              if (p.is_matmul(c.op))
-                return reject("M13",
-                              "MatMul op " + std::to_string(a) + " feeds MatMul op " + std::to_string(c.op) +
-                                  " through Pointwise ops; not supported with split-K (nk = " +
-                                  std::to_string(m.nk_) + ")",
-                              c.op);
-              if (!seen[c.op]) {
-                seen[c.op] = true;
-                stack.push_back(c.op);
-              }
+  if (links.empty())
+    for (int a : matmuls) {
+      if (m.facts_.matmul_through_pointwise) break;
+      std::vector<int> stack{a};
+      std::vector<bool> seen(p.num_ops(), false);
+      while (!stack.empty() && !m.facts_.matmul_through_pointwise) {
+        int o = stack.back();
+        stack.pop_back();
+        for (int t : p.outputs[o]) {
+          for (const Consumer& c : internal_consumers(t)) {
+            if (p.is_matmul(c.op)) {
+              m.facts_.matmul_through_pointwise = std::pair{a, c.op};
+              break;
             }
+            if (!seen[c.op]) {
+              seen[c.op] = true;
+              stack.push_back(c.op);
+            }
+          }
+          if (m.facts_.matmul_through_pointwise) break;
         }
       }
-    } else if (matmuls.size() != 2 || links.size() != 1) {
-      return reject("M13", "split-K (nk = " + std::to_string(m.nk_) +
-                               ") allows either unlinked MatMuls of equal K or exactly two MatMuls joined by one "
-                               "link; this subgraph has " +
-                               std::to_string(matmuls.size()) + " MatMuls and " + std::to_string(links.size()) +
-                               " links");
     }
-  } else if (matmuls.size() >= 3 || has_middle) {
-    for (int o : matmuls)
-      if (g.w != g.k || graph.reduction_depth[o] != g.k)
-        return reject("M13",
-                      "with three or more MatMuls or a middle MatMul, w = k = K is required for every MatMul; op " +
-                          std::to_string(o) + " has K = " + std::to_string(graph.reduction_depth[o]) + " with w = " +
-                          std::to_string(g.w) + ", k = " + std::to_string(g.k),
-                      o);
-  }
 
-  // ---- M14 prologue geometry
+  // ---- M14 facts: Pointwise ops whose output a MatMul of the subgraph reads directly
   for (int o : ops) {
     if (p.is_matmul(o)) continue;
     for (int t : p.outputs[o])
-      for (const Consumer& c : internal_consumers(t)) {
-        if (!p.is_matmul(c.op)) continue;
-        const int64_t K = graph.reduction_depth[c.op];
-        if (c.position == 0 && g.w < K)
-          return reject("M14",
-                        "Pointwise op " + std::to_string(o) + " feeds the LHS of MatMul op " + std::to_string(c.op) +
-                            ": needs w >= K = " + std::to_string(K) + ", got w = " + std::to_string(g.w),
-                        o, t);
-        if (c.position == 1 && g.h < K)
-          return reject("M14",
-                        "Pointwise op " + std::to_string(o) + " feeds the RHS of MatMul op " + std::to_string(c.op) +
-                            ": needs h >= K = " + std::to_string(K) + ", got h = " + std::to_string(g.h),
-                        o, t);
-      }
+      for (const Consumer& c : internal_consumers(t))
+        if (p.is_matmul(c.op))
+          m.facts_.prologues.push_back({o, t, c.op, c.position, graph.reduction_depth[c.op]});
   }
 
   // ---- M17 symbolic regions, in reverse declared order
@@ -380,14 +382,105 @@ std::variant<SubgraphModel, RuleViolation> SubgraphModel::compile(const Problem&
                                 [&](const SliceForm& other) { return other.tensor == s.tensor; }) > 1;
     m.aliasing_ = m.aliasing_ || s.may_alias;
   }
-  // ---- M20 D: split-K accumulators read by an epilogue
-  if (m.nk_ > 1)
-    for (int o : matmuls)
-      if (!is_head[o] && is_ephemeral(p.outputs[o][0])) {
-        m.accumulators_.push_back(out_form[o]);
-        m.accumulator_tensors_.push_back(p.outputs[o][0]);
-      }
+
+  // ---- M20 D facts: accumulators of MatMuls read by an epilogue, counted when nk > 1
+  for (int o : matmuls)
+    if (!is_head[o] && is_ephemeral(p.outputs[o][0]))
+      m.facts_.accumulator_candidates.push_back({out_form[o], p.outputs[o][0]});
+
   return m;
+}
+
+std::optional<RuleViolation> SubgraphModel::apply_granularity(const Granularity& g,
+                                                              std::optional<std::vector<int64_t>> traversal) {
+  auto reject = [&](const char* rule, const std::string& message, int op = -1, int tensor = -1) {
+    return rejection(index_, rule, message, op, tensor);
+  };
+  g_ = g;
+  // ---- M10 unified grid (its shape rule is structural; the tile counts depend on [w, h])
+  ncols_ = ceil_div(grid_w_, g.w);
+  nrows_ = ceil_div(grid_h_, g.h);
+
+  // ---- M11 traversal order
+  if (traversal) {
+    if (auto error = traversal_error(*traversal, nrows_, ncols_)) return reject("M11", *error);
+    order_ = std::move(*traversal);
+  } else {
+    order_.clear();
+  }
+
+  // ---- M12 k-steps
+  k_ = 1;
+  nk_ = 1;
+  if (!facts_.matmuls.empty()) {
+    k_ = g.k;
+    nk_ = ceil_div(facts_.K_s, g.k);
+  }
+
+  // ---- M13 MatMul structure
+  if (nk_ > 1) {
+    if (facts_.links == 0) {
+      for (const MatmulDepth& mm : facts_.matmuls)
+        if (mm.depth != facts_.K_s)
+          return reject("M13",
+                        "split-K (nk = " + std::to_string(nk_) +
+                            ") needs every unlinked MatMul to share K = " + std::to_string(facts_.K_s) +
+                            ", but MatMul op " + std::to_string(mm.op) +
+                            " has K = " + std::to_string(mm.depth),
+                        mm.op);
+      // MatMul -> Pointwise -> MatMul is not a link, and not supported under split-K.
+      if (facts_.matmul_through_pointwise) {
+        const auto [a, c] = *facts_.matmul_through_pointwise;
+        return reject("M13",
+                      "MatMul op " + std::to_string(a) + " feeds MatMul op " + std::to_string(c) +
+                          " through Pointwise ops; not supported with split-K (nk = " + std::to_string(nk_) +
+                          ")",
+                      c);
+      }
+    } else if (facts_.matmuls.size() != 2 || facts_.links != 1) {
+      return reject(
+          "M13", "split-K (nk = " + std::to_string(nk_) +
+                     ") allows either unlinked MatMuls of equal K or exactly two MatMuls joined by one "
+                     "link; this subgraph has " +
+                     std::to_string(facts_.matmuls.size()) + " MatMuls and " + std::to_string(facts_.links) +
+                     " links");
+    }
+  } else if (facts_.matmuls.size() >= 3 || facts_.has_middle) {
+    for (const MatmulDepth& mm : facts_.matmuls)
+      if (g.w != g.k || mm.depth != g.k)
+        return reject(
+            "M13",
+            "with three or more MatMuls or a middle MatMul, w = k = K is required for every MatMul; op " +
+                std::to_string(mm.op) + " has K = " + std::to_string(mm.depth) +
+                " with w = " + std::to_string(g.w) + ", k = " + std::to_string(g.k),
+            mm.op);
+  }
+
+  // ---- M14 prologue geometry
+  for (const PrologueFeed& f : facts_.prologues) {
+    if (f.position == 0 && g.w < f.depth)
+      return reject("M14",
+                    "Pointwise op " + std::to_string(f.pointwise) + " feeds the LHS of MatMul op " +
+                        std::to_string(f.matmul) + ": needs w >= K = " + std::to_string(f.depth) +
+                        ", got w = " + std::to_string(g.w),
+                    f.pointwise, f.tensor);
+    if (f.position == 1 && g.h < f.depth)
+      return reject("M14",
+                    "Pointwise op " + std::to_string(f.pointwise) + " feeds the RHS of MatMul op " +
+                        std::to_string(f.matmul) + ": needs h >= K = " + std::to_string(f.depth) +
+                        ", got h = " + std::to_string(g.h),
+                    f.pointwise, f.tensor);
+  }
+
+  // ---- M20 D: split-K accumulators read by an epilogue
+  accumulators_.clear();
+  accumulator_tensors_.clear();
+  if (nk_ > 1)
+    for (const auto& [form, tensor] : facts_.accumulator_candidates) {
+      accumulators_.push_back(form);
+      accumulator_tensors_.push_back(tensor);
+    }
+  return std::nullopt;
 }
 
 // ------------------------------------------------------------------------------------------------------------

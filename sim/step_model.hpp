@@ -81,6 +81,17 @@ class SubgraphModel {
                                                             const std::vector<int>& retained_in,
                                                             const ModelOptions& options);
 
+  // For a search that tries many granularities of one subgraph: compile_structure applies the rules that do
+  // not depend on [w, h, k] (M7-M9, M10's shapes) and derives the symbolic regions once; with_granularity
+  // then applies M6, M10's tile counts, M11, M12-M13, M14 and the accumulators to a copy. compile() is
+  // exactly the two, with M6 first as the rule book orders it. A structure is not evaluated before
+  // with_granularity.
+  static std::variant<SubgraphModel, RuleViolation> compile_structure(
+      const Problem& problem, const Graph& graph, const std::vector<int>& ops, const std::vector<int>& retain,
+      int subgraph_index, const std::vector<int>& retained_in, const ModelOptions& options);
+  std::variant<SubgraphModel, RuleViolation> with_granularity(
+      const Granularity& granularity, std::optional<std::vector<int64_t>> traversal = std::nullopt) const;
+
   // Replaces the traversal order (M11; nullopt = raster). The other rules do not depend on the order, so a
   // search that tries several orders of one granularity compiles once.
   std::optional<RuleViolation> set_traversal(std::optional<std::vector<int64_t>> order);
@@ -132,7 +143,35 @@ class SubgraphModel {
     Form a, b;
   };
 
+  struct MatmulDepth {
+    int op;
+    int64_t depth;  // K_o
+  };
+  struct PrologueFeed {  // M14: a Pointwise op whose output a MatMul of the subgraph reads directly
+    int pointwise, tensor, matmul, position;
+    int64_t depth;
+  };
+  // What the granularity rules need to know of the structure.
+  struct StructureFacts {
+    std::vector<MatmulDepth> matmuls;  // distinct, declared order
+    bool allow_supernative_k = false;
+    int64_t K_s = 0;  // M12 sliced reduction depth
+    size_t links = 0;
+    bool has_middle = false;
+    std::optional<std::pair<int, int>> matmul_through_pointwise;  // (MatMul, MatMul it reaches via Pointwise)
+    std::vector<PrologueFeed> prologues;
+    std::vector<std::pair<Form, int>> accumulator_candidates;  // (output form, tensor), counted when nk > 1
+  };
+
   SubgraphModel() = default;
+  static std::vector<MatmulDepth> matmuls_of(const Problem& p, const Graph& graph,
+                                             const std::vector<int>& ops);
+  static std::optional<RuleViolation> granularity_limits(const Granularity& g,
+                                                         const std::vector<MatmulDepth>& matmuls,
+                                                         int64_t native_w, int64_t native_h,
+                                                         bool allow_supernative_k, int index);
+  std::optional<RuleViolation> apply_granularity(const Granularity& g,
+                                                 std::optional<std::vector<int64_t>> traversal);
 
   int index_ = 0;
   std::vector<int> ops_;
@@ -141,6 +180,7 @@ class SubgraphModel {
   std::vector<int64_t> order_;  // empty = raster
   static std::optional<std::string> traversal_error(const std::vector<int64_t>& order, int64_t rows,
                                                     int64_t cols);
+  StructureFacts facts_;
   std::vector<CompiledOp> compiled_;
   std::vector<SliceForm> forms_;
   std::vector<RegionCheck> checks_;

@@ -32,7 +32,8 @@ std::vector<int64_t> make_order(int kind, int64_t rows, int64_t cols, std::mt199
 
 TEST(FastPath, EqualsStepByStepOnRandomSubgraphs) {
   std::mt19937 rng(20261122);
-  int compared = 0, infeasible = 0, multi_k = 0, reordered_compared = 0;
+  int compared = 0, infeasible = 0, multi_k = 0, reordered_compared = 0, split_compared = 0,
+      split_rejections = 0;
   const int64_t sizes[] = {8, 16, 32, 48, 64, 96, 100, 128};
   for (int bench = 1; bench <= 24; ++bench) {
     Problem problem = load_problem(source_path("benchmarks/mlsys-2026-" + std::to_string(bench) + ".json"));
@@ -71,6 +72,37 @@ TEST(FastPath, EqualsStepByStepOnRandomSubgraphs) {
           if (graph.producer[t] >= 0 && rng() % 5 == 0) retained_in.push_back(t);
       problem.fast_memory_capacity = rng() % 3 == 0 ? capacity : 1e15;
       auto compiled = SubgraphModel::compile(problem, graph, spec, 0, retained_in, {});
+      {
+        // The search's path (structure once, then the granularity) must give the same verdict, message and
+        // numbers as compile(), except that M6 is checked after the structure's rules there.
+        auto structure =
+            SubgraphModel::compile_structure(problem, graph, spec.ops, spec.retain, 0, retained_in, {});
+        std::optional<RuleViolation> split_error;
+        std::optional<SubgraphModel> split_model;
+        if (auto* v = std::get_if<RuleViolation>(&structure))
+          split_error = *v;
+        else {
+          auto with = std::get<SubgraphModel>(structure).with_granularity(spec.granularity);
+          if (auto* v = std::get_if<RuleViolation>(&with))
+            split_error = *v;
+          else
+            split_model = std::get<SubgraphModel>(with);
+        }
+        if (auto* v = std::get_if<RuleViolation>(&compiled)) {
+          ASSERT_TRUE(split_error) << v->describe();
+          if (v->rule != "M6") {
+            EXPECT_EQ(v->describe(), split_error->describe());
+          }
+          ++split_rejections;
+        } else {
+          ASSERT_FALSE(split_error) << split_error->describe();
+          const SubgraphResult a = split_model->simulate(), b = std::get<SubgraphModel>(compiled).simulate();
+          EXPECT_EQ(a.latency, b.latency);
+          EXPECT_EQ(a.peak_working_set, b.peak_working_set);
+          EXPECT_EQ(a.violation.has_value(), b.violation.has_value());
+          ++split_compared;
+        }
+      }
       if (std::holds_alternative<RuleViolation>(compiled)) continue;
       const auto& model = std::get<SubgraphModel>(compiled);
       if (model.tiles() > 4096 || model.num_steps() > 60000) continue;
@@ -116,6 +148,8 @@ TEST(FastPath, EqualsStepByStepOnRandomSubgraphs) {
   EXPECT_GT(infeasible, 20);
   EXPECT_GT(multi_k, 50);
   EXPECT_GT(reordered_compared, 300);
+  EXPECT_GT(split_compared, 1000);
+  EXPECT_GT(split_rejections, 100);
 }
 
 TEST(FastPath, SetTraversalChecksM11LikeCompile) {
