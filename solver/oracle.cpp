@@ -99,10 +99,21 @@ std::optional<SubgraphChoice> SubgraphOracle::best(const std::vector<int>& ops, 
   key.insert(key.end(), retain.begin(), retain.end());
   if (std::optional<SubgraphChoice> known; cache_->find(key, &known) && (known || !reason)) return known;
 
-  SubgraphSpec spec;
-  spec.ops = ops;
-  spec.retain = retain;
   std::optional<SubgraphChoice> best;
+  auto answer = [&] {  // count the evaluations and cache the answer
+    if (shared_count_) shared_count_->fetch_add(evaluations_ - counted_, std::memory_order_relaxed);
+    counted_ = evaluations_;
+    cache_->store(key, best);
+    return best;
+  };
+  // The rules that do not depend on the granularity, and the symbolic regions, once for all candidates.
+  auto structure = SubgraphModel::compile_structure(problem_, graph_, ops, retain, 0, retained_in, options_);
+  ++evaluations_;
+  if (auto* v = std::get_if<RuleViolation>(&structure)) {
+    if (reason) *reason = v->describe();
+    return answer();
+  }
+  const SubgraphModel& shape = std::get<SubgraphModel>(structure);
   std::optional<RuleViolation> last_violation;  // described only if asked: most candidates are rejected
   int64_t grid_w = problem_.native_w, grid_h = problem_.native_h;
   {
@@ -116,9 +127,8 @@ std::optional<SubgraphChoice> SubgraphOracle::best(const std::vector<int>& ops, 
   enum class Outcome { Fits, OutOfMemory, Rejected, OutOfTime };
   auto try_granularity = [&](int64_t w, int64_t h, int64_t k) {
     if (expired_ && (evaluations_ & 63) == 0 && expired_()) return Outcome::OutOfTime;
-    spec.granularity = {w, h, k};
-    spec.traversal.reset();
-    auto compiled = SubgraphModel::compile(problem_, graph_, spec, 0, retained_in, options_);
+    const Granularity granularity{w, h, k};
+    auto compiled = shape.with_granularity(granularity);
     ++evaluations_;
     if (auto* v = std::get_if<RuleViolation>(&compiled)) {
       last_violation = std::move(*v);
@@ -147,7 +157,7 @@ std::optional<SubgraphChoice> SubgraphOracle::best(const std::vector<int>& ops, 
       }
       outcome = Outcome::Fits;
       if (!best || r.latency < best->latency - 1e-9 * r.latency)
-        best = SubgraphChoice{spec.granularity, order, r.latency, r.peak_working_set};
+        best = SubgraphChoice{granularity, order, r.latency, r.peak_working_set};
     }
     return outcome;
   };
@@ -178,10 +188,7 @@ std::optional<SubgraphChoice> SubgraphOracle::best(const std::vector<int>& ops, 
       }
     }
   if (!best && reason) *reason = last_violation ? last_violation->describe() : "no candidate granularity";
-  if (shared_count_) shared_count_->fetch_add(evaluations_ - counted_, std::memory_order_relaxed);
-  counted_ = evaluations_;
-  cache_->store(key, best);
-  return best;
+  return answer();
 }
 
 }  // namespace mlsys
