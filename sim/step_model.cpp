@@ -289,29 +289,30 @@ std::variant<SubgraphModel, RuleViolation> SubgraphModel::compile_structure(
   // ---- M13 facts: a middle MatMul; the first MatMul that reaches another through Pointwise ops
   m.facts_.has_middle =
       std::any_of(matmuls.begin(), matmuls.end(), [&](int o) { return is_head[o] && is_tail[o]; });
-  if (links.empty())
-    for (int a : matmuls) {
-      if (m.facts_.matmul_through_pointwise) break;
-      std::vector<int> stack{a};
-      std::vector<bool> seen(p.num_ops(), false);
-      while (!stack.empty() && !m.facts_.matmul_through_pointwise) {
-        int o = stack.back();
-        stack.pop_back();
-        for (int t : p.outputs[o]) {
-          for (const Consumer& c : internal_consumers(t)) {
-            if (p.is_matmul(c.op)) {
-              m.facts_.matmul_through_pointwise = std::pair{a, c.op};
-              break;
-            }
-            if (!seen[c.op]) {
-              seen[c.op] = true;
-              stack.push_back(c.op);
-            }
+  // The first MatMul that `a` reaches through Pointwise ops of the subgraph (depth first), or -1.
+  auto matmul_reached_through_pointwise = [&](int a) {
+    std::vector<int> stack{a};
+    std::vector<bool> seen(p.num_ops(), false);
+    while (!stack.empty()) {
+      const int o = stack.back();
+      stack.pop_back();
+      for (int t : p.outputs[o])
+        for (const Consumer& c : internal_consumers(t)) {
+          if (p.is_matmul(c.op)) return c.op;
+          if (!seen[c.op]) {
+            seen[c.op] = true;
+            stack.push_back(c.op);
           }
-          if (m.facts_.matmul_through_pointwise) break;
         }
-      }
     }
+    return -1;
+  };
+  if (links.empty())
+    for (int a : matmuls)
+      if (const int c = matmul_reached_through_pointwise(a); c != -1) {
+        m.facts_.matmul_through_pointwise = std::pair{a, c};
+        break;
+      }
 
   // ---- M14 facts: Pointwise ops whose output a MatMul of the subgraph reads directly
   for (int o : ops) {
@@ -458,17 +459,15 @@ std::optional<RuleViolation> SubgraphModel::apply_granularity(const Granularity&
 
   // ---- M14 prologue geometry
   for (const PrologueFeed& f : facts_.prologues) {
-    if (f.position == 0 && g.w < f.depth)
+    // An LHS feed is consumed along the tile's width, an RHS feed along its height.
+    const bool lhs = f.position == 0;
+    const int64_t extent = lhs ? g.w : g.h;
+    if (extent < f.depth)
       return reject("M14",
-                    "Pointwise op " + std::to_string(f.pointwise) + " feeds the LHS of MatMul op " +
-                        std::to_string(f.matmul) + ": needs w >= K = " + std::to_string(f.depth) +
-                        ", got w = " + std::to_string(g.w),
-                    f.pointwise, f.tensor);
-    if (f.position == 1 && g.h < f.depth)
-      return reject("M14",
-                    "Pointwise op " + std::to_string(f.pointwise) + " feeds the RHS of MatMul op " +
-                        std::to_string(f.matmul) + ": needs h >= K = " + std::to_string(f.depth) +
-                        ", got h = " + std::to_string(g.h),
+                    "Pointwise op " + std::to_string(f.pointwise) + " feeds the " + (lhs ? "LHS" : "RHS") +
+                        " of MatMul op " + std::to_string(f.matmul) + ": needs " + (lhs ? "w" : "h") +
+                        " >= K = " + std::to_string(f.depth) + ", got " + (lhs ? "w" : "h") + " = " +
+                        std::to_string(extent),
                     f.pointwise, f.tensor);
   }
 

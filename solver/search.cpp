@@ -84,7 +84,7 @@ class RetentionFriendlyPicker {
       if (score > best_score) best.clear();
       if (score >= best_score) best.push_back(i), best_score = score;
     }
-    size_t at = best.front();  // ready ops are in index order among equals unless ties are drawn at random
+    size_t at = best.front();  // the first tie in the ready list, unless ties are drawn at random
     if (rng_) at = best[std::uniform_int_distribution<size_t>(0, best.size() - 1)(*rng_)];
     last_ = ready[at];
     done_[last_] = true;
