@@ -32,7 +32,8 @@ struct Incumbent {
   Clock::time_point start, deadline;
   std::mutex mutex;
   std::optional<Schedule> best;
-  std::vector<int> best_order;  // the op order whose segmentation gave `best`
+  std::vector<int> best_order;  // the op order whose segmentation gave `best` (before recomputation copies)
+  std::vector<int> best_recompute;  // the tensors its later readers recomputed
   double best_cost = 0;
   SolveStats stats;
   std::atomic<int64_t> evaluations{0};
@@ -42,7 +43,8 @@ struct Incumbent {
   bool expired() const { return stop.load() || Clock::now() >= deadline; }
 
   // Verifies the whole schedule with the same library as `verify` and publishes it if it is better.
-  void offer(const std::vector<Segment>& segments, const std::vector<int>& order, const std::string& strategy) {
+  void offer(const std::vector<Segment>& segments, const std::vector<int>& order,
+             const std::vector<int>& recompute, const std::string& strategy) {
     Schedule s;
     for (const Segment& seg : segments)
       s.subgraphs.push_back({seg.ops, seg.choice.granularity, seg.retain, seg.choice.traversal});
@@ -57,6 +59,7 @@ struct Incumbent {
     if (best && report.total_latency >= best_cost) return;
     best = s;
     best_order = order;
+    best_recompute = recompute;
     best_cost = report.total_latency;
     bound.store(best_cost);
     stats.best_cost = best_cost;
@@ -219,17 +222,65 @@ std::vector<std::vector<int>> retention_options(const RetentionNeeds& needs) {
   return options;
 }
 
+// Recomputation (M5: an op may run in several subgraphs). A tensor that a Pointwise op produces and several
+// ops read need not be kept for all of them: the first reader can receive it retained (or fused), and the
+// later ones run its producer again in their own subgraph. Benchmark 15 needs this: the Pointwise outputs
+// that the residual ops read also feed MatMuls, which are compute-bound only when they receive them retained.
+std::vector<int> recomputable_tensors(const Problem& p, const Graph& g) {
+  std::vector<int> tensors;
+  for (int t = 0; t < p.num_tensors(); ++t) {
+    const int producer = g.producer[t];
+    if (producer < 0 || p.is_matmul(producer)) continue;
+    std::vector<int> readers;
+    for (const Consumer& c : g.consumers[t]) readers.push_back(c.op);
+    std::sort(readers.begin(), readers.end());
+    if (std::unique(readers.begin(), readers.end()) - readers.begin() >= 2) tensors.push_back(t);
+  }
+  return tensors;
+}
+
+// Those whose producer reads only graph inputs: recomputing them loads what loading them would, no more.
+std::vector<int> recomputable_from_graph_inputs(const Problem& p, const Graph& g) {
+  std::vector<int> tensors;
+  for (int t : recomputable_tensors(p, g)) {
+    const std::vector<int>& in = p.inputs[g.producer[t]];
+    if (std::all_of(in.begin(), in.end(), [&](int x) { return g.producer[x] < 0; })) tensors.push_back(t);
+  }
+  return tensors;
+}
+
+// The order with a copy of each recomputed tensor's producer placed just before the tensor's second reader;
+// that copy serves every later reader (a reader is served by the nearest instance of the producer before it).
+std::vector<int> with_recomputation(const std::vector<int>& order, const std::vector<int>& recompute,
+                                    const Problem& p, const Graph& g) {
+  if (recompute.empty()) return order;
+  std::vector<int> items;
+  std::vector<int> readers_seen(p.num_tensors(), 0);
+  for (int op : order) {
+    std::vector<int> reads = p.inputs[op];
+    std::sort(reads.begin(), reads.end());
+    reads.erase(std::unique(reads.begin(), reads.end()), reads.end());
+    for (int t : reads)
+      if (std::find(recompute.begin(), recompute.end(), t) != recompute.end() && ++readers_seen[t] == 2)
+        items.push_back(g.producer[t]);
+    items.push_back(op);
+  }
+  return items;
+}
+
 class Strategy {
  public:
   // `base` is the order to perturb when `kind` is MovedIncumbent (local search).
+  // `recompute`: the tensors whose later readers run their producer again (see with_recomputation).
   Strategy(Incumbent& inc, OracleCache& cache, OrderKind kind, int max_length, uint64_t seed,
-           std::vector<int> base = {})
+           std::vector<int> base = {}, std::vector<int> recompute = {})
       : inc_(inc),
         oracle_(inc.problem, inc.graph, inc.options.model, &inc.evaluations, &cache),
         kind_(kind),
         max_length_(max_length),
         rng_(seed),
-        base_(std::move(base)) {
+        base_(std::move(base)),
+        recompute_(std::move(recompute)) {
     const int ops = inc.problem.num_ops();
     oracle_.set_breadth(ops <= 32 ? 1 : 0);
     oracle_.set_expired([&inc] { return inc.expired(); });
@@ -239,17 +290,33 @@ class Strategy {
   // appends one segment, priced by the oracle given what it receives retained and what it retains.
   void run() {
     const Problem& p = inc_.problem;
-    order_ = kind_ == OrderKind::MovedIncumbent ? moved(base_, p, inc_.graph, rng_)
-                                                : topological(p, inc_.graph, kind_, rng_);
+    const std::vector<int> op_order = kind_ == OrderKind::MovedIncumbent
+                                          ? moved(base_, p, inc_.graph, rng_)
+                                          : topological(p, inc_.graph, kind_, rng_);
+    order_ = with_recomputation(op_order, recompute_, p, inc_.graph);
     const int n = static_cast<int>(order_.size());
-    position_.assign(p.num_ops(), -1);
-    for (int i = 0; i < n; ++i) position_[order_[i]] = i;
+    // Who reads what each item produces: a reader is served by the nearest instance of the producer before
+    // it.
+    readers_.assign(n, {});
+    {
+      std::vector<int> latest(p.num_ops(), -1);
+      for (int q = 0; q < n; ++q) {
+        std::vector<int> reads = p.inputs[order_[q]];
+        std::sort(reads.begin(), reads.end());
+        reads.erase(std::unique(reads.begin(), reads.end()), reads.end());
+        for (int t : reads)
+          if (const int producer = inc_.graph.producer[t]; producer >= 0 && latest[producer] >= 0)
+            readers_[latest[producer]].push_back({t, q});
+        latest[order_[q]] = q;
+      }
+    }
     // No schedule pays less than each op's compute at native padding: what the ops from position i on add.
     std::vector<double> suffix_floor(n + 1, 0);
     for (int i = n - 1; i >= 0; --i)
       suffix_floor[i] = suffix_floor[i + 1] + compute_floor(p, inc_.graph, order_[i], inc_.options.model.matmul_compute);
     const std::string name =
-        std::string("dp(") + order_name(kind_) + ", len " + std::to_string(max_length_) + ")";
+        std::string("dp(") + order_name(kind_) + ", len " + std::to_string(max_length_) +
+        (recompute_.empty() ? "" : ", recomputing " + std::to_string(recompute_.size())) + ")";
     struct State {
       std::vector<int> retain;  // what the segment ending here retains (sorted)
       double cost = 0;
@@ -267,7 +334,7 @@ class Strategy {
         const std::vector<std::vector<int>> retain_options = retention_options(needs);
         for (int s = 0; s < static_cast<int>(states[i].size()); ++s) {
           const std::vector<int> retained_in = states[i][s].retain;
-          if (!receives_all(retained_in, j)) continue;
+          if (!receives_all(retained_in, i, j)) continue;
           for (const std::vector<int>& retain : retain_options) {
             if (inc_.expired()) return;
             auto it = std::find_if(states[j].begin(), states[j].end(),
@@ -300,24 +367,23 @@ class Strategy {
       s = st.from_state;
     }
     std::reverse(segments.begin(), segments.end());
-    inc_.offer(segments, order_, name);
+    inc_.offer(segments, op_order, recompute_, name);
   }
 
  private:
   // Ops at positions [begin, end) of the order as one segment.
   RetentionNeeds retention_needs(int begin, int end) const {
     const Problem& p = inc_.problem;
-    const Graph& g = inc_.graph;
     RetentionNeeds needs;
     for (int i = begin; i < end; ++i)
       for (int t : p.outputs[order_[i]]) {
         bool internal = false, internal_matmul = false;
         int last_consumer = -1;
-        for (const Consumer& c : g.consumers[t]) {
-          const int at = position_[c.op];
+        for (const auto& [read, at] : readers_[i]) {
+          if (read != t) continue;
           if (at < end) {
             internal = true;
-            internal_matmul = internal_matmul || p.is_matmul(c.op);
+            internal_matmul = internal_matmul || p.is_matmul(order_[at]);
           }
           last_consumer = std::max(last_consumer, at);
         }
@@ -334,11 +400,16 @@ class Strategy {
     return needs;
   }
 
-  // Every op still to read a retained-in tensor lies before `end` (in the receiving segment).
-  bool receives_all(const std::vector<int>& retained_in, int end) const {
-    for (int t : retained_in)
-      for (const Consumer& c : inc_.graph.consumers[t])
-        if (position_[c.op] >= end) return false;
+  // Every item still to read a tensor retained into the segment [begin, end) lies before `end`. The tensor
+  // comes from the last instance of its producer before `begin`.
+  bool receives_all(const std::vector<int>& retained_in, int begin, int end) const {
+    for (int t : retained_in) {
+      int from = begin - 1;
+      while (from >= 0 && order_[from] != inc_.graph.producer[t]) --from;
+      if (from < 0) return false;
+      for (const auto& [read, at] : readers_[from])
+        if (read == t && at >= end) return false;
+    }
     return true;
   }
 
@@ -348,8 +419,9 @@ class Strategy {
   int max_length_;
   std::mt19937_64 rng_;
   std::vector<int> base_;
-  std::vector<int> order_;     // the topological order this strategy segments
-  std::vector<int> position_;  // op -> index in order_
+  std::vector<int> recompute_;
+  std::vector<int> order_;  // the items this strategy segments: a topological order plus recomputation copies
+  std::vector<std::vector<std::pair<int, int>>> readers_;  // item -> (tensor, reading item) it serves
 };
 
 }  // namespace
@@ -366,27 +438,38 @@ double default_timeout_seconds(int num_ops) {
 std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const SolveOptions& options,
                               const std::atomic<bool>& stop, const ImprovementCallback& on_improvement,
                               SolveStats* stats) {
-  Incumbent inc{problem, graph, options, stop, on_improvement, Clock::now(), {}, {}, {}, {}, 0, {}, {}};
+  Incumbent inc{problem, graph, options, stop, on_improvement, Clock::now(), {}, {}, {}, {}, {}, 0, {}, {}};
   inc.deadline = inc.start + std::chrono::duration_cast<Clock::duration>(
                                  std::chrono::duration<double>(options.timeout_seconds));
   // First a quick answer (every op alone, then short fusions), then longer fusions and other orders.
   std::mutex queue_mutex;
+  // Which tensors a job's later readers recompute: none; those computed from graph inputs alone (no more
+  // traffic than loading them); a random subset of all that may be; or the incumbent's choice, sometimes with
+  // one tensor toggled (local search).
+  enum class Recompute { None, FromGraphInputs, RandomSubset, AsIncumbent };
   struct Job {
     OrderKind kind;
     int max_length;
+    Recompute recompute = Recompute::None;
   };
+  const std::vector<int> recomputable = recomputable_tensors(problem, graph);
+  const std::vector<int> cheap = recomputable_from_graph_inputs(problem, graph);
   std::vector<Job> plan;  // in priority order
   for (int length : {1, 3, 6, 10, 16}) {
     for (OrderKind kind : {OrderKind::ByIndex, OrderKind::DepthFirst}) plan.push_back({kind, length});
     if (length == 6 || length == 10) plan.push_back({OrderKind::RetentionFriendly, length});
   }
+  if (!cheap.empty())
+    for (OrderKind kind : {OrderKind::ByIndex, OrderKind::DepthFirst, OrderKind::RetentionFriendly})
+      plan.push_back({kind, 10, Recompute::FromGraphInputs});
   // Then, for as long as time allows (or until the schedule meets the lower bound): every other job perturbs
   // the incumbent's order (local search); the others draw new orders, random or retention-friendly with
-  // random ties.
-  auto job_at = [&plan](size_t index) -> Job {
+  // random ties, one in four of the random ones with a random set of recomputed tensors.
+  auto job_at = [&](size_t index) -> Job {
     if (index < plan.size()) return plan[index];
     const size_t j = index - plan.size();
-    if (j % 2 == 1) return {OrderKind::MovedIncumbent, 6};
+    if (j % 2 == 1) return {OrderKind::MovedIncumbent, 6, Recompute::AsIncumbent};
+    if (j % 8 == 4 && !recomputable.empty()) return {OrderKind::Random, 10, Recompute::RandomSubset};
     return {j % 4 == 2 ? OrderKind::RandomRetentionFriendly : OrderKind::Random, 10};
   };
   const double floor = lower_bound(problem, graph).bound(options.model.matmul_compute);
@@ -402,13 +485,27 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
         index = next++;
         job = job_at(index);
       }
-      std::vector<int> base;
+      // The seed depends on the job, not on the thread or timing: the same --seed gives the same orders.
+      const uint64_t seed = options.seed * 7919 + index * 104729;
+      std::vector<int> base, recompute;
       if (job.kind == OrderKind::MovedIncumbent) {
         std::lock_guard lock(inc.mutex);
         base = inc.best_order;
+        recompute = inc.best_recompute;
       }
-      // The seed depends on the job, not on the thread or timing: the same --seed gives the same orders.
-      Strategy s(inc, cache, job.kind, job.max_length, options.seed * 7919 + index * 104729, base);
+      std::mt19937_64 rng(seed ^ 0x5eed);
+      if (job.recompute == Recompute::FromGraphInputs) recompute = cheap;
+      if (job.recompute == Recompute::RandomSubset)
+        for (int t : recomputable)
+          if (rng() % 2) recompute.push_back(t);
+      if (job.recompute == Recompute::AsIncumbent && !recomputable.empty() && rng() % 4 == 0) {
+        const int t = recomputable[rng() % recomputable.size()];
+        if (auto it = std::find(recompute.begin(), recompute.end(), t); it != recompute.end())
+          recompute.erase(it);
+        else
+          recompute.push_back(t);
+      }
+      Strategy s(inc, cache, job.kind, job.max_length, seed, base, recompute);
       s.run();
       ++inc.orders;
     }

@@ -141,6 +141,29 @@ TEST(SolverQuality, Benchmark8BeatsTheFirstPlaceSchedule) {
   EXPECT_LT(solve_benchmark(8, "--timeout 15 --seed 1"), 76457.3);
 }
 
+TEST(Solver, RecomputesACheapProducerForItsSecondReader) {
+  // P: X -> T (Pointwise, 100); A: T @ W1 -> Y1 and B: T @ W2 -> Y2 (MatMul, 4000). All 128x128 (16,384
+  // elements, 1638.4 to move at B = 10), capacity 60,000. With recomputation, [P, A] and [P, B] each load X
+  // and a weight and store an output at [128,128,128] (WS 49,152): max(4100, 3 x 1638.4) = 4915.2, total
+  // 9830.4. Without it (hand derivation): [P, A, B] needs w = 128 (M14) and, on one 128-row tile, k <= 42
+  // (WS 16,384 + 256k + 32,768); its best is k = 32: 2457.6 + 2000 + 2000 + 4096 = 10,553.6. [P] retaining T,
+  // then [A, B] at k = 32: 1638.4 + 10,096 = 11,734.4. All apart (T stored): 3276.8 + 2 x 4915.2 = 13,107.2.
+  const std::string dir = temp_dir("recompute");
+  write_text(dir + "/p.json", R"({"widths":[128,128,128,128,128,128],"heights":[128,128,128,128,128,128],
+    "inputs":[[0],[1,2],[1,4]],"outputs":[[1],[3],[5]],"base_costs":[100,4000,4000],
+    "op_types":["Pointwise","MatMul","MatMul"],"fast_memory_capacity":60000,"slow_memory_bandwidth":10,
+    "native_granularity":[128,128]})");
+  const CommandResult r = run_command(MLSYS_SOLVER_BIN, dir + "/p.json " + dir + "/s.json --timeout 1");
+  ASSERT_EQ(0, r.exit_code) << r.err;
+  EXPECT_NEAR(9830.4, verified_total(dir + "/p.json", dir + "/s.json"), 1e-9 * 9830.4);
+  std::ifstream in(dir + "/s.json");
+  const auto solution = nlohmann::json::parse(in);
+  int runs_of_p = 0;
+  for (const auto& subgraph : solution.at("subgraphs"))
+    for (const auto& op : subgraph) runs_of_p += op.get<int>() == 0;
+  EXPECT_EQ(2, runs_of_p);
+}
+
 TEST(Solver, OlderFormPrintsTheScheduleOnStdout) {
   const std::string problem = source_path("tests/golden/ex1_problem.json");
   const CommandResult r = run_command(MLSYS_SOLVER_BIN, problem + " 0.5");
