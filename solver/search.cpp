@@ -224,8 +224,8 @@ std::vector<std::vector<int>> retention_options(const RetentionNeeds& needs) {
 
 // Recomputation (M5: an op may run in several subgraphs). A tensor that a Pointwise op produces and several
 // ops read need not be kept for all of them: the first reader can receive it retained (or fused), and the
-// later ones run its producer again in their own subgraph. Benchmark 15 needs this: the Pointwise outputs
-// that the residual ops read also feed MatMuls, which are compute-bound only when they receive them retained.
+// later ones run its producer again in their own subgraph (tests/solver_test.cpp has a graph where this wins;
+// on the 24 benchmarks it changes nothing, docs/solver.md).
 std::vector<int> recomputable_tensors(const Problem& p, const Graph& g) {
   std::vector<int> tensors;
   for (int t = 0; t < p.num_tensors(); ++t) {
@@ -249,6 +249,14 @@ std::vector<int> recomputable_from_graph_inputs(const Problem& p, const Graph& g
   return tensors;
 }
 
+// The tensors an op reads, each once (`T1 = T0 @ T0` reads T0 once).
+std::vector<int> distinct_inputs(const Problem& p, int op) {
+  std::vector<int> reads = p.inputs[op];
+  std::sort(reads.begin(), reads.end());
+  reads.erase(std::unique(reads.begin(), reads.end()), reads.end());
+  return reads;
+}
+
 // The order with a copy of each recomputed tensor's producer placed just before the tensor's second reader;
 // that copy serves every later reader (a reader is served by the nearest instance of the producer before it).
 std::vector<int> with_recomputation(const std::vector<int>& order, const std::vector<int>& recompute,
@@ -257,10 +265,7 @@ std::vector<int> with_recomputation(const std::vector<int>& order, const std::ve
   std::vector<int> items;
   std::vector<int> readers_seen(p.num_tensors(), 0);
   for (int op : order) {
-    std::vector<int> reads = p.inputs[op];
-    std::sort(reads.begin(), reads.end());
-    reads.erase(std::unique(reads.begin(), reads.end()), reads.end());
-    for (int t : reads)
+    for (int t : distinct_inputs(p, op))
       if (std::find(recompute.begin(), recompute.end(), t) != recompute.end() && ++readers_seen[t] == 2)
         items.push_back(g.producer[t]);
     items.push_back(op);
@@ -301,10 +306,7 @@ class Strategy {
     {
       std::vector<int> latest(p.num_ops(), -1);
       for (int q = 0; q < n; ++q) {
-        std::vector<int> reads = p.inputs[order_[q]];
-        std::sort(reads.begin(), reads.end());
-        reads.erase(std::unique(reads.begin(), reads.end()), reads.end());
-        for (int t : reads)
+        for (int t : distinct_inputs(p, order_[q]))
           if (const int producer = inc_.graph.producer[t]; producer >= 0 && latest[producer] >= 0)
             readers_[latest[producer]].push_back({t, q});
         latest[order_[q]] = q;
