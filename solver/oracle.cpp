@@ -106,6 +106,21 @@ std::optional<SubgraphChoice> SubgraphOracle::best(const std::vector<int>& ops, 
     cache_->store(key, best);
     return best;
   };
+  // A cheap feasibility check first: at the last step every retained-in tensor is resident (M20 A) and every
+  // retained output has grown to its full size (M20 C), whatever the granularity. Most subgraphs the DP
+  // proposes with two large tensors retained fail here, without trying any granularity.
+  {
+    int64_t resident = 0;
+    for (int t : retained_in) resident += problem_.size(t);
+    for (int t : retain) resident += problem_.size(t);
+    if (resident > problem_.fast_memory_capacity) {
+      if (reason)
+        *reason = "M20: retained-in and retained tensors alone need " + std::to_string(resident) +
+                  " elements at the last step, over the capacity " +
+                  std::to_string(problem_.fast_memory_capacity);
+      return answer();
+    }
+  }
   // The rules that do not depend on the granularity, and the symbolic regions, once for all candidates.
   auto structure = SubgraphModel::compile_structure(problem_, graph_, ops, retain, 0, retained_in, options_);
   ++evaluations_;
@@ -161,10 +176,49 @@ std::optional<SubgraphChoice> SubgraphOracle::best(const std::vector<int>& ops, 
     }
     return outcome;
   };
-  const std::vector<int64_t> ks = k_candidates(ops);
-  for (int64_t h : spatial_candidates(grid_h, problem_.native_h))
-    for (int64_t w : spatial_candidates(grid_w, problem_.native_w)) {
+  std::vector<int64_t> ks = k_candidates(ops);  // descending
+  const std::vector<int64_t> hs = spatial_candidates(grid_h, problem_.native_h);
+  const std::vector<int64_t> ws = spatial_candidates(grid_w, problem_.native_w);  // both descending
+  // Two probes at the smallest tiles settle most of the subgraphs the DP proposes (hundreds of candidates
+  // each otherwise):
+  // - the working set grows with w, h and k (slices, output tiles), except that nk = 1 drops the split-K
+  //   accumulators (M20 D): if the smallest tiles overflow at the smallest and at the largest k, every
+  //   candidate does;
+  // - M13's rule for nk > 1 depends only on the subgraph's MatMul structure: if the smallest k (which splits
+  //   the reduction, it is below k_max <= K_s) breaks it, only the largest k (nk = 1, if it reaches K_s) can
+  //   work.
+  const Outcome small_k = try_granularity(ws.back(), hs.back(), ks.back());
+  if (small_k == Outcome::OutOfTime) return best;
+  if (small_k == Outcome::Rejected && last_violation && last_violation->rule == "M13" && ks.size() > 1)
+    ks = {ks.front()};
+  if (small_k == Outcome::OutOfMemory) {
+    const Outcome large_k = ks.size() > 1 ? try_granularity(ws.back(), hs.back(), ks.front()) : small_k;
+    if (large_k == Outcome::OutOfTime) return best;
+    if (large_k == Outcome::OutOfMemory) {
+      if (reason && last_violation) *reason = last_violation->describe();
+      return answer();
+    }
+  }
+  // Each op whose output leaves the subgraph runs on every grid tile and pays at least one native tile's
+  // compute there (M23, M24: smaller tiles are padded): a floor that grows with the number of tiles.
+  double compute_per_tile = 0;
+  for (int o : ops) {
+    bool leaves = false;
+    for (int t : problem_.outputs[o]) {
+      bool internal = false;
+      for (const Consumer& c : graph_.consumers[t])
+        internal = internal || std::find(ops.begin(), ops.end(), c.op) != ops.end();
+      leaves = leaves || !internal || std::find(retain.begin(), retain.end(), t) != retain.end();
+    }
+    if (leaves)
+      compute_per_tile += compute_floor(problem_, graph_, o, options_.matmul_compute) /
+                          static_cast<double>(problem_.native_tiles(problem_.outputs[o][0]));
+  }
+  for (int64_t h : hs)
+    for (int64_t w : ws) {
       if (best && best->latency <= floor * (1 + 1e-12)) break;  // nothing can beat the subgraph's floor
+      const double tiles = static_cast<double>(((grid_h + h - 1) / h) * ((grid_w + w - 1) / w));
+      if (best && tiles * compute_per_tile >= best->latency) break;  // narrower tiles only pay more
       int64_t largest_fit = 0, smallest_too_big = 0;  // among the candidates (ks is descending)
       for (int64_t k : ks) {
         const Outcome outcome = try_granularity(w, h, k);

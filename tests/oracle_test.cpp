@@ -1,0 +1,72 @@
+// The search's oracle on subgraphs of benchmark 8 (capacity 25,000, bandwidth 12, native 128x128) whose best
+// configuration is derived by hand, and its cheap rejections. X (T0) is 128x256; every other tensor here is
+// 128x128 = 16,384 elements, 1365.33 to move.
+#include <gtest/gtest.h>
+
+#include "sim/json_io.hpp"
+#include "solver/oracle.hpp"
+#include "support.hpp"
+
+namespace mlsys::test {
+namespace {
+
+class Benchmark8Oracle : public ::testing::Test {
+ protected:
+  Benchmark8Oracle()
+      : path_(source_path("benchmarks/mlsys-2026-8.json")),
+        problem_(load_problem(path_)),
+        graph_(analyze_graph(problem_, path_)),
+        oracle_(problem_, graph_, ModelOptions{}) {}
+
+  std::string path_;
+  Problem problem_;
+  Graph graph_;
+  SubgraphOracle oracle_;
+};
+
+TEST_F(Benchmark8Oracle, ThreeMatMulsThatShareXLoadItTwice) {
+  // Ops 2, 8, 14 compute X @ W (K = 256) for three branches. At w = 64, k = 1 the step holds X's 128x1 slice,
+  // three 1x64 weight slices and three 128x64 output tiles: 128 + 192 + 24,576 = 24,896 <= 25,000. Two
+  // column tiles load X twice (2 x 32,768), each weight once (3 x 32,768), and store three outputs
+  // (3 x 16,384): 212,992 / 12 = 17,749.33, memory-bound at every step (compute 3 x 1000/256 per step
+  // against 320/12). Apart, the three cost 3 x (65,536 + 16,384) / 12 = 20,480.
+  std::string reason;
+  const auto best = oracle_.best({2, 8, 14}, {}, {}, &reason);
+  ASSERT_TRUE(best) << reason;
+  EXPECT_NEAR(212992.0 / 12, best->latency, 1e-9 * best->latency);
+  EXPECT_EQ(64, best->granularity.w);
+}
+
+TEST_F(Benchmark8Oracle, TwoMatMulChainWithItsLhsRetainedIn) {
+  // S = Q @ K' (op 4) then O = S @ V (op 5) as one LHS chain, receiving Q (T4) retained. At [64, 128, 2]:
+  // Q 16,384 (A) + K' slice 128x2 + V slice 2x64 + O tile 128x64 = 24,960. Each of the two column tiles
+  // streams all of K' (2 x 16,384); V is read once (16,384) and O stored once (16,384): 65,536 / 12 = 5461.33.
+  // Per step the two MatMuls compute 800 x 2/128 each = 25 against (256 + 128) / 12 = 32 of traffic.
+  std::string reason;
+  const auto best = oracle_.best({4, 5}, {4}, {}, &reason);
+  ASSERT_TRUE(best) << reason;
+  EXPECT_NEAR(65536.0 / 12, best->latency, 1e-9 * best->latency);
+}
+
+TEST_F(Benchmark8Oracle, RetainedTensorsOverCapacityAreRejectedBeforeAnyGranularity) {
+  // Receiving T5 and retaining T7 needs 2 x 16,384 = 32,768 > 25,000 at the last step, whatever the tiles.
+  std::string reason;
+  EXPECT_FALSE(oracle_.best({3}, {5}, {7}, &reason));
+  EXPECT_NE(std::string::npos, reason.find("M20")) << reason;
+  EXPECT_NE(std::string::npos, reason.find("32768")) << reason;
+  EXPECT_EQ(0, oracle_.evaluations());
+}
+
+TEST_F(Benchmark8Oracle, ABrokenSplitKStructureIsSettledByTwoProbes) {
+  // Ops 0 -> 4 -> 5 make op 4 a middle MatMul: M13 forbids it at nk > 1, and at nk = 1 needs k = K for every
+  // MatMul, impossible with op 0's K = 256 > 128. The probe at the smallest k finds the first; then only
+  // k = 128 is tried, once per tile shape, instead of every k for every tile shape: one structure compilation,
+  // one probe and 16 tile shapes (heights and widths 128, 64, 43, 32), against 114 without the probe.
+  std::string reason;
+  EXPECT_FALSE(oracle_.best({0, 4, 5}, {}, {}, &reason));
+  EXPECT_NE(std::string::npos, reason.find("M13")) << reason;
+  EXPECT_LE(oracle_.evaluations(), 1 + 1 + 16);
+}
+
+}  // namespace
+}  // namespace mlsys::test
