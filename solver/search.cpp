@@ -39,6 +39,23 @@ struct Incumbent {
   std::atomic<int64_t> evaluations{0};
   std::atomic<int64_t> orders{0};
   std::atomic<double> bound{std::numeric_limits<double>::infinity()};  // best_cost, readable without the lock
+  // The local search's current point: the best order, or one a little worse that it moved to (threshold
+  // accepting, so that it can cross from one local optimum to another through slightly worse orders).
+  std::vector<int> walk_order{}, walk_recompute{};
+
+  // Moves the local search to an order that cost no more than the best times (1 + tolerance).
+  void walk_to(const std::vector<int>& order, const std::vector<int>& recompute) {
+    std::lock_guard lock(mutex);
+    walk_order = order;
+    walk_recompute = recompute;
+  }
+  // How much worse than the best an accepted order may be: a little at first, nothing at the deadline.
+  double tolerance() const {
+    const double total = std::chrono::duration<double>(deadline - start).count();
+    const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
+    return total > 0 ? kWalkTolerance * std::max(0.0, left / total) : 0;
+  }
+  static constexpr double kWalkTolerance = 0.02;
 
   bool expired() const { return stop.load() || Clock::now() >= deadline; }
 
@@ -58,8 +75,8 @@ struct Incumbent {
     std::lock_guard lock(mutex);
     if (best && report.total_latency >= best_cost) return;
     best = s;
-    best_order = order;
-    best_recompute = recompute;
+    best_order = walk_order = order;
+    best_recompute = walk_recompute = recompute;
     best_cost = report.total_latency;
     bound.store(best_cost);
     stats.best_cost = best_cost;
@@ -161,6 +178,19 @@ std::vector<int> topological(const Problem& p, const Graph& g, OrderKind kind, s
   });
 }
 
+// Whether two ops share a tensor: one reads what the other produces, or both read the same tensor (the links
+// that make a subgraph connected, M7).
+bool related(const Problem& p, const Graph& g, int a, int b) {
+  for (int t : p.inputs[a]) {
+    if (g.producer[t] == b) return true;
+    for (int u : p.inputs[b])
+      if (u == t) return true;
+  }
+  for (int t : p.inputs[b])
+    if (g.producer[t] == a) return true;
+  return false;
+}
+
 // Local search in order space: the incumbent's order with a few ops moved to other legal places (after all
 // their producers, before all their consumers), so that other ops become neighbours and can be fused.
 std::vector<int> moved(std::vector<int> order, const Problem& p, const Graph& g, std::mt19937_64& rng) {
@@ -179,7 +209,19 @@ std::vector<int> moved(std::vector<int> order, const Problem& p, const Graph& g,
         for (const Consumer& c : g.consumers[t])
           if (c.op == other) hi = std::min(hi, i);
     }
-    const int to = lo + static_cast<int>(rng() % (hi - lo + 1));
+    // Half of the moves put the op right next to a related op (one it shares a tensor with), if that place is
+    // legal: those are the neighbours it can be fused with. On benchmark 8 the best schedules group three
+    // X @ W MatMuls of different branches into one subgraph (they share X), which moves to random places
+    // almost never assemble.
+    int to = lo + static_cast<int>(rng() % (hi - lo + 1));
+    if (rng() % 2) {
+      std::vector<int> beside;  // insertion points next to a related op, within [lo, hi]
+      for (int i = 0; i < n - 1; ++i)
+        if (related(p, g, op, order[i]))
+          for (int at : {i, i + 1})
+            if (at >= lo && at <= hi) beside.push_back(at);
+      if (!beside.empty()) to = beside[rng() % beside.size()];
+    }
     order.insert(order.begin() + to, op);
   }
   return order;
@@ -284,6 +326,7 @@ class Strategy {
         kind_(kind),
         max_length_(max_length),
         rng_(seed),
+        tolerance_(inc.tolerance()),
         base_(std::move(base)),
         recompute_(std::move(recompute)) {
     const int ops = inc.problem.num_ops();
@@ -345,7 +388,7 @@ class Strategy {
             // with the floor of the ops after it, the whole schedule cannot beat the incumbent.
             const double floor = states[i][s].cost + oracle_.lower_bound(ops, retained_in, retain);
             if (it != states[j].end() && floor >= it->cost) continue;
-            if (floor + suffix_floor[j] >= inc_.bound.load(std::memory_order_relaxed)) continue;
+            if (floor + suffix_floor[j] >= limit()) continue;
             auto best = oracle_.best(ops, retained_in, retain);
             if (!best) continue;
             const double cost = states[i][s].cost + best->latency;
@@ -360,6 +403,8 @@ class Strategy {
     }
     auto done = std::find_if(states[n].begin(), states[n].end(), [](const State& st) { return st.retain.empty(); });
     if (done == states[n].end()) return;
+    if (kind_ == OrderKind::MovedIncumbent && done->cost <= limit()) inc_.walk_to(op_order, recompute_);
+    if (done->cost >= inc_.bound.load()) return;  // accepted as the local search's next point at most
     std::vector<Segment> segments;
     for (int j = n, s = static_cast<int>(done - states[n].begin()); j > 0;) {
       const State& st = states[j][s];
@@ -373,6 +418,13 @@ class Strategy {
   }
 
  private:
+  // Orders that cannot cost less are not finished: the best cost, or for local search the best cost plus
+  // the tolerance of threshold accepting.
+  double limit() const {
+    const double best = inc_.bound.load(std::memory_order_relaxed);
+    return kind_ == OrderKind::MovedIncumbent ? best * (1 + tolerance_) : best;
+  }
+
   // Ops at positions [begin, end) of the order as one segment.
   RetentionNeeds retention_needs(int begin, int end) const {
     const Problem& p = inc_.problem;
@@ -420,6 +472,7 @@ class Strategy {
   OrderKind kind_;
   int max_length_;
   std::mt19937_64 rng_;
+  double tolerance_;
   std::vector<int> base_;
   std::vector<int> recompute_;
   std::vector<int> order_;  // the items this strategy segments: a topological order plus recomputation copies
@@ -492,8 +545,8 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
       std::vector<int> base, recompute;
       if (job.kind == OrderKind::MovedIncumbent) {
         std::lock_guard lock(inc.mutex);
-        base = inc.best_order;
-        recompute = inc.best_recompute;
+        base = inc.walk_order;
+        recompute = inc.walk_recompute;
       }
       std::mt19937_64 rng(seed ^ 0x5eed);
       if (job.recompute == Recompute::FromGraphInputs) recompute = cheap;
