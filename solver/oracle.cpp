@@ -4,6 +4,19 @@
 #include <set>
 
 namespace mlsys {
+namespace {
+
+bool contains(const std::vector<int>& v, int x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+// Whether an op of the subgraph `ops` reads tensor t (otherwise an output t is stored).
+bool read_inside(const Graph& graph, int t, const std::vector<int>& ops) {
+  const auto& readers = graph.consumers[t];
+  return std::any_of(readers.begin(), readers.end(), [&](const Consumer& c) { return contains(ops, c.op); });
+}
+
+}  // namespace
 
 std::vector<int64_t> traversal_order(Traversal kind, int64_t rows, int64_t cols) {
   std::vector<int64_t> order;
@@ -72,7 +85,6 @@ double SubgraphOracle::lower_bound(const std::vector<int>& ops, const std::vecto
                                    const std::vector<int>& retain) const {
   // Every op pays base per native tile of its output at least once; every external input not retained-in is
   // loaded at least once and every output that leaves the subgraph is stored at least once.
-  auto contains = [](const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); };
   double compute = 0;
   int64_t traffic = 0;
   std::set<int> seen;
@@ -81,11 +93,8 @@ double SubgraphOracle::lower_bound(const std::vector<int>& ops, const std::vecto
     for (int t : problem_.inputs[o])
       if (!contains(ops, graph_.producer[t]) && !contains(retained_in, t) && seen.insert(t).second)
         traffic += problem_.size(t);
-    for (int t : problem_.outputs[o]) {
-      bool internal = false;
-      for (const Consumer& c : graph_.consumers[t]) internal = internal || contains(ops, c.op);
-      if (!internal && !contains(retain, t)) traffic += problem_.size(t);
-    }
+    for (int t : problem_.outputs[o])
+      if (!read_inside(graph_, t, ops) && !contains(retain, t)) traffic += problem_.size(t);
   }
   return std::max(compute, static_cast<double>(traffic) / problem_.slow_memory_bandwidth);
 }
@@ -203,14 +212,10 @@ std::optional<SubgraphChoice> SubgraphOracle::best(const std::vector<int>& ops, 
   // compute there (M23, M24: smaller tiles are padded): a floor that grows with the number of tiles.
   double compute_per_tile = 0;
   for (int o : ops) {
-    bool leaves = false;
-    for (int t : problem_.outputs[o]) {
-      bool internal = false;
-      for (const Consumer& c : graph_.consumers[t])
-        internal = internal || std::find(ops.begin(), ops.end(), c.op) != ops.end();
-      leaves = leaves || !internal || std::find(retain.begin(), retain.end(), t) != retain.end();
-    }
-    if (leaves)
+    const auto& outputs = problem_.outputs[o];
+    // Stored or retained: either way it is produced on every tile.
+    auto leaves = [&](int t) { return !read_inside(graph_, t, ops) || contains(retain, t); };
+    if (std::any_of(outputs.begin(), outputs.end(), leaves))
       compute_per_tile += compute_floor(problem_, graph_, o, options_.matmul_compute) /
                           static_cast<double>(problem_.native_tiles(problem_.outputs[o][0]));
   }
