@@ -131,12 +131,17 @@ std::variant<SubgraphModel, RuleViolation> SubgraphModel::compile(const Problem&
 
 std::variant<SubgraphModel, RuleViolation> SubgraphModel::with_granularity(
     const Granularity& g, std::optional<std::vector<int64_t>> traversal) const {
+  SubgraphModel m = *this;
+  if (auto v = m.set_granularity(g, std::move(traversal))) return *v;
+  return m;
+}
+
+std::optional<RuleViolation> SubgraphModel::set_granularity(const Granularity& g,
+                                                            std::optional<std::vector<int64_t>> traversal) {
   if (auto v =
           granularity_limits(g, facts_.matmuls, native_w_, native_h_, facts_.allow_supernative_k, index_))
-    return *v;
-  SubgraphModel m = *this;
-  if (auto v = m.apply_granularity(g, std::move(traversal))) return *v;
-  return m;
+    return v;
+  return apply_granularity(g, std::move(traversal));
 }
 
 std::variant<SubgraphModel, RuleViolation> SubgraphModel::compile_structure(
@@ -484,10 +489,7 @@ std::optional<RuleViolation> SubgraphModel::apply_granularity(const Granularity&
 
 // ------------------------------------------------------------------------------------------------------------
 
-StepWalker::StepWalker(const SubgraphModel& model) : model_(model) {
-  prev_.reserve(model.forms_.size());
-  cur_.reserve(model.forms_.size());
-}
+StepWalker::StepWalker(const SubgraphModel& model) : model_(model) {}
 
 StepRef StepWalker::next_step() const {
   return {position_, done() ? -1 : model_.tile_of_position(position_), ks_};
@@ -581,15 +583,21 @@ bool StepWalker::evaluate(const Coord& c, const std::vector<NumSlice>& prev, std
   // M23, M24 compute.
   double compute = 0;
   const int64_t n_k = m.native_w_;
+  // Padded native-tile counts. Nearly every op runs on the tile itself, so its counts are divided once: a
+  // 64-bit division per op per step was the largest single cost of a search.
+  const int64_t tile_rows = c.tile_region.rows(), tile_cols = c.tile_region.cols();
+  const int64_t tile_fr = ceil_div(tile_rows, m.native_h_), tile_fc = ceil_div(tile_cols, m.native_w_);
+  auto padded_rows = [&](int64_t rows) { return rows == tile_rows ? tile_fr : ceil_div(rows, m.native_h_); };
+  auto padded_cols = [&](int64_t cols) { return cols == tile_cols ? tile_fc : ceil_div(cols, m.native_w_); };
   for (const auto& op : m.compiled_) {
     if (!(op.runs_at & active)) continue;
     const Region r = numeric(op.run_form, c);
     double cost;
     if (!op.matmul) {
-      cost = op.base * static_cast<double>(ceil_div(r.rows(), m.native_h_) * ceil_div(r.cols(), m.native_w_));
+      cost = op.base * static_cast<double>(padded_rows(r.rows()) * padded_cols(r.cols()));
     } else {
-      double f_r = static_cast<double>(ceil_div(r.rows(), m.native_h_));
-      double f_c = static_cast<double>(ceil_div(r.cols(), m.native_w_));
+      double f_r = static_cast<double>(padded_rows(r.rows()));
+      double f_c = static_cast<double>(padded_cols(r.cols()));
       if (op.streamed == 1) f_c = static_cast<double>(r.cols()) / static_cast<double>(n_k);
       if (op.streamed == 2) f_r = static_cast<double>(r.rows()) / static_cast<double>(n_k);
       const int64_t K = op.reduction_depth;
@@ -660,6 +668,10 @@ bool StepWalker::evaluate(const Coord& c, const std::vector<NumSlice>& prev, std
 
 bool StepWalker::advance(StepDetail* detail) {
   if (detail) *detail = StepDetail{};
+  if (prev_.capacity() == 0) {  // here, not in the constructor: evaluate_fast's walker never advances
+    prev_.reserve(model_.forms_.size());
+    cur_.reserve(model_.forms_.size());
+  }
   const Coord c = coord(position_, ks_);
   if (!evaluate(c, prev_, cur_, finished_area_, detail)) return false;
   std::swap(prev_, cur_);
@@ -709,24 +721,36 @@ SubgraphResult SubgraphModel::evaluate_fast(Violations violations) const {
   };
   std::array<TileClass, 16> classes{};
   StepWalker w(*this);
-  std::vector<StepWalker::NumSlice> a, b, scratch;
+  // Reused across calls (a search evaluates millions of candidates; allocating these each time showed up as
+  // a sixth of its profile).
+  thread_local std::vector<StepWalker::NumSlice> a, b, scratch;
+  thread_local std::vector<std::pair<int64_t, int64_t>> groups;  // (position, count)
+  groups.clear();
   SubgraphResult result;
   const int64_t retained = static_cast<int64_t>(retained_.size());
   // Which tiles to look at, and how many tiles each stands for. In raster order with nothing retained (so no
   // working set grows with position) a tile's class depends only on whether its row/column is the first, an
   // interior one or a clipped last one: at most 9 representatives, whatever the grid size. Otherwise every
   // tile is classified (a few integer operations each) and only the class evaluation is shared.
-  std::vector<std::pair<int64_t, int64_t>> groups;  // (position, count)
   if (order_.empty() && retained == 0) {
+    struct Representatives {  // (index, how many it stands for): the first, the interior, a clipped last
+      std::array<std::pair<int64_t, int64_t>, 3> items;
+      int count = 0;
+    };
     auto representatives = [](int64_t n, bool clipped_last) {
-      std::vector<std::pair<int64_t, int64_t>> reps{{0, 1}};
+      Representatives reps;
+      reps.items[reps.count++] = {0, 1};
       const int64_t interior = n - 1 - (clipped_last && n > 1 ? 1 : 0);
-      if (interior > 0) reps.push_back({1, interior});
-      if (clipped_last && n > 1) reps.push_back({n - 1, 1});
+      if (interior > 0) reps.items[reps.count++] = {1, interior};
+      if (clipped_last && n > 1) reps.items[reps.count++] = {n - 1, 1};
       return reps;
     };
-    for (auto [row, rows] : representatives(nrows_, grid_h_ % g_.h != 0))
-      for (auto [col, cols] : representatives(ncols_, grid_w_ % g_.w != 0)) groups.push_back({row * ncols_ + col, rows * cols});
+    const Representatives rows = representatives(nrows_, grid_h_ % g_.h != 0);
+    const Representatives cols = representatives(ncols_, grid_w_ % g_.w != 0);
+    for (int r = 0; r < rows.count; ++r)
+      for (int c = 0; c < cols.count; ++c)
+        groups.push_back({rows.items[r].first * ncols_ + cols.items[c].first,
+                          rows.items[r].second * cols.items[c].second});
   } else {
     groups.reserve(tiles());
     for (int64_t p = 0; p < tiles(); ++p) groups.push_back({p, 1});

@@ -91,6 +91,11 @@ class SubgraphModel {
       int subgraph_index, const std::vector<int>& retained_in, const ModelOptions& options);
   std::variant<SubgraphModel, RuleViolation> with_granularity(
       const Granularity& granularity, std::optional<std::vector<int64_t>> traversal = std::nullopt) const;
+  // The same rules applied in place, so a search can try many granularities on one copy of the structure
+  // without copying it for each. Every granularity-dependent member is reset, so it may follow a rejection;
+  // after a rejection the model must not be evaluated until a later call succeeds.
+  std::optional<RuleViolation> set_granularity(const Granularity& granularity,
+                                               std::optional<std::vector<int64_t>> traversal = std::nullopt);
 
   // Replaces the traversal order (M11; nullopt = raster). The other rules do not depend on the order, so a
   // search that tries several orders of one granularity compiles once.

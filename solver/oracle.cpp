@@ -32,6 +32,17 @@ std::vector<int64_t> traversal_order(Traversal kind, int64_t rows, int64_t cols)
   return order;
 }
 
+std::optional<std::vector<int64_t>> SubgraphChoice::traversal_order() const {
+  if (traversal == Traversal::Raster) return std::nullopt;
+  return mlsys::traversal_order(traversal, grid_rows, grid_cols);
+}
+
+size_t OracleCache::KeyHash::operator()(const std::vector<int>& key) const {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the entries
+  for (int x : key) h = (h ^ static_cast<uint32_t>(x)) * 1099511628211ull;
+  return static_cast<size_t>(h);
+}
+
 bool OracleCache::find(const std::vector<int>& key, std::optional<SubgraphChoice>* answer) const {
   std::lock_guard lock(mutex_);
   auto it = answers_.find(key);
@@ -87,12 +98,14 @@ double SubgraphOracle::lower_bound(const std::vector<int>& ops, const std::vecto
   // loaded at least once and every output that leaves the subgraph is stored at least once.
   double compute = 0;
   int64_t traffic = 0;
-  std::set<int> seen;
+  std::vector<int> seen;  // a handful of tensors: a vector beats a set here (this runs for every DP question)
   for (int o : ops) {
     compute += compute_floor(problem_, graph_, o, options_.matmul_compute);
     for (int t : problem_.inputs[o])
-      if (!contains(ops, graph_.producer[t]) && !contains(retained_in, t) && seen.insert(t).second)
+      if (!contains(ops, graph_.producer[t]) && !contains(retained_in, t) && !contains(seen, t)) {
+        seen.push_back(t);
         traffic += problem_.size(t);
+      }
     for (int t : problem_.outputs[o])
       if (!read_inside(graph_, t, ops) && !contains(retain, t)) traffic += problem_.size(t);
   }
@@ -137,7 +150,8 @@ std::optional<SubgraphChoice> SubgraphOracle::best(const std::vector<int>& ops, 
     if (reason) *reason = v->describe();
     return answer();
   }
-  const SubgraphModel& shape = std::get<SubgraphModel>(structure);
+  // One working copy: each candidate re-applies its granularity in place instead of copying the structure.
+  SubgraphModel& model = std::get<SubgraphModel>(structure);
   std::optional<RuleViolation> last_violation;  // described only if asked: most candidates are rejected
   int64_t grid_w = problem_.native_w, grid_h = problem_.native_h;
   {
@@ -152,13 +166,11 @@ std::optional<SubgraphChoice> SubgraphOracle::best(const std::vector<int>& ops, 
   auto try_granularity = [&](int64_t w, int64_t h, int64_t k) {
     if (expired_ && (evaluations_ & 63) == 0 && expired_()) return Outcome::OutOfTime;
     const Granularity granularity{w, h, k};
-    auto compiled = shape.with_granularity(granularity);
     ++evaluations_;
-    if (auto* v = std::get_if<RuleViolation>(&compiled)) {
-      last_violation = std::move(*v);
+    if (auto v = model.set_granularity(granularity)) {
+      last_violation = std::move(v);
       return Outcome::Rejected;
     }
-    SubgraphModel& model = std::get<SubgraphModel>(compiled);
     // Snakes save one strip load per turn; on large grids that is a small share and costs a per-tile
     // classification, so they are tried only where a turn is a noticeable part of the grid.
     std::vector<Traversal> kinds{Traversal::Raster};
@@ -181,7 +193,8 @@ std::optional<SubgraphChoice> SubgraphOracle::best(const std::vector<int>& ops, 
       }
       outcome = Outcome::Fits;
       if (!best || r.latency < best->latency - 1e-9 * r.latency)
-        best = SubgraphChoice{granularity, order, r.latency, r.peak_working_set};
+        best = SubgraphChoice{granularity,       kind,      model.grid_rows(),
+                              model.grid_cols(), r.latency, r.peak_working_set};
     }
     return outcome;
   };

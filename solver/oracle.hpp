@@ -6,10 +6,10 @@
 
 #include <atomic>
 #include <functional>
-#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/graph.hpp"
@@ -18,16 +18,22 @@
 
 namespace mlsys {
 
-struct SubgraphChoice {
-  Granularity granularity;
-  std::optional<std::vector<int64_t>> traversal;
-  double latency = 0;
-  int64_t peak_working_set = 0;
-};
-
 // Traversal orders the search tries. Snakes keep one strip shared at every turn.
 enum class Traversal { Raster, RowSnake, ColumnSnake };
 std::vector<int64_t> traversal_order(Traversal kind, int64_t rows, int64_t cols);
+
+// The traversal is kept as its kind and grid, not as the tile list: choices are copied into every DP state
+// and cache hit, and the list (up to hundreds of entries) is needed only for the schedule that is written.
+struct SubgraphChoice {
+  Granularity granularity;
+  Traversal traversal = Traversal::Raster;
+  int64_t grid_rows = 1, grid_cols = 1;
+  double latency = 0;
+  int64_t peak_working_set = 0;
+
+  // The schedule's traversal_orders entry: nullopt for raster.
+  std::optional<std::vector<int64_t>> traversal_order() const;
+};
 
 // Answers already found, shared by the oracles of all search threads: different strategies propose many of the
 // same subgraphs. Key: ops | -1 | retained_in | -2 | retain.
@@ -38,7 +44,10 @@ class OracleCache {
 
  private:
   mutable std::mutex mutex_;
-  std::map<std::vector<int>, std::optional<SubgraphChoice>> answers_;
+  struct KeyHash {
+    size_t operator()(const std::vector<int>& key) const;
+  };
+  std::unordered_map<std::vector<int>, std::optional<SubgraphChoice>, KeyHash> answers_;
 };
 
 class SubgraphOracle {

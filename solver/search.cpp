@@ -64,7 +64,7 @@ struct Incumbent {
              const std::vector<int>& recompute, const std::string& strategy) {
     Schedule s;
     for (const Segment& seg : segments)
-      s.subgraphs.push_back({seg.ops, seg.choice.granularity, seg.retain, seg.choice.traversal});
+      s.subgraphs.push_back({seg.ops, seg.choice.granularity, seg.retain, seg.choice.traversal_order()});
     VerifyOptions vo;
     vo.model = options.model;
     const ScheduleReport report = verify_schedule(problem, graph, s, vo);
