@@ -33,7 +33,7 @@ std::vector<int64_t> make_order(int kind, int64_t rows, int64_t cols, std::mt199
 TEST(FastPath, EqualsStepByStepOnRandomSubgraphs) {
   std::mt19937 rng(20261122);
   int compared = 0, infeasible = 0, multi_k = 0, reordered_compared = 0, split_compared = 0,
-      split_rejections = 0;
+      split_rejections = 0, reused_compared = 0;
   const int64_t sizes[] = {8, 16, 32, 48, 64, 96, 100, 128};
   for (int bench = 1; bench <= 24; ++bench) {
     Problem problem = load_problem(source_path("benchmarks/mlsys-2026-" + std::to_string(bench) + ".json"));
@@ -87,6 +87,28 @@ TEST(FastPath, EqualsStepByStepOnRandomSubgraphs) {
             split_error = *v;
           else
             split_model = std::get<SubgraphModel>(with);
+        }
+        if (auto* s = std::get_if<SubgraphModel>(&structure)) {
+          // The oracle re-applies granularities in place on one working copy: what the copy held before
+          // (another granularity, perhaps rejected, and a snake order) must not leak into the next one.
+          std::mt19937 reuse_rng(static_cast<unsigned>(bench * 1000 + trial));  // leaves `rng` untouched
+          SubgraphModel reused = *s;
+          const Granularity other{sizes[reuse_rng() % 8], sizes[reuse_rng() % 8],
+                                  std::uniform_int_distribution<int64_t>(1, 128)(reuse_rng)};
+          if (!reused.set_granularity(other))
+            ASSERT_FALSE(
+                reused.set_traversal(make_order(1, reused.grid_rows(), reused.grid_cols(), reuse_rng)));
+          const std::optional<RuleViolation> again = reused.set_granularity(spec.granularity);
+          ASSERT_EQ(again.has_value(), split_error.has_value());
+          if (again) {
+            EXPECT_EQ(again->describe(), split_error->describe());
+          } else {
+            const SubgraphResult a = reused.evaluate_fast(), b = split_model->evaluate_fast();
+            EXPECT_EQ(a.latency, b.latency);
+            EXPECT_EQ(a.peak_working_set, b.peak_working_set);
+            EXPECT_EQ(a.violation.has_value(), b.violation.has_value());
+            ++reused_compared;
+          }
         }
         if (auto* v = std::get_if<RuleViolation>(&compiled)) {
           ASSERT_TRUE(split_error) << v->describe();
@@ -150,6 +172,7 @@ TEST(FastPath, EqualsStepByStepOnRandomSubgraphs) {
   EXPECT_GT(reordered_compared, 300);
   EXPECT_GT(split_compared, 1000);
   EXPECT_GT(split_rejections, 100);
+  EXPECT_GT(reused_compared, 1000);
 }
 
 TEST(FastPath, SetTraversalChecksM11LikeCompile) {
