@@ -503,7 +503,7 @@ StepWalker::Coord StepWalker::coord(int64_t position, int64_t ks) const {
   return {position, tile, ks, r};
 }
 
-Region StepWalker::numeric(const Form& f, const Coord& c) const {
+inline Region StepWalker::numeric(const Form& f, const Coord& c) const {
   auto axis = [&](const Axis& a, int64_t& lo, int64_t& hi) {
     switch (a.kind) {
       case AxisKind::TileRows:
