@@ -141,6 +141,21 @@ TEST(SolverQuality, Benchmark8BeatsTheFirstPlaceSchedule) {
   EXPECT_LT(solve_benchmark(8, "--timeout 15 --seed 1"), 76457.3);
 }
 
+TEST(SolverQuality, Benchmark13LoadsW0OnceForAllSixteenBranches) {
+  // Hand derivation (capacity 600,000, B = 50; x_i 128x4096, W0 and W1 4096x4096, v_i 4096x128):
+  // - The sixteen x_i @ W0 as one subgraph at [128,128,128]: 32 column tiles x 32 k-steps; each step loads
+  //   W0's 128x128 slice and the sixteen x_i slices, 17 x 16,384 / 50 = 5,570.56 (compute 16 x 156.25 is
+  //   less), and each tile's last step stores sixteen 128x128 tiles, 5,242.88: 32 x (32 x 5,570.56 +
+  //   5,242.88) = 5,872,025.6. Working set 16,384 + 16 x 16,384 (slices) + 16 x 16,384 (outputs) = 540,672.
+  // - Each chain A_i @ W1 @ v_i at [128,128,4] (one tile, 1024 k-steps): A_i's 128x4096 strip once
+  //   (10,485.76), then per step W1's 4096x4 and v_i's 4x128, 16,896 / 50 = 337.92: 356,515.84 when the
+  //   running sum is fused as its epilogue and retained (no store); the first chain stores its output
+  //   (+327.68) and the last sum loads it and stores the result (655.36).
+  // Total 5,872,025.6 + 356,843.52 + 15 x 356,515.84 + 655.36 = 11,577,262.08. The first-place schedule
+  // costs 22,160,015 (../shared/anchors/peer-results.md); groups of at most ten siblings gave about 12.3 M.
+  EXPECT_LE(solve_benchmark(13, "--timeout 3 --seed 1"), 11577262.08 * (1 + 1e-9));
+}
+
 TEST(Solver, RecomputesACheapProducerForItsSecondReader) {
   // P: X -> T (Pointwise, 100); A: T @ W1 -> Y1 and B: T @ W2 -> Y2 (MatMul, 4000). All 128x128 (16,384
   // elements, 1638.4 to move at B = 10), capacity 60,000. With recomputation, [P, A] and [P, B] each load X
