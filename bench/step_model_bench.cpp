@@ -112,6 +112,18 @@ void WithGranularityAndFastPath(benchmark::State& state) {
   state.counters["evals_per_s"] = benchmark::Counter(1, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// What the oracle does now: the granularity re-applied in place on one working copy (no copy per candidate).
+void SetGranularityAndFastPath(benchmark::State& state) {
+  Subject& s = subject(static_cast<int>(state.range(0)), state.range(1));
+  auto structure = SubgraphModel::compile_structure(s.problem, s.graph, s.spec.ops, s.spec.retain, 0, {}, {});
+  SubgraphModel& model = std::get<SubgraphModel>(structure);
+  for (auto _ : state) {
+    if (model.set_granularity(s.spec.granularity, s.spec.traversal)) state.SkipWithError("rejected");
+    benchmark::DoNotOptimize(model.evaluate_fast().latency);
+  }
+  state.counters["evals_per_s"] = benchmark::Counter(1, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 // {benchmark, k override (0 = as scheduled)}
 #define SUBJECTS Args({9, 0})->Args({13, 0})->Args({17, 0})->Args({9, 32})->Args({13, 32})->Args({17, 32})
 BENCHMARK(StepByStep)->SUBJECTS;
@@ -119,6 +131,7 @@ BENCHMARK(StepByStepWithDetail)->SUBJECTS;
 BENCHMARK(FastPath)->SUBJECTS;
 BENCHMARK(CompileAndFastPath)->SUBJECTS;
 BENCHMARK(WithGranularityAndFastPath)->SUBJECTS;
+BENCHMARK(SetGranularityAndFastPath)->SUBJECTS;
 
 }  // namespace
 
