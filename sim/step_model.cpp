@@ -723,7 +723,8 @@ SubgraphResult SubgraphModel::evaluate_fast(Violations violations) const {
   StepWalker w(*this);
   // Reused across calls (a search evaluates millions of candidates; allocating these each time showed up as
   // a sixth of its profile).
-  thread_local std::vector<StepWalker::NumSlice> a, b, scratch;
+  thread_local std::vector<StepWalker::NumSlice> a, b;
+  static const std::vector<StepWalker::NumSlice> no_previous;    // the step before a tile's predecessor: none
   thread_local std::vector<std::pair<int64_t, int64_t>> groups;  // (position, count)
   groups.clear();
   SubgraphResult result;
@@ -778,7 +779,7 @@ SubgraphResult SubgraphModel::evaluate_fast(Violations violations) const {
     if (!cls.known) {
       cls.known = true;
       a.clear();
-      if (p > 0 && !w.evaluate(w.coord(p - 1, nk_ - 1), scratch, a, 0, nullptr)) return failed();
+      if (p > 0 && !w.evaluate(w.coord(p - 1, nk_ - 1), no_previous, a, 0, nullptr)) return failed();
       auto step = [&](int64_t ks, const std::vector<StepWalker::NumSlice>& prev,
                       std::vector<StepWalker::NumSlice>& cur, int64_t times) {
         if (!w.evaluate(w.coord(p, ks), prev, cur, 0, nullptr)) return false;

@@ -92,26 +92,32 @@ struct Incumbent {
   }
 };
 
+// Whether MatMuls a and b read the same tensor in operand `position` with the same reduction depth.
+bool same_operand(const Problem& p, const Graph& g, int a, int b, size_t position) {
+  return p.is_matmul(a) && p.is_matmul(b) && g.reduction_depth[a] == g.reduction_depth[b] &&
+         p.inputs[a][position] == p.inputs[b][position];
+}
+
 // MatMuls that read one tensor in the same operand position with the same reduction depth: M13 lets them
 // share a subgraph under split-K, where that operand's slice is loaded once for all of them.
 bool matmul_siblings(const Problem& p, const Graph& g, int a, int b) {
-  if (a == b || !p.is_matmul(a) || !p.is_matmul(b) || g.reduction_depth[a] != g.reduction_depth[b])
-    return false;
-  for (size_t position = 0; position < 2; ++position)
-    if (p.inputs[a][position] == p.inputs[b][position]) return true;
-  return false;
+  return a != b && (same_operand(p, g, a, b, 0) || same_operand(p, g, a, b, 1));
 }
 
-// The largest set of mutual siblings (ops reading one tensor in one position at one depth).
+bool reads_graph_inputs_only(const Problem& p, const Graph& g, int op) {
+  return std::all_of(p.inputs[op].begin(), p.inputs[op].end(), [&](int t) { return g.producer[t] < 0; });
+}
+
+// The largest group of siblings that siblings-first orders put side by side: MatMuls of graph inputs only,
+// reading one tensor in one position at one depth.
 int largest_sibling_group(const Problem& p, const Graph& g) {
   int largest = 1;
   for (int a = 0; a < p.num_ops(); ++a) {
-    if (!p.is_matmul(a)) continue;
+    if (!p.is_matmul(a) || !reads_graph_inputs_only(p, g, a)) continue;
     for (size_t position = 0; position < 2; ++position) {
       int count = 0;
       for (int b = 0; b < p.num_ops(); ++b)
-        count += p.is_matmul(b) && p.inputs[b][position] == p.inputs[a][position] &&
-                 g.reduction_depth[b] == g.reduction_depth[a];
+        count += reads_graph_inputs_only(p, g, b) && same_operand(p, g, a, b, position);
       largest = std::max(largest, count);
     }
   }
@@ -135,7 +141,7 @@ class RetentionFriendlyPicker {
     int best_score = -1;
     std::vector<size_t> best;
     for (size_t i = 0; i < ready.size(); ++i) {
-      const int score = siblings_first_ && last_ >= 0 && reads_graph_inputs_only(ready[i]) &&
+      const int score = siblings_first_ && last_ >= 0 && reads_graph_inputs_only(p_, g_, ready[i]) &&
                                 matmul_siblings(p_, g_, last_, ready[i])
                             ? 3
                         : reads_last(ready[i])           ? 2
@@ -157,9 +163,6 @@ class RetentionFriendlyPicker {
     for (int t : p_.inputs[op])
       if (g_.producer[t] == last_) return true;
     return false;
-  }
-  bool reads_graph_inputs_only(int op) const {
-    return std::all_of(p_.inputs[op].begin(), p_.inputs[op].end(), [&](int t) { return g_.producer[t] < 0; });
   }
   bool completes_a_consumer(int op) const {
     for (int t : p_.outputs[op])
