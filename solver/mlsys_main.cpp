@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <mutex>
 #include <thread>
 
@@ -29,6 +30,7 @@ int main(int argc, char** argv) {
   double timeout = 0;
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   uint64_t seed = 1;
+  int64_t max_orders = 0;
   bool supernative = false, progress = false;
   app.add_option("problem", problem_path, "problem JSON")->required();
   app.add_option("output", target, "OUTPUT.json, or a timeout in seconds (then the schedule goes to stdout)")
@@ -38,6 +40,10 @@ int main(int argc, char** argv) {
                  "else 120)");
   app.add_option("--threads", threads, "search threads (default: all cores)")->check(CLI::Range(1, 256));
   app.add_option("--seed", seed, "random seed");
+  app.add_option("--orders", max_orders,
+                 "stop after segmenting this many orders (a work budget; with --threads 1 the result is then "
+                 "reproducible on any machine, unless the timeout comes first)")
+      ->check(CLI::Range(int64_t{1}, std::numeric_limits<int64_t>::max(), "a count of at least 1"));
   app.add_option("--matmul-compute", compute, "full-k or native-k")->check(CLI::IsMember({"full-k", "native-k"}));
   app.add_flag("--allow-supernative-k", supernative, "allow k above the native width");
   app.add_flag("--progress", progress, "print each improvement (cost, time, evaluations/s) on stderr");
@@ -64,6 +70,7 @@ int main(int argc, char** argv) {
     options.model.allow_supernative_k = supernative;
     options.threads = threads;
     options.seed = seed;
+    options.max_orders = max_orders;
     const double limit = timeout > 0 ? timeout : default_timeout_seconds(problem.num_ops());
     // Leave a margin for the final write and process exit.
     options.timeout_seconds = std::max(0.2, limit * 0.9 - 0.1);
@@ -95,6 +102,7 @@ int main(int argc, char** argv) {
                        {"evaluations_per_second", stats.evaluations / std::max(elapsed, 1e-9)},
                        {"improvements", stats.improvements},
                        {"best_strategy", stats.best_strategy},
+                       {"stopped_by", stats.stopped_by},
                        {"interrupted", g_stop.load()}};
       write_file_atomic(stats_path, j.dump(2) + "\n");
     }

@@ -50,8 +50,13 @@ struct Incumbent {
     walk_order = order;
     walk_recompute = recompute;
   }
-  // How much worse than the best an accepted order may be: a little at first, nothing at the deadline.
-  double tolerance() const {
+  // How much worse than the best an accepted order may be: a little at first, nothing at the end. The end is
+  // the order budget when there is one (then job `job` sees the same tolerance on any machine), else the
+  // deadline.
+  double tolerance(size_t job) const {
+    if (options.max_orders > 0)
+      return kWalkTolerance *
+             std::max(0.0, 1.0 - static_cast<double>(job) / static_cast<double>(options.max_orders));
     const double total = std::chrono::duration<double>(deadline - start).count();
     const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
     return total > 0 ? kWalkTolerance * std::max(0.0, left / total) : 0;
@@ -377,13 +382,13 @@ class Strategy {
   // `base` is the order to perturb when `kind` is MovedIncumbent (local search).
   // `recompute`: the tensors whose later readers run their producer again (see with_recomputation).
   Strategy(Incumbent& inc, OracleCache& cache, OrderKind kind, int max_length, uint64_t seed,
-           std::vector<int> base = {}, std::vector<int> recompute = {})
+           double tolerance, std::vector<int> base = {}, std::vector<int> recompute = {})
       : inc_(inc),
         oracle_(inc.problem, inc.graph, inc.options.model, &inc.evaluations, &cache),
         kind_(kind),
         max_length_(max_length),
         rng_(seed),
-        tolerance_(inc.tolerance()),
+        tolerance_(tolerance),
         base_(std::move(base)),
         recompute_(std::move(recompute)) {
     const int ops = inc.problem.num_ops();
@@ -606,6 +611,7 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
         index = next++;
         job = job_at(index);
       }
+      if (options.max_orders > 0 && index >= static_cast<size_t>(options.max_orders)) break;
       // The seed depends on the job, not on the thread or timing: the same --seed gives the same orders.
       const uint64_t seed = options.seed * 7919 + index * 104729;
       std::vector<int> base, recompute;
@@ -629,7 +635,7 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
         else
           recompute.push_back(t);
       }
-      Strategy s(inc, cache, job.kind, job.max_length, seed, base, recompute);
+      Strategy s(inc, cache, job.kind, job.max_length, seed, inc.tolerance(index), base, recompute);
       s.run();
       ++inc.orders;
     }
@@ -639,6 +645,10 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
   for (auto& t : threads) t.join();
   inc.stats.evaluations = inc.evaluations.load();
   inc.stats.orders = inc.orders.load();
+  inc.stats.stopped_by = stop.load()                                                        ? "signal"
+                         : inc.best && inc.best_cost <= floor * (1 + 1e-9)                  ? "lower bound"
+                         : options.max_orders > 0 && inc.stats.orders >= options.max_orders ? "order budget"
+                                                                                            : "timeout";
   if (!inc.best) {
     // Name the first op that fits nowhere on its own, the usual reason.
     SubgraphOracle oracle(problem, graph, options.model);

@@ -19,6 +19,10 @@ struct SolveOptions {
   double timeout_seconds = 2;
   int threads = 2;
   uint64_t seed = 1;
+  // Stop after this many orders have been segmented (0: no budget, only the timeout). With one thread a
+  // budget makes the result depend only on the problem, the options and the seed, not on the machine's
+  // speed, unless the timeout comes first.
+  int64_t max_orders = 0;
   ModelOptions model;
 };
 
@@ -31,6 +35,7 @@ struct SolveStats {
   int64_t improvements = 0;
   std::string best_strategy;
   std::string infeasible_reason;  // set when no schedule was found
+  std::string stopped_by;         // "lower bound", "order budget", "signal" or "timeout"
 };
 
 // Called (serialized) on every verified improvement; the schedule carries its exact subgraph latencies.

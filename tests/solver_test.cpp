@@ -115,7 +115,39 @@ TEST(Solver, StopsOnceTheLowerBoundIsMet) {
   EXPECT_LT(stats.at("elapsed").get<double>(), 20.0);
 }
 
-// Search quality on two benchmarks with a reference value (release pass only: it runs against a deadline).
+TEST(Solver, OrderBudgetOnOneThreadIsReproducible) {
+  // Benchmark 8 within 80 orders runs its local search (moved incumbents, threshold accepting), whose
+  // choices depend on every earlier improvement: a budget instead of the clock must make two runs agree byte
+  // for byte. The timeout is far beyond what 80 orders take, so the budget ends both runs.
+  const std::string dir = temp_dir("budget");
+  const std::string problem = source_path("benchmarks/mlsys-2026-8.json");
+  std::string outputs[2];
+  for (int run = 0; run < 2; ++run) {
+    const std::string out = dir + "/s" + std::to_string(run) + ".json", stats = dir + "/stats.json";
+    const CommandResult r =
+        run_command(MLSYS_SOLVER_BIN, problem + " " + out + " --threads 1 --orders 80 --seed 5 " +
+                                          "--timeout 600 --json-stats " + stats);
+    ASSERT_EQ(0, r.exit_code) << r.err;
+    std::ifstream in(stats);
+    const auto j = nlohmann::json::parse(in);
+    EXPECT_EQ(80, j.at("orders").get<int64_t>());
+    EXPECT_EQ("order budget", j.at("stopped_by").get<std::string>());
+    std::ifstream schedule(out);
+    outputs[run].assign(std::istreambuf_iterator<char>(schedule), {});
+    verified_total(problem, out);
+  }
+  EXPECT_FALSE(outputs[0].empty());
+  EXPECT_EQ(outputs[0], outputs[1]);
+  // A budget of nothing is bad usage, not an empty search.
+  const CommandResult bad = run_command(MLSYS_SOLVER_BIN, problem + " " + dir + "/bad.json --orders 0");
+  EXPECT_EQ(2, bad.exit_code);
+  EXPECT_NE(std::string::npos, bad.err.find("--orders")) << bad.err;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/bad.json"));
+}
+
+// Search quality on benchmarks with a reference value (release pass only: slow under the sanitizers). Where
+// a test gives a work budget (one thread, --orders) instead of the contest's deadline, its outcome does not
+// depend on how loaded the CI machine is; docs/results.md tracks the costs within the contest timeouts.
 double solve_benchmark(int number, const char* options) {
   const std::string dir = temp_dir("quality");
   const std::string problem = source_path("benchmarks/mlsys-2026-" + std::to_string(number) + ".json");
@@ -137,8 +169,8 @@ TEST(SolverQuality, Benchmark4RetainsTwoOfThreeMatMulOutputs) {
 TEST(SolverQuality, Benchmark8BeatsTheFirstPlaceSchedule) {
   // The contest's first-place schedule costs 76,457.33 (../shared/anchors/peer-results.md); it runs each
   // branch as MatMul (retained) -> consumer, which needs the three branches' ops interleaved in the order.
-  // It takes 3-4 s of the 5 s contest budget on an idle machine; ctest runs two tests at once, so allow more.
-  EXPECT_LT(solve_benchmark(8, "--timeout 15 --seed 1"), 76457.3);
+  // The retention-friendly orders give 76,230 within the first orders of the plan.
+  EXPECT_LT(solve_benchmark(8, "--threads 1 --orders 100 --seed 1 --timeout 120"), 76457.3);
 }
 
 TEST(SolverQuality, Benchmark13LoadsW0OnceForAllSixteenBranches) {
@@ -153,7 +185,8 @@ TEST(SolverQuality, Benchmark13LoadsW0OnceForAllSixteenBranches) {
   //   (+327.68) and the last sum loads it and stores the result (655.36).
   // Total 5,872,025.6 + 356,843.52 + 15 x 356,515.84 + 655.36 = 11,577,262.08. The first-place schedule
   // costs 22,160,015 (../shared/anchors/peer-results.md); groups of at most ten siblings gave about 12.3 M.
-  EXPECT_LE(solve_benchmark(13, "--timeout 3 --seed 1"), 11577262.08 * (1 + 1e-9));
+  // The siblings-first order is among the first 16 of the plan.
+  EXPECT_LE(solve_benchmark(13, "--threads 1 --orders 16 --seed 1 --timeout 120"), 11577262.08 * (1 + 1e-9));
 }
 
 TEST(Solver, RecomputesACheapProducerForItsSecondReader) {
