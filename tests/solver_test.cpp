@@ -189,6 +189,30 @@ TEST(SolverQuality, Benchmark13LoadsW0OnceForAllSixteenBranches) {
   EXPECT_LE(solve_benchmark(13, "--threads 1 --orders 16 --seed 1 --timeout 120"), 11577262.08 * (1 + 1e-9));
 }
 
+TEST(SolverQuality, Benchmark15RecomputesItsFirstPointwiseForTheSideReads) {
+  // Op 0 (Pointwise, base 500) turns the graph input t0 into t1 (512x512 = 262,144 elements), which the first
+  // MatMul reads and, much later, the 12-op side-read group (ops 41-52) reads again. Stored, t1 costs
+  // 262,144 / 35 = 7,489.8 to write and as much to load back. Recomputed, the first copy retains t1 into the
+  // MatMul and costs only its compute, 16 native tiles x 500 = 8,000 (loading t0, 7,489.8, hides under it),
+  // against 14,979.7 when t1 must also be stored. The second copy sits inside the side-read group's
+  // segment, longer than ten ops: the plan's recomputing orders must be segmented at up to 16.
+  const std::string dir = temp_dir("recompute15");
+  const std::string problem = source_path("benchmarks/mlsys-2026-15.json");
+  const CommandResult r = run_command(
+      MLSYS_SOLVER_BIN, problem + " " + dir + "/s.json --threads 1 --orders 16 --seed 1 --timeout 120");
+  ASSERT_EQ(0, r.exit_code) << r.err;
+  verified_total(problem, dir + "/s.json");
+  std::ifstream in(dir + "/s.json");
+  const auto s = nlohmann::json::parse(in);
+  int copies = 0;
+  for (const auto& ops : s.at("subgraphs"))
+    for (const auto& op : ops) copies += op.get<int>() == 0;
+  EXPECT_EQ(2, copies);
+  EXPECT_EQ(nlohmann::json::array({0}), s.at("subgraphs")[0]);
+  EXPECT_EQ(nlohmann::json::array({1}), s.at("tensors_to_retain")[0]);
+  EXPECT_NEAR(8000.0, s.at("subgraph_latencies")[0].get<double>(), 1e-9);
+}
+
 TEST(Solver, RecomputesACheapProducerForItsSecondReader) {
   // P: X -> T (Pointwise, 100); A: T @ W1 -> Y1 and B: T @ W2 -> Y2 (MatMul, 4000). All 128x128 (16,384
   // elements, 1638.4 to move at B = 10), capacity 60,000. With recomputation, [P, A] and [P, B] each load X
