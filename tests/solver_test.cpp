@@ -27,6 +27,19 @@ double verified_total(const std::string& problem_path, const std::string& soluti
   return r.valid ? r.total_latency : INFINITY;
 }
 
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+// How many subgraphs of a solution run `op` (more than one: it is recomputed).
+int runs_of(const nlohmann::json& solution, int op) {
+  int runs = 0;
+  for (const auto& subgraph : solution.at("subgraphs"))
+    for (const auto& o : subgraph) runs += o.get<int>() == op;
+  return runs;
+}
+
 struct Example {
   const char* problem;
   double at_most;  // the rule book's best worked-example number for that problem
@@ -202,12 +215,8 @@ TEST(SolverQuality, Benchmark15RecomputesItsFirstPointwiseForTheSideReads) {
       MLSYS_SOLVER_BIN, problem + " " + dir + "/s.json --threads 1 --orders 16 --seed 1 --timeout 120");
   ASSERT_EQ(0, r.exit_code) << r.err;
   verified_total(problem, dir + "/s.json");
-  std::ifstream in(dir + "/s.json");
-  const auto s = nlohmann::json::parse(in);
-  int copies = 0;
-  for (const auto& ops : s.at("subgraphs"))
-    for (const auto& op : ops) copies += op.get<int>() == 0;
-  EXPECT_EQ(2, copies);
+  const auto s = read_json(dir + "/s.json");
+  EXPECT_EQ(2, runs_of(s, 0));
   EXPECT_EQ(nlohmann::json::array({0}), s.at("subgraphs")[0]);
   EXPECT_EQ(nlohmann::json::array({1}), s.at("tensors_to_retain")[0]);
   EXPECT_NEAR(8000.0, s.at("subgraph_latencies")[0].get<double>(), 1e-9);
@@ -228,12 +237,7 @@ TEST(Solver, RecomputesACheapProducerForItsSecondReader) {
   const CommandResult r = run_command(MLSYS_SOLVER_BIN, dir + "/p.json " + dir + "/s.json --timeout 1");
   ASSERT_EQ(0, r.exit_code) << r.err;
   EXPECT_NEAR(9830.4, verified_total(dir + "/p.json", dir + "/s.json"), 1e-9 * 9830.4);
-  std::ifstream in(dir + "/s.json");
-  const auto solution = nlohmann::json::parse(in);
-  int runs_of_p = 0;
-  for (const auto& subgraph : solution.at("subgraphs"))
-    for (const auto& op : subgraph) runs_of_p += op.get<int>() == 0;
-  EXPECT_EQ(2, runs_of_p);
+  EXPECT_EQ(2, runs_of(read_json(dir + "/s.json"), 0));
 }
 
 TEST(Solver, OlderFormPrintsTheScheduleOnStdout) {
