@@ -95,9 +95,10 @@ TEST(FastPath, EqualsStepByStepOnRandomSubgraphs) {
           SubgraphModel reused = *s;
           const Granularity other{sizes[reuse_rng() % 8], sizes[reuse_rng() % 8],
                                   std::uniform_int_distribution<int64_t>(1, 128)(reuse_rng)};
-          if (!reused.set_granularity(other))
+          if (!reused.set_granularity(other)) {
             ASSERT_FALSE(
                 reused.set_traversal(make_order(1, reused.grid_rows(), reused.grid_cols(), reuse_rng)));
+          }
           const std::optional<RuleViolation> again = reused.set_granularity(spec.granularity);
           ASSERT_EQ(again.has_value(), split_error.has_value());
           if (again) {
