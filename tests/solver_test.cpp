@@ -72,8 +72,7 @@ TEST(Solver, NoFeasibleScheduleWritesEmptyObjectAndExits1) {
   const CommandResult r = run_command(MLSYS_SOLVER_BIN, dir + "/p.json " + dir + "/out.json --timeout 0.5");
   EXPECT_EQ(1, r.exit_code);
   EXPECT_NE(std::string::npos, r.err.find("[M20]")) << r.err;
-  std::ifstream in(dir + "/out.json");
-  EXPECT_EQ(nlohmann::json::object(), nlohmann::json::parse(in));
+  EXPECT_EQ(nlohmann::json::object(), read_json(dir + "/out.json"));
 }
 
 TEST(Solver, SigtermLeavesAValidScheduleAndExits0) {
@@ -106,8 +105,7 @@ TEST(Solver, FirstScheduleIsWrittenEarly) {
   const CommandResult r =
       run_command(MLSYS_SOLVER_BIN, problem + " " + dir + "/s.json --timeout 1 --json-stats " + dir + "/stats.json");
   ASSERT_EQ(0, r.exit_code) << r.err;
-  std::ifstream in(dir + "/stats.json");
-  const auto stats = nlohmann::json::parse(in);
+  const auto stats = read_json(dir + "/stats.json");
   // The issue asks for 100 ms on an idle machine; leave room for a loaded CI runner.
   EXPECT_LT(stats.at("time_to_first").get<double>(), 0.5);
   EXPECT_LT(stats.at("elapsed").get<double>(), 1.0);  // finishes before its timeout
@@ -122,8 +120,7 @@ TEST(Solver, StopsOnceTheLowerBoundIsMet) {
   const CommandResult r =
       run_command(MLSYS_SOLVER_BIN, problem + " " + dir + "/s.json --timeout 60 --json-stats " + dir + "/stats.json");
   ASSERT_EQ(0, r.exit_code) << r.err;
-  std::ifstream in(dir + "/stats.json");
-  const auto stats = nlohmann::json::parse(in);
+  const auto stats = read_json(dir + "/stats.json");
   EXPECT_DOUBLE_EQ(1417600, verified_total(problem, dir + "/s.json"));
   EXPECT_LT(stats.at("elapsed").get<double>(), 20.0);
 }
@@ -141,8 +138,7 @@ TEST(Solver, OrderBudgetOnOneThreadIsReproducible) {
         run_command(MLSYS_SOLVER_BIN, problem + " " + out + " --threads 1 --orders 80 --seed 5 " +
                                           "--timeout 600 --json-stats " + stats);
     ASSERT_EQ(0, r.exit_code) << r.err;
-    std::ifstream in(stats);
-    const auto j = nlohmann::json::parse(in);
+    const auto j = read_json(stats);
     EXPECT_EQ(80, j.at("orders").get<int64_t>());
     EXPECT_EQ("order budget", j.at("stopped_by").get<std::string>());
     std::ifstream schedule(out);
