@@ -605,11 +605,12 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
             j % 8 == 0 ? long_random : 10};
   };
   const double floor = lower_bound(problem, graph).bound(options.model.matmul_compute);
+  auto at_floor = [&] { return inc.bound.load() <= floor * (1 + 1e-9); };  // nothing can beat it: stop
   size_t next = 0;
   OracleCache cache;
 
   auto worker = [&] {
-    while (!inc.expired() && inc.bound.load() > floor * (1 + 1e-9)) {
+    while (!inc.expired() && !at_floor()) {
       Job job;
       size_t index;
       {
@@ -652,7 +653,7 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
   inc.stats.evaluations = inc.evaluations.load();
   inc.stats.orders = inc.orders.load();
   inc.stats.stopped_by = stop.load()                                                        ? "signal"
-                         : inc.best && inc.best_cost <= floor * (1 + 1e-9)                  ? "lower bound"
+                         : at_floor()                                                       ? "lower bound"
                          : options.max_orders > 0 && inc.stats.orders >= options.max_orders ? "order budget"
                                                                                             : "timeout";
   if (!inc.best) {

@@ -123,6 +123,7 @@ TEST(Solver, StopsOnceTheLowerBoundIsMet) {
   const auto stats = read_json(dir + "/stats.json");
   EXPECT_DOUBLE_EQ(1417600, verified_total(problem, dir + "/s.json"));
   EXPECT_LT(stats.at("elapsed").get<double>(), 20.0);
+  EXPECT_EQ("lower bound", stats.at("stopped_by").get<std::string>());
 }
 
 TEST(Solver, OrderBudgetOnOneThreadIsReproducible) {
