@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <numeric>
 #include <queue>
 #include <random>
 #include <thread>
+#include <unordered_set>
 
 #include "solver/oracle.hpp"
 #include "verifier/verify.hpp"
@@ -541,6 +543,215 @@ class Strategy {
   std::vector<std::vector<std::pair<int, int>>> readers_;  // item -> (tensor, reading item) it serves
 };
 
+// Dynamic programming over sets of finished ops instead of the prefixes of one order. A state is (the ops
+// done, always closed under producers; the tensors the last segment retains); a transition appends any
+// connected set of at most `max_length` ops whose producers are done or in the set. Every schedule without
+// recomputation whose subgraphs have at most `max_length` ops (and retain one of the retention_options) is
+// one path, so the result is the best such schedule, given the oracle's best configuration per subgraph.
+// Orders reach these schedules only if they happen to put each subgraph's ops side by side: benchmark 8's
+// best groups projections of three different heads.
+class DownsetSearch {
+ public:
+  DownsetSearch(Incumbent& inc, OracleCache& cache, int max_length)
+      : inc_(inc),
+        p_(inc.problem),
+        g_(inc.graph),
+        oracle_(inc.problem, inc.graph, inc.options.model, &inc.evaluations, &cache),
+        max_length_(max_length) {
+    const int ops = p_.num_ops();
+    oracle_.set_breadth(ops <= 32 ? 1 : 0);
+    oracle_.set_expired([&inc] { return inc.expired(); });
+    producers_.assign(ops, 0);
+    neighbours_.assign(ops, 0);
+    for (int a = 0; a < ops; ++a) {
+      for (int t : p_.inputs[a])
+        if (g_.producer[t] >= 0) producers_[a] |= bit(g_.producer[t]);
+      for (int b = 0; b < ops; ++b)
+        if (related(p_, g_, a, b)) neighbours_[a] |= bit(b);
+      floor_.push_back(compute_floor(p_, g_, a, inc.options.model.matmul_compute));
+    }
+    rank_.assign(ops, 0);
+    for (size_t i = 0; i < g_.topological_order.size(); ++i)
+      rank_[g_.topological_order[i]] = static_cast<int>(i);
+  }
+
+  // Whether the sets of done ops are few enough to enumerate: at most kMaxDownsets (benchmark 8 has 3,391;
+  // sixteen independent branches, as in benchmark 13, have more than 65,536). Ops are bits of a 64-bit mask.
+  static bool affordable(const Problem& p, const Graph& g) {
+    const int n = p.num_ops();
+    if (n > 64) return false;
+    std::vector<uint64_t> producers(n, 0);
+    for (int o = 0; o < n; ++o)
+      for (int t : p.inputs[o])
+        if (g.producer[t] >= 0) producers[o] |= bit(g.producer[t]);
+    std::unordered_set<uint64_t> seen{0};
+    std::vector<uint64_t> layer{0};
+    while (!layer.empty()) {
+      std::vector<uint64_t> next;
+      for (uint64_t done : layer)
+        for (int o = 0; o < n; ++o)
+          if (!(done & bit(o)) && (producers[o] & done) == producers[o] &&
+              seen.insert(done | bit(o)).second) {
+            if (seen.size() > kMaxDownsets) return false;
+            next.push_back(done | bit(o));
+          }
+      layer = std::move(next);
+    }
+    return true;
+  }
+  static constexpr size_t kMaxDownsets = 10000;
+
+  void run() {
+    const int n = p_.num_ops();
+    const uint64_t all = n == 64 ? ~0ull : (1ull << n) - 1;
+    std::vector<std::map<Key, State>> layers(n + 1);
+    layers[0][Key{0, {}}] = State{};
+    for (int size = 0; size < n; ++size) {
+      // Cheapest first, so that later ones may be cut; ties keep the map's order, so runs agree.
+      std::vector<std::pair<double, const Key*>> ranked;
+      for (const auto& [key, st] : layers[size])
+        ranked.push_back({st.cost + remaining_floor(key.done), &key});
+      std::stable_sort(ranked.begin(), ranked.end(),
+                       [](const auto& a, const auto& b) { return a.first < b.first; });
+      for (const auto& [f, key] : ranked) {
+        if (inc_.expired()) return;
+        if (f >= inc_.bound.load(std::memory_order_relaxed)) break;
+        expand(*key, layers[size].at(*key), layers);
+      }
+      layers[size].clear();  // parents are no longer needed: each state keeps its path
+    }
+    auto done = layers[n].find(Key{all, {}});
+    if (done == layers[n].end() || done->second.cost >= inc_.bound.load()) return;
+    std::vector<int> order;
+    for (const Segment& seg : done->second.path) order.insert(order.end(), seg.ops.begin(), seg.ops.end());
+    inc_.offer(done->second.path, order, {}, "dp(sets of done ops, len " + std::to_string(max_length_) + ")");
+  }
+
+ private:
+  struct Key {
+    uint64_t done;
+    std::vector<int> retain;
+    bool operator<(const Key& o) const { return done != o.done ? done < o.done : retain < o.retain; }
+  };
+  struct State {
+    double cost = 0;
+    std::vector<Segment> path;
+  };
+  static uint64_t bit(int op) { return 1ull << op; }
+
+  double remaining_floor(uint64_t done) const {
+    double f = 0;
+    for (int o = 0; o < p_.num_ops(); ++o)
+      if (!(done & bit(o))) f += floor_[o];
+    return f;
+  }
+
+  void expand(const Key& key, const State& st, std::vector<std::map<Key, State>>& layers) {
+    const int n = p_.num_ops();
+    // The segment must hold every remaining reader of what it receives retained (M9: one subgraph only).
+    uint64_t must = 0;
+    for (int t : key.retain)
+      for (const Consumer& c : g_.consumers[t])
+        if (!(key.done & bit(c.op))) must |= bit(c.op);
+    // Ops that can join: not done, with few enough undone ancestors to fit in one segment with them.
+    uint64_t pool = 0;
+    {
+      std::vector<uint64_t> ancestors(n, 0);
+      for (int o : g_.topological_order) {
+        if (key.done & bit(o)) continue;
+        for (int q = 0; q < n; ++q)
+          if ((producers_[o] & bit(q)) && !(key.done & bit(q))) ancestors[o] |= ancestors[q] | bit(q);
+        if (__builtin_popcountll(ancestors[o]) < max_length_) pool |= bit(o);
+      }
+    }
+    if ((must & pool) != must) return;
+    // Connected sets grown one neighbour at a time from each seed.
+    std::unordered_set<uint64_t> seen;
+    std::vector<uint64_t> stack;
+    for (int o = 0; o < n; ++o)
+      if ((pool & bit(o)) && (must == 0 || (must & bit(o)))) {
+        stack.push_back(bit(o));
+        seen.insert(bit(o));
+        if (must) break;  // every set holding `must` grows from its first op
+      }
+    while (!stack.empty()) {
+      if (inc_.expired()) return;
+      const uint64_t set = stack.back();
+      stack.pop_back();
+      try_segment(key, st, set, must, layers);
+      if (__builtin_popcountll(set) >= max_length_) continue;
+      uint64_t frontier = 0;
+      for (int o = 0; o < n; ++o)
+        if (set & bit(o)) frontier |= neighbours_[o];
+      frontier &= pool & ~set;
+      for (int o = 0; o < n; ++o)
+        if ((frontier & bit(o)) && seen.insert(set | bit(o)).second) stack.push_back(set | bit(o));
+    }
+  }
+
+  void try_segment(const Key& key, const State& st, uint64_t set, uint64_t must,
+                   std::vector<std::map<Key, State>>& layers) {
+    const int n = p_.num_ops();
+    if ((set & must) != must) return;
+    const uint64_t done = key.done | set;
+    std::vector<int> ops;
+    for (int o = 0; o < n; ++o)
+      if (set & bit(o)) {
+        if ((producers_[o] & done) != producers_[o]) return;  // a producer is neither done nor here
+        ops.push_back(o);
+      }
+    std::sort(ops.begin(), ops.end(), [&](int a, int b) { return rank_[a] < rank_[b]; });
+    // Retention (as RetentionNeeds for orders): what a later op reads must be retained if it is consumed
+    // here, and may be retained if it is not.
+    RetentionNeeds needs;
+    for (int o : ops)
+      for (int t : p_.outputs[o]) {
+        bool internal = false, internal_matmul = false;
+        int later = 0;
+        for (const Consumer& c : g_.consumers[t]) {
+          if (set & bit(c.op)) {
+            internal = true;
+            internal_matmul = internal_matmul || p_.is_matmul(c.op);
+          } else if (!(done & bit(c.op))) {
+            ++later;
+          }
+        }
+        if (later == 0) continue;
+        if (internal) {
+          if (internal_matmul) return;
+          needs.required.push_back(t);
+        } else if (later <= max_length_) {
+          needs.optional.push_back(t);
+        }
+      }
+    const double rest = remaining_floor(done);
+    for (const std::vector<int>& retain : retention_options(needs)) {
+      const double floor = st.cost + oracle_.lower_bound(ops, key.retain, retain);
+      if (floor + rest >= inc_.bound.load(std::memory_order_relaxed)) continue;
+      Key next{done, retain};
+      std::map<Key, State>& layer = layers[__builtin_popcountll(done)];
+      auto it = layer.find(next);
+      if (it != layer.end() && floor >= it->second.cost) continue;
+      auto best = oracle_.best(ops, key.retain, retain);
+      if (!best) continue;
+      const double cost = st.cost + best->latency;
+      if (it != layer.end() && cost >= it->second.cost) continue;
+      State s{cost, st.path};
+      s.path.push_back({ops, retain, *best});
+      layer[next] = std::move(s);
+    }
+  }
+
+  Incumbent& inc_;
+  const Problem& p_;
+  const Graph& g_;
+  SubgraphOracle oracle_;
+  int max_length_;
+  std::vector<uint64_t> producers_, neighbours_;
+  std::vector<double> floor_;
+  std::vector<int> rank_;
+};
+
 }  // namespace
 
 double default_timeout_seconds(int num_ops) {
@@ -568,13 +779,16 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
     OrderKind kind;
     int max_length;
     Recompute recompute = Recompute::None;
+    bool downsets = false;  // a DownsetSearch instead of an order
   };
   const std::vector<int> recomputable = recomputable_tensors(problem, graph);
   const std::vector<int> cheap = recomputable_from_graph_inputs(problem, graph);
   std::vector<Job> plan;  // in priority order
+  const bool downsets = DownsetSearch::affordable(problem, graph);
   for (int length : {1, 3, 6, 10, 16}) {
     for (OrderKind kind : {OrderKind::ByIndex, OrderKind::DepthFirst}) plan.push_back({kind, length});
     if (length == 6 || length == 10) plan.push_back({OrderKind::RetentionFriendly, length});
+    if (downsets && length == 3) plan.push_back({OrderKind::ByIndex, 3, Recompute::None, true});
   }
   // Long segments: benchmark 15's copy of op 0 belongs inside its 14-op side-read segment.
   if (!cheap.empty())
@@ -587,6 +801,11 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
   const int siblings = largest_sibling_group(problem, graph);
   const bool long_siblings = siblings > 10;
   if (long_siblings) plan.push_back({OrderKind::SiblingsFirst, siblings});
+  // Subgraphs of up to 4 ops from any set of done ops. On the benchmarks the orders reach what this finds
+  // (benchmark 8's best has subgraphs of at most 3 ops), but a graph whose best subgraphs of 4 gather ops
+  // that orders seldom put side by side needs it. It takes seconds on graphs of 60 ops, so it comes last. (Up
+  // to 6 ops took 3.5 s on benchmark 8 and found nothing better.)
+  if (downsets) plan.push_back({OrderKind::ByIndex, 4, Recompute::None, true});
   // Then, for as long as time allows (or until the schedule meets the lower bound): every other job perturbs
   // the incumbent's order (local search); the others draw new orders, random or retention-friendly with
   // random ties, one in four of the random ones with a random set of recomputed tensors, and with a long
@@ -641,6 +860,11 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
           recompute.erase(it);
         else
           recompute.push_back(t);
+      }
+      if (job.downsets) {
+        DownsetSearch(inc, cache, job.max_length).run();
+        ++inc.orders;
+        continue;
       }
       Strategy s(inc, cache, job.kind, job.max_length, seed, inc.tolerance(index), base, recompute);
       s.run();

@@ -176,11 +176,18 @@ TEST(SolverQuality, Benchmark4RetainsTwoOfThreeMatMulOutputs) {
   EXPECT_LE(solve_benchmark(4, "--timeout 2"), 15926.4 * (1 + 1e-12));
 }
 
-TEST(SolverQuality, Benchmark8BeatsTheFirstPlaceSchedule) {
-  // The contest's first-place schedule costs 76,457.33 (../shared/anchors/peer-results.md); it runs each
-  // branch as MatMul (retained) -> consumer, which needs the three branches' ops interleaved in the order.
-  // The retention-friendly orders give 76,230 within the first orders of the plan.
-  EXPECT_LT(solve_benchmark(8, "--threads 1 --orders 100 --seed 1 --timeout 120"), 76457.3);
+TEST(SolverQuality, Benchmark8ReachesTheBestArrangementOfItsBlocks) {
+  // docs/solver.md derives 74,783.3 by hand: 53 transfers of one 128x128 tensor (16,384 / 12 each), two
+  // prologue stalls of 869.3 and three k-step stalls of 227.3 (31 steps on each of two tiles). Its largest
+  // subgraph groups the projections K1, K3 and V2 of three different heads, which orders put side by side
+  // only by chance (a third of 5-s runs found it); the dynamic program over sets of done ops, fifth job of
+  // the plan, finds it in every run. The first-place schedule costs 76,457.33
+  // (../shared/anchors/peer-results.md).
+  const double units = 53 * 16384.0 / 12;
+  const double stalls = 2 * (3600 - 4 * 8192.0 / 12) + 3 * 2 * 31 * (25 - 256.0 / 12);  // two tiles each
+  EXPECT_NEAR(74783.33, units + stalls, 0.01);
+  EXPECT_LE(solve_benchmark(8, "--threads 1 --orders 5 --seed 1 --timeout 120"),
+            (units + stalls) * (1 + 1e-9));
 }
 
 TEST(SolverQuality, Benchmark13LoadsW0OnceForAllSixteenBranches) {
