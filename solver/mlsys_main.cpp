@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   uint64_t seed = 1;
   int64_t max_orders = 0;
-  bool supernative = false, progress = false;
+  bool supernative = false, progress = false, exhaustive = false;
   app.add_option("problem", problem_path, "problem JSON")->required();
   app.add_option("output", target, "OUTPUT.json, or a timeout in seconds (then the schedule goes to stdout)")
       ->required();
@@ -44,6 +44,11 @@ int main(int argc, char** argv) {
                  "stop after segmenting this many orders (a work budget; with --threads 1 the result is then "
                  "reproducible on any machine, unless the timeout comes first)")
       ->check(CLI::Range(int64_t{1}, std::numeric_limits<int64_t>::max(), "a count of at least 1"));
+  app.add_flag(
+      "--exhaustive", exhaustive,
+      "instead of the timed search, try every grouping of the ops into connected subgraphs (any size, "
+      "no recomputation) with every retention choice, tile count and k; no time limit unless --timeout "
+      "is given. Graphs of at most 64 ops and 10,000 sets of done ops only");
   app.add_option("--matmul-compute", compute, "full-k or native-k")->check(CLI::IsMember({"full-k", "native-k"}));
   app.add_flag("--allow-supernative-k", supernative, "allow k above the native width");
   app.add_flag("--progress", progress, "print each improvement (cost, time, evaluations/s) on stderr");
@@ -71,7 +76,18 @@ int main(int argc, char** argv) {
     options.threads = threads;
     options.seed = seed;
     options.max_orders = max_orders;
-    const double limit = timeout > 0 ? timeout : default_timeout_seconds(problem.num_ops());
+    options.exhaustive = exhaustive;
+    if (exhaustive && !exhaustive_search_possible(problem, graph)) {
+      std::cerr << "error: --exhaustive: " << problem_path << ": "
+                << (problem.num_ops() > 64
+                        ? "more than 64 ops"
+                        : "more than 10,000 sets of done ops (independent branches multiply them)")
+                << "; run the timed search instead\n";
+      return 2;
+    }
+    const double limit = timeout > 0  ? timeout
+                         : exhaustive ? 1e9
+                                      : default_timeout_seconds(problem.num_ops());
     // Leave a margin for the final write and process exit.
     options.timeout_seconds = std::max(0.2, limit * 0.9 - 0.1);
     const LowerBound lb = lower_bound(problem, graph);
@@ -87,6 +103,12 @@ int main(int argc, char** argv) {
                   << ", " << static_cast<int64_t>(evaluations / std::max(t, 1e-3)) << " evaluations/s)\n";
       }
     };
+    if (progress)
+      options.on_progress = [&](const std::string& line) {
+        std::lock_guard lock(io);
+        const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        std::cerr << "[" << format_number(std::round(t * 1000) / 1000) << " s] " << line << "\n";
+      };
     SolveStats stats;
     const auto best = solve(problem, graph, options, g_stop, on_improvement, &stats);
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -103,6 +125,7 @@ int main(int argc, char** argv) {
                        {"improvements", stats.improvements},
                        {"best_strategy", stats.best_strategy},
                        {"stopped_by", stats.stopped_by},
+                       {"exhaustive_complete", stats.exhaustive_complete},
                        {"interrupted", g_stop.load()}};
       write_file_atomic(stats_path, j.dump(2) + "\n");
     }

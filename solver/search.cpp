@@ -303,8 +303,9 @@ struct RetentionNeeds {
 
 // Which optional tensors to retain besides the required ones: every subset when there are few (benchmark 4
 // needs two of three retained: all three overflow the next segment, one alone costs a store and a load), else
-// none, all, each alone and all but each. Each option is sorted.
-std::vector<std::vector<int>> retention_options(const RetentionNeeds& needs) {
+// none, all, each alone and all but each (the exhaustive search takes every subset of up to 12). Each option
+// is sorted.
+std::vector<std::vector<int>> retention_options(const RetentionNeeds& needs, int every_subset_up_to = 4) {
   const std::vector<int>& opt = needs.optional;
   const int n = static_cast<int>(opt.size());
   std::vector<std::vector<int>> options;
@@ -315,7 +316,7 @@ std::vector<std::vector<int>> retention_options(const RetentionNeeds& needs) {
     std::sort(r.begin(), r.end());
     if (std::find(options.begin(), options.end(), r) == options.end()) options.push_back(std::move(r));
   };
-  if (n <= 4) {
+  if (n <= every_subset_up_to) {
     for (unsigned mask = 0; mask < (1u << n); ++mask) add([mask](int i) { return (mask >> i) & 1u; });
     return options;
   }
@@ -559,7 +560,7 @@ class DownsetSearch {
         oracle_(inc.problem, inc.graph, inc.options.model, &inc.evaluations, &cache),
         max_length_(max_length) {
     const int ops = p_.num_ops();
-    oracle_.set_breadth(ops <= 32 ? 1 : 0);
+    oracle_.set_breadth(inc.options.exhaustive ? 2 : ops <= 32 ? 1 : 0);
     oracle_.set_expired([&inc] { return inc.expired(); });
     producers_.assign(ops, 0);
     neighbours_.assign(ops, 0);
@@ -601,7 +602,8 @@ class DownsetSearch {
   }
   static constexpr size_t kMaxDownsets = 10000;
 
-  void run() {
+  // Returns false if the deadline or a signal cut it short.
+  bool run() {
     const int n = p_.num_ops();
     const uint64_t all = n == 64 ? ~0ull : (1ull << n) - 1;
     std::vector<std::map<Key, State>> layers(n + 1);
@@ -614,17 +616,23 @@ class DownsetSearch {
       std::stable_sort(ranked.begin(), ranked.end(),
                        [](const auto& a, const auto& b) { return a.first < b.first; });
       for (const auto& [f, key] : ranked) {
-        if (inc_.expired()) return;
+        if (inc_.expired()) return false;
         if (f >= inc_.bound.load(std::memory_order_relaxed)) break;
         expand(*key, layers[size].at(*key), layers);
       }
       layers[size].clear();  // parents are no longer needed: each state keeps its path
+      if (inc_.options.on_progress && inc_.options.exhaustive)
+        inc_.options.on_progress("exhaustive search: expanded " + std::to_string(ranked.size()) +
+                                 " states with " + std::to_string(size) + " of " + std::to_string(n) +
+                                 " ops done");
     }
+    if (inc_.expired()) return false;
     auto done = layers[n].find(Key{all, {}});
-    if (done == layers[n].end() || done->second.cost >= inc_.bound.load()) return;
+    if (done == layers[n].end() || done->second.cost >= inc_.bound.load()) return true;
     std::vector<int> order;
     for (const Segment& seg : done->second.path) order.insert(order.end(), seg.ops.begin(), seg.ops.end());
     inc_.offer(done->second.path, order, {}, "dp(sets of done ops, len " + std::to_string(max_length_) + ")");
+    return true;
   }
 
  private:
@@ -725,7 +733,7 @@ class DownsetSearch {
         }
       }
     const double rest = remaining_floor(done);
-    for (const std::vector<int>& retain : retention_options(needs)) {
+    for (const std::vector<int>& retain : retention_options(needs, inc_.options.exhaustive ? 12 : 4)) {
       const double floor = st.cost + oracle_.lower_bound(ops, key.retain, retain);
       if (floor + rest >= inc_.bound.load(std::memory_order_relaxed)) continue;
       Key next{done, retain};
@@ -754,6 +762,10 @@ class DownsetSearch {
 
 }  // namespace
 
+bool exhaustive_search_possible(const Problem& problem, const Graph& graph) {
+  return DownsetSearch::affordable(problem, graph);
+}
+
 double default_timeout_seconds(int num_ops) {
   if (num_ops <= 5) return 2;
   if (num_ops <= 20) return 5;
@@ -781,17 +793,29 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
     Recompute recompute = Recompute::None;
     bool downsets = false;  // a DownsetSearch instead of an order
   };
+  const bool downsets = DownsetSearch::affordable(problem, graph);
   const std::vector<int> recomputable = recomputable_tensors(problem, graph);
   const std::vector<int> cheap = recomputable_from_graph_inputs(problem, graph);
+  if (options.exhaustive && !downsets) {
+    if (stats)
+      stats->infeasible_reason =
+          "the exhaustive search cannot enumerate this graph (see exhaustive_search_possible)";
+    return std::nullopt;
+  }
   std::vector<Job> plan;  // in priority order
-  const bool downsets = DownsetSearch::affordable(problem, graph);
+  if (options.exhaustive && downsets) {
+    // A first schedule at once (every op alone), then every grouping.
+    plan.push_back({OrderKind::ByIndex, 1});
+    plan.push_back({OrderKind::ByIndex, problem.num_ops(), Recompute::None, true});
+  }
   for (int length : {1, 3, 6, 10, 16}) {
+    if (options.exhaustive) break;
     for (OrderKind kind : {OrderKind::ByIndex, OrderKind::DepthFirst}) plan.push_back({kind, length});
     if (length == 6 || length == 10) plan.push_back({OrderKind::RetentionFriendly, length});
     if (downsets && length == 3) plan.push_back({OrderKind::ByIndex, 3, Recompute::None, true});
   }
   // Long segments: benchmark 15's copy of op 0 belongs inside its 14-op side-read segment.
-  if (!cheap.empty())
+  if (!cheap.empty() && !options.exhaustive)
     for (OrderKind kind : {OrderKind::ByIndex, OrderKind::DepthFirst, OrderKind::RetentionFriendly})
       plan.push_back({kind, 16, Recompute::FromGraphInputs});
   // Siblings (MatMuls sharing an operand) in one subgraph load it once. Groups of up to 10 can form in the
@@ -800,12 +824,12 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
   // over 8 seeds.)
   const int siblings = largest_sibling_group(problem, graph);
   const bool long_siblings = siblings > 10;
-  if (long_siblings) plan.push_back({OrderKind::SiblingsFirst, siblings});
+  if (long_siblings && !options.exhaustive) plan.push_back({OrderKind::SiblingsFirst, siblings});
   // Subgraphs of up to 4 ops from any set of done ops. On the benchmarks the orders reach what this finds
   // (benchmark 8's best has subgraphs of at most 3 ops), but a graph whose best subgraphs of 4 gather ops
   // that orders seldom put side by side needs it. It takes seconds on graphs of 60 ops, so it comes last. (Up
   // to 6 ops took 3.5 s on benchmark 8 and found nothing better.)
-  if (downsets) plan.push_back({OrderKind::ByIndex, 4, Recompute::None, true});
+  if (downsets && !options.exhaustive) plan.push_back({OrderKind::ByIndex, 4, Recompute::None, true});
   // Then, for as long as time allows (or until the schedule meets the lower bound): every other job perturbs
   // the incumbent's order (local search); the others draw new orders, random or retention-friendly with
   // random ties, one in four of the random ones with a random set of recomputed tensors, and with a long
@@ -838,6 +862,7 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
         job = job_at(index);
       }
       if (options.max_orders > 0 && index >= static_cast<size_t>(options.max_orders)) break;
+      if (options.exhaustive && index >= plan.size()) break;
       // The seed depends on the job, not on the thread or timing: the same --seed gives the same orders.
       const uint64_t seed = options.seed * 7919 + index * 104729;
       std::vector<int> base, recompute;
@@ -862,7 +887,10 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
           recompute.push_back(t);
       }
       if (job.downsets) {
-        DownsetSearch(inc, cache, job.max_length).run();
+        if (DownsetSearch(inc, cache, job.max_length).run() && options.exhaustive) {
+          std::lock_guard lock(inc.mutex);
+          inc.stats.exhaustive_complete = true;
+        }
         ++inc.orders;
         continue;
       }
@@ -879,7 +907,8 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
   inc.stats.stopped_by = stop.load()                                                        ? "signal"
                          : at_floor()                                                       ? "lower bound"
                          : options.max_orders > 0 && inc.stats.orders >= options.max_orders ? "order budget"
-                                                                                            : "timeout";
+                         : inc.stats.exhaustive_complete ? "exhaustive search done"
+                                                         : "timeout";
   if (!inc.best) {
     // Name the first op that fits nowhere on its own, the usual reason.
     SubgraphOracle oracle(problem, graph, options.model);

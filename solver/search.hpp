@@ -23,6 +23,12 @@ struct SolveOptions {
   // budget makes the result depend only on the problem, the options and the seed, not on the machine's
   // speed, unless the timeout comes first.
   int64_t max_orders = 0;
+  // Instead of the timed search: after a first quick schedule, one dynamic program over every grouping of the
+  // ops into connected subgraphs (any size, no recomputation), every retention choice and every tile count
+  // and k the oracle tries. It can take minutes; SolveStats::exhaustive_complete says whether it finished.
+  bool exhaustive = false;
+  // Called with one line of text as a long phase advances (the exhaustive search, after each op count).
+  std::function<void(const std::string&)> on_progress;
   ModelOptions model;
 };
 
@@ -35,7 +41,8 @@ struct SolveStats {
   int64_t improvements = 0;
   std::string best_strategy;
   std::string infeasible_reason;  // set when no schedule was found
-  std::string stopped_by;         // "lower bound", "order budget", "signal" or "timeout"
+  std::string stopped_by;  // "lower bound", "order budget", "signal", "timeout" or "exhaustive search done"
+  bool exhaustive_complete = false;  // the exhaustive search finished: no schedule of its space is cheaper
 };
 
 // Called (serialized) on every verified improvement; the schedule carries its exact subgraph latencies.
@@ -47,6 +54,10 @@ using ImprovementCallback =
 std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const SolveOptions& options,
                               const std::atomic<bool>& stop, const ImprovementCallback& on_improvement,
                               SolveStats* stats);
+
+// Whether SolveOptions::exhaustive can enumerate the graph: at most 64 ops and 10,000 sets of done ops
+// (closed under producers). Sixteen independent branches, as in benchmark 13, have more than 65,536.
+bool exhaustive_search_possible(const Problem& problem, const Graph& graph);
 
 // The contest's time limit for a problem, by op count.
 double default_timeout_seconds(int num_ops);

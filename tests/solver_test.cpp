@@ -155,6 +155,29 @@ TEST(Solver, OrderBudgetOnOneThreadIsReproducible) {
   EXPECT_FALSE(std::filesystem::exists(dir + "/bad.json"));
 }
 
+TEST(Solver, ExhaustiveSearchFinishesAndSaysSo) {
+  // Benchmark 4 (5 ops): the hand derivation in SolverQuality.Benchmark4RetainsTwoOfThreeMatMulOutputs
+  // reaches 15,926.4; the search over every grouping must finish, report it, and find no worse.
+  const std::string dir = temp_dir("exhaustive");
+  const std::string problem = source_path("benchmarks/mlsys-2026-4.json");
+  const CommandResult r =
+      run_command(MLSYS_SOLVER_BIN, problem + " " + dir + "/s.json --exhaustive --progress " +
+                                        "--json-stats " + dir + "/stats.json");
+  ASSERT_EQ(0, r.exit_code) << r.err;
+  EXPECT_LE(verified_total(problem, dir + "/s.json"), 15926.4 * (1 + 1e-12));
+  const auto stats = read_json(dir + "/stats.json");
+  EXPECT_TRUE(stats.at("exhaustive_complete").get<bool>());
+  EXPECT_EQ("exhaustive search done", stats.at("stopped_by").get<std::string>());
+  EXPECT_NE(std::string::npos, r.err.find("exhaustive search: expanded")) << r.err;
+  // Sixteen independent branches (benchmark 13) have too many sets of done ops: bad usage, nothing written.
+  const std::string wide = source_path("benchmarks/mlsys-2026-13.json");
+  const CommandResult refused = run_command(MLSYS_SOLVER_BIN, wide + " " + dir + "/wide.json --exhaustive");
+  EXPECT_EQ(2, refused.exit_code);
+  EXPECT_NE(std::string::npos, refused.err.find("--exhaustive")) << refused.err;
+  EXPECT_NE(std::string::npos, refused.err.find("sets of done ops")) << refused.err;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/wide.json"));
+}
+
 // Search quality on benchmarks with a reference value (release pass only: slow under the sanitizers). Where
 // a test gives a work budget (one thread, --orders) instead of the contest's deadline, its outcome does not
 // depend on how loaded the CI machine is; docs/results.md tracks the costs within the contest timeouts.
