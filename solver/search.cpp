@@ -562,11 +562,9 @@ class DownsetSearch {
     const int ops = p_.num_ops();
     oracle_.set_breadth(inc.options.exhaustive ? 2 : ops <= 32 ? 1 : 0);
     oracle_.set_expired([&inc] { return inc.expired(); });
-    producers_.assign(ops, 0);
+    producers_ = producer_masks(p_, g_);
     neighbours_.assign(ops, 0);
     for (int a = 0; a < ops; ++a) {
-      for (int t : p_.inputs[a])
-        if (g_.producer[t] >= 0) producers_[a] |= bit(g_.producer[t]);
       for (int b = 0; b < ops; ++b)
         if (related(p_, g_, a, b)) neighbours_[a] |= bit(b);
       floor_.push_back(compute_floor(p_, g_, a, inc.options.model.matmul_compute));
@@ -581,10 +579,7 @@ class DownsetSearch {
   static bool affordable(const Problem& p, const Graph& g) {
     const int n = p.num_ops();
     if (n > 64) return false;
-    std::vector<uint64_t> producers(n, 0);
-    for (int o = 0; o < n; ++o)
-      for (int t : p.inputs[o])
-        if (g.producer[t] >= 0) producers[o] |= bit(g.producer[t]);
+    const std::vector<uint64_t> producers = producer_masks(p, g);
     std::unordered_set<uint64_t> seen{0};
     std::vector<uint64_t> layer{0};
     while (!layer.empty()) {
@@ -646,6 +641,14 @@ class DownsetSearch {
     std::vector<Segment> path;
   };
   static uint64_t bit(int op) { return 1ull << op; }
+  // Per op, the ops that produce its inputs.
+  static std::vector<uint64_t> producer_masks(const Problem& p, const Graph& g) {
+    std::vector<uint64_t> masks(p.num_ops(), 0);
+    for (int o = 0; o < p.num_ops(); ++o)
+      for (int t : p.inputs[o])
+        if (g.producer[t] >= 0) masks[o] |= bit(g.producer[t]);
+    return masks;
+  }
 
   double remaining_floor(uint64_t done) const {
     double f = 0;
