@@ -299,6 +299,18 @@ struct RetentionNeeds {
   bool feasible = true;
   std::vector<int> required;  // consumed inside and later
   std::vector<int> optional;  // produced, read only later, by ops close enough to fit in the next segment
+
+  // Classifies an output `t` of the segment that a later op reads. `next_can_hold`: its later readers can
+  // all be in the next segment.
+  void add(int t, bool read_inside, bool matmul_reads_inside, bool next_can_hold) {
+    if (read_inside) {
+      // Must be retained, which M9 forbids when a MatMul reads it here.
+      if (matmul_reads_inside || !next_can_hold) feasible = false;
+      required.push_back(t);
+    } else if (next_can_hold) {
+      optional.push_back(t);
+    }
+  }
 };
 
 // Which optional tensors to retain besides the required ones: every subset when there are few (benchmark 4
@@ -507,14 +519,7 @@ class Strategy {
           last_consumer = std::max(last_consumer, at);
         }
         if (last_consumer < end) continue;  // graph output or consumed only here: stored or ephemeral
-        const bool reachable = last_consumer < end + max_length_;
-        if (internal) {
-          // Must be retained, which M9 forbids when a MatMul reads it here.
-          if (internal_matmul || !reachable) needs.feasible = false;
-          needs.required.push_back(t);
-        } else if (reachable && !internal_matmul) {
-          needs.optional.push_back(t);
-        }
+        needs.add(t, internal, internal_matmul, last_consumer < end + max_length_);
       }
     return needs;
   }
@@ -728,13 +733,9 @@ class DownsetSearch {
           }
         }
         if (later == 0) continue;
-        if (internal) {
-          if (internal_matmul) return;
-          needs.required.push_back(t);
-        } else if (later <= max_length_) {
-          needs.optional.push_back(t);
-        }
+        needs.add(t, internal, internal_matmul, later <= max_length_);
       }
+    if (!needs.feasible) return;
     const double rest = remaining_floor(done);
     for (const std::vector<int>& retain : retention_options(needs, inc_.options.exhaustive ? 12 : 4)) {
       const double floor = st.cost + oracle_.lower_bound(ops, key.retain, retain);
