@@ -806,34 +806,34 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
           "the exhaustive search cannot enumerate this graph (see exhaustive_search_possible)";
     return std::nullopt;
   }
-  std::vector<Job> plan;  // in priority order
-  if (options.exhaustive && downsets) {
-    // A first schedule at once (every op alone), then every grouping.
-    plan.push_back({OrderKind::ByIndex, 1});
-    plan.push_back({OrderKind::ByIndex, problem.num_ops(), Recompute::None, true});
-  }
-  for (int length : {1, 3, 6, 10, 16}) {
-    if (options.exhaustive) break;
-    for (OrderKind kind : {OrderKind::ByIndex, OrderKind::DepthFirst}) plan.push_back({kind, length});
-    if (length == 6 || length == 10) plan.push_back({OrderKind::RetentionFriendly, length});
-    if (downsets && length == 3) plan.push_back({OrderKind::ByIndex, 3, Recompute::None, true});
-  }
-  // Long segments: benchmark 15's copy of op 0 belongs inside its 14-op side-read segment.
-  if (!cheap.empty() && !options.exhaustive)
-    for (OrderKind kind : {OrderKind::ByIndex, OrderKind::DepthFirst, OrderKind::RetentionFriendly})
-      plan.push_back({kind, 16, Recompute::FromGraphInputs});
   // Siblings (MatMuls sharing an operand) in one subgraph load it once. Groups of up to 10 can form in the
   // segments of the other orders; a larger group (benchmark 13: sixteen x_i @ W0) needs orders that put it
   // side by side and segments as long as it. (Adding such orders for benchmark 8's group of nine cost it 1 %
   // over 8 seeds.)
   const int siblings = largest_sibling_group(problem, graph);
   const bool long_siblings = siblings > 10;
-  if (long_siblings && !options.exhaustive) plan.push_back({OrderKind::SiblingsFirst, siblings});
-  // Subgraphs of up to 4 ops from any set of done ops. On the benchmarks the orders reach what this finds
-  // (benchmark 8's best has subgraphs of at most 3 ops), but a graph whose best subgraphs of 4 gather ops
-  // that orders seldom put side by side needs it. It takes seconds on graphs of 60 ops, so it comes last. (Up
-  // to 6 ops took 3.5 s on benchmark 8 and found nothing better.)
-  if (downsets && !options.exhaustive) plan.push_back({OrderKind::ByIndex, 4, Recompute::None, true});
+  std::vector<Job> plan;  // in priority order
+  if (options.exhaustive) {
+    // A first schedule at once (every op alone), then every grouping; nothing after them.
+    plan.push_back({OrderKind::ByIndex, 1});
+    plan.push_back({OrderKind::ByIndex, problem.num_ops(), Recompute::None, true});
+  } else {
+    for (int length : {1, 3, 6, 10, 16}) {
+      for (OrderKind kind : {OrderKind::ByIndex, OrderKind::DepthFirst}) plan.push_back({kind, length});
+      if (length == 6 || length == 10) plan.push_back({OrderKind::RetentionFriendly, length});
+      if (downsets && length == 3) plan.push_back({OrderKind::ByIndex, 3, Recompute::None, true});
+    }
+    // Long segments: benchmark 15's copy of op 0 belongs inside its 14-op side-read segment.
+    if (!cheap.empty())
+      for (OrderKind kind : {OrderKind::ByIndex, OrderKind::DepthFirst, OrderKind::RetentionFriendly})
+        plan.push_back({kind, 16, Recompute::FromGraphInputs});
+    if (long_siblings) plan.push_back({OrderKind::SiblingsFirst, siblings});
+    // Subgraphs of up to 4 ops from any set of done ops. On the benchmarks the orders reach what this finds
+    // (benchmark 8's best has subgraphs of at most 3 ops), but a graph whose best subgraphs of 4 gather ops
+    // that orders seldom put side by side needs it. It takes seconds on graphs of 60 ops, so it comes last.
+    // (Up to 6 ops took 3.5 s on benchmark 8 and found nothing better.)
+    if (downsets) plan.push_back({OrderKind::ByIndex, 4, Recompute::None, true});
+  }
   // Then, for as long as time allows (or until the schedule meets the lower bound): every other job perturbs
   // the incumbent's order (local search); the others draw new orders, random or retention-friendly with
   // random ties, one in four of the random ones with a random set of recomputed tensors, and with a long
@@ -867,6 +867,14 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
       }
       if (options.max_orders > 0 && index >= static_cast<size_t>(options.max_orders)) break;
       if (options.exhaustive && index >= plan.size()) break;
+      if (job.downsets) {
+        if (DownsetSearch(inc, cache, job.max_length).run() && options.exhaustive) {
+          std::lock_guard lock(inc.mutex);
+          inc.stats.exhaustive_complete = true;
+        }
+        ++inc.orders;
+        continue;
+      }
       // The seed depends on the job, not on the thread or timing: the same --seed gives the same orders.
       const uint64_t seed = options.seed * 7919 + index * 104729;
       std::vector<int> base, recompute;
@@ -889,14 +897,6 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
           recompute.erase(it);
         else
           recompute.push_back(t);
-      }
-      if (job.downsets) {
-        if (DownsetSearch(inc, cache, job.max_length).run() && options.exhaustive) {
-          std::lock_guard lock(inc.mutex);
-          inc.stats.exhaustive_complete = true;
-        }
-        ++inc.orders;
-        continue;
       }
       Strategy s(inc, cache, job.kind, job.max_length, seed, inc.tolerance(index), base, recompute);
       s.run();
