@@ -708,12 +708,50 @@ SubgraphResult SubgraphModel::simulate() const {
   return result;
 }
 
+std::vector<std::pair<int64_t, int64_t>> SubgraphModel::axis_ranges(const Axis& a) const {
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  switch (a.kind) {
+    case AxisKind::TileRows:
+      for (int64_t r = 0; r < nrows_; ++r) ranges.push_back({r * g_.h, std::min((r + 1) * g_.h, grid_h_)});
+      break;
+    case AxisKind::TileCols:
+      for (int64_t c = 0; c < ncols_; ++c) ranges.push_back({c * g_.w, std::min((c + 1) * g_.w, grid_w_)});
+      break;
+    case AxisKind::Reduction:
+      for (int64_t ks = 0; ks < nk_; ++ks) ranges.push_back({ks * k_, std::min(ks * k_ + k_, a.extent)});
+      break;
+    case AxisKind::Full:
+      ranges.push_back({0, a.extent});
+      break;
+  }
+  return ranges;
+}
+
+bool SubgraphModel::aliased_forms_can_coincide() const {
+  // Two forms of one tensor give the same slice only where both axes give the same range. Checking each axis
+  // on its own over all steps is conservative (the two coincidences may never fall on one step).
+  auto meet = [&](const Axis& a, const Axis& b) {
+    if (a == b) return true;
+    std::vector<std::pair<int64_t, int64_t>> x = axis_ranges(a), y = axis_ranges(b);
+    std::sort(x.begin(), x.end());
+    return std::any_of(y.begin(), y.end(),
+                       [&](const auto& r) { return std::binary_search(x.begin(), x.end(), r); });
+  };
+  for (size_t i = 0; i < forms_.size(); ++i)
+    for (size_t j = i + 1; j < forms_.size(); ++j)
+      if (forms_[i].tensor == forms_[j].tensor && meet(forms_[i].form.rows, forms_[j].form.rows) &&
+          meet(forms_[i].form.cols, forms_[j].form.cols))
+        return true;
+  return false;
+}
+
 SubgraphResult SubgraphModel::evaluate_fast(Violations violations) const {
-  // Without aliasing (no tensor read in two symbolic forms) and without numeric M17 checks, a step's numbers
-  // depend only on the tile's clipped size, its k-step, and whether the previous tile shares its row or
-  // column. Interior k-steps (0 < ks < nk-1) are all alike. So each tile class is evaluated once, on its first
-  // real occurrence, and counted after that. The randomized test in tests/ pins this to simulate().
-  if (aliasing_ || !checks_.empty()) return simulate();
+  // Without numeric M17 checks, and unless two forms of one tensor (aliasing) can give the same slice at this
+  // granularity, a step's numbers depend only on the tile's clipped size, its k-step, and whether the
+  // previous tile shares its row or column. Interior k-steps (0 < ks < nk-1) are all alike. So each tile
+  // class is evaluated once, on its first real occurrence, and counted after that. The randomized test in
+  // tests/ pins this to simulate().
+  if (!counts_tile_classes()) return simulate();
   struct TileClass {
     bool known = false;
     double latency = 0, compute = 0, memory = 0;

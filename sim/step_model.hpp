@@ -109,6 +109,11 @@ class SubgraphModel {
   enum class Violations { Locate, Summarize };
   SubgraphResult evaluate_fast(Violations violations = Violations::Locate) const;
 
+  // Whether evaluate_fast counts tile classes at this granularity instead of walking every step (it walks
+  // when M17 needs numeric checks or two forms of one tensor can give the same slice).
+  bool counts_tile_classes() const { return checks_.empty() && !(aliasing_ && aliased_forms_can_coincide()); }
+  bool reads_a_tensor_in_two_forms() const { return aliasing_; }
+
   // Facts the schedule-level rules and the drivers need.
   int index() const { return index_; }
   const std::vector<int>& ops() const { return ops_; }
@@ -177,6 +182,11 @@ class SubgraphModel {
                                                          bool allow_supernative_k, int index);
   std::optional<RuleViolation> apply_granularity(const Granularity& g,
                                                  std::optional<std::vector<int64_t>> traversal);
+  // The ranges an axis takes over all steps at the current granularity (M10 tiles, M12 k-steps).
+  std::vector<std::pair<int64_t, int64_t>> axis_ranges(const Axis& a) const;
+  // Whether two slice forms of one tensor may give the same region at some steps (then slices are compared
+  // numerically and tiles of one class can differ).
+  bool aliased_forms_can_coincide() const;
 
   int index_ = 0;
   std::vector<int> ops_;

@@ -176,6 +176,55 @@ TEST(FastPath, EqualsStepByStepOnRandomSubgraphs) {
   EXPECT_GT(reused_compared, 1000);
 }
 
+TEST(FastPath, EqualsStepByStepWhereATensorIsReadInTwoForms) {
+  // A residual read by a MatMul (as R x Kr or Kr x C) and by a Pointwise op (R x C) in one subgraph. Where
+  // the two forms can never give the same slice, evaluate_fast still counts tile classes; where they can (k =
+  // w, k = h, one tile column), it walks every step. Both must equal the walk.
+  std::mt19937 rng(20261123);
+  int counted = 0, walked = 0;
+  const int64_t sizes[] = {16, 32, 64, 96, 100, 128};
+  for (int bench = 1; bench <= 24; ++bench) {
+    const Problem problem =
+        load_problem(source_path("benchmarks/mlsys-2026-" + std::to_string(bench) + ".json"));
+    const Graph graph = analyze_graph(problem, "benchmark");
+    // Every op with up to two of its consumers, in topological order: covers MatMul + residual Pointwise.
+    for (int o = 0; o < problem.num_ops(); ++o) {
+      std::vector<int> around{o};
+      for (int t : problem.outputs[o])
+        for (const auto& c : graph.consumers[t]) around.push_back(c.op);
+      for (int t : problem.outputs[around.back()])
+        for (const auto& c : graph.consumers[t]) around.push_back(c.op);
+      std::vector<int> ops;
+      for (int x : graph.topological_order)
+        if (std::find(around.begin(), around.end(), x) != around.end()) ops.push_back(x);
+      auto structure = SubgraphModel::compile_structure(problem, graph, ops, {}, 0, {}, {});
+      auto* model = std::get_if<SubgraphModel>(&structure);
+      if (!model || !model->reads_a_tensor_in_two_forms()) continue;
+      for (int trial = 0; trial < 60; ++trial) {
+        const int64_t w = sizes[rng() % 6], h = sizes[rng() % 6];
+        const int64_t k = trial % 3 == 0   ? w
+                          : trial % 3 == 1 ? h
+                                           : std::uniform_int_distribution<int64_t>(1, 128)(rng);
+        if (model->set_granularity({w, h, k})) continue;
+        if (model->num_steps() > 60000) continue;
+        if (trial % 2 == 1) {
+          ASSERT_FALSE(
+              model->set_traversal(make_order(1 + rng() % 3, model->grid_rows(), model->grid_cols(), rng)));
+        }
+        const SubgraphResult slow = model->simulate(), fast = model->evaluate_fast();
+        ASSERT_EQ(slow.violation.has_value(), fast.violation.has_value()) << "benchmark " << bench;
+        ++(model->counts_tile_classes() ? counted : walked);
+        if (slow.violation) continue;
+        EXPECT_NEAR(slow.latency, fast.latency, 1e-9 * slow.latency)
+            << "benchmark " << bench << " ops from " << o << " at [" << w << "," << h << "," << k << "]";
+        EXPECT_EQ(slow.peak_working_set, fast.peak_working_set) << "benchmark " << bench;
+      }
+    }
+  }
+  EXPECT_GT(counted, 100);
+  EXPECT_GT(walked, 50);
+}
+
 TEST(FastPath, SetTraversalChecksM11LikeCompile) {
   // Example 4: a 2x2 grid at [64,64,128].
   const Loaded l =
