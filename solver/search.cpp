@@ -196,6 +196,7 @@ class RetentionFriendlyPicker {
 enum class OrderKind {
   ByIndex,
   DepthFirst,
+  ByLevel,
   RetentionFriendly,
   Random,
   RandomRetentionFriendly,
@@ -210,6 +211,8 @@ const char* order_name(OrderKind kind) {
       return "index order";
     case OrderKind::DepthFirst:
       return "depth-first order";
+    case OrderKind::ByLevel:
+      return "level order";
     case OrderKind::RetentionFriendly:
       return "retention-friendly order";
     case OrderKind::Random:
@@ -226,7 +229,25 @@ const char* order_name(OrderKind kind) {
   return "order";
 }
 
+// Per op, the longest path (in ops) from the graph inputs: ops of one level never depend on each other.
+std::vector<int> levels(const Problem& p, const Graph& g) {
+  std::vector<int> level(p.num_ops(), 0);
+  for (int op : g.topological_order)
+    for (int t : p.inputs[op])
+      if (g.producer[t] >= 0) level[op] = std::max(level[op], level[g.producer[t]] + 1);
+  return level;
+}
+
 std::vector<int> topological(const Problem& p, const Graph& g, OrderKind kind, std::mt19937_64& rng) {
+  if (kind == OrderKind::ByLevel) {
+    // Wavefronts: parallel branches advance together, so a segment can hold one layer of every branch.
+    const std::vector<int> level = levels(p, g);
+    return topological_order(p, g, [&](const std::vector<int>& ready) -> size_t {
+      return std::min_element(ready.begin(), ready.end(),
+                              [&](int a, int b) { return std::pair(level[a], a) < std::pair(level[b], b); }) -
+             ready.begin();
+    });
+  }
   if (kind == OrderKind::RetentionFriendly)
     return topological_order(p, g, RetentionFriendlyPicker(p, g, nullptr));
   if (kind == OrderKind::RandomRetentionFriendly)
@@ -819,7 +840,8 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
     plan.push_back({OrderKind::ByIndex, problem.num_ops(), Recompute::None, true});
   } else {
     for (int length : {1, 3, 6, 10, 16}) {
-      for (OrderKind kind : {OrderKind::ByIndex, OrderKind::DepthFirst}) plan.push_back({kind, length});
+      for (OrderKind kind : {OrderKind::ByIndex, OrderKind::DepthFirst, OrderKind::ByLevel})
+        plan.push_back({kind, length});
       if (length == 6 || length == 10) plan.push_back({OrderKind::RetentionFriendly, length});
       if (downsets && length == 3) plan.push_back({OrderKind::ByIndex, 3, Recompute::None, true});
     }
