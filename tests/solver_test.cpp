@@ -213,6 +213,27 @@ TEST(SolverQuality, Benchmark8ReachesTheBestArrangementOfItsBlocks) {
             (units + stalls) * (1 + 1e-9));
 }
 
+TEST(SolverQuality, Benchmark10GroupsOneLayerOfItsSixBranchesPerSubgraph) {
+  // Hand derivation (capacity 200,000, B = 20, every tensor 1024x1024, 64 tiles of 128x128):
+  // - The six x @ W_i with their Pointwise epilogues in one subgraph: each tile loads x's 128x1024 strip once
+  //   for all six and the six 1024x128 W_i strips, 7 x 131,072 / 20 = 45,875.2, and stores six tiles,
+  //   6 x 16,384 / 20 = 4,915.2 (memory-bound: per k-step six MatMuls compute 6 x 4000 x k / 1024 against
+  //   loads of 7 x 128 x k / 20). Six accumulators and six output tiles leave room only for k = 2 or 3.
+  //   64 x 50,790.4 = 3,250,585.6.
+  // - The six second MatMuls with the Pointwise sum tree (ops 18-22): twelve strips per tile, 78,643.2, one
+  //   stored tile, 819.2: 64 x 79,462.4 = 5,085,593.6.
+  // - The two last MatMuls with their epilogues at [128,128,128]: two strips and one store per tile,
+  //   64 x (13,107.2 + 819.2) = 891,289.6 each.
+  // Total 10,118,758.4. The plan's level order (ops by their longest path from the graph inputs, 14th job)
+  // puts each layer side by side; before it, only random orders found this, after 2.4 to 10 s.
+  const double first = 64 * (7 * 131072 + 6 * 16384) / 20.0;
+  const double second = 64 * (12 * 131072 + 16384) / 20.0;
+  const double last = 64 * (2 * 131072 + 16384) / 20.0;
+  EXPECT_NEAR(10118758.4, first + second + 2 * last, 1e-6);
+  EXPECT_LE(solve_benchmark(10, "--threads 1 --orders 14 --seed 1 --timeout 120"),
+            (first + second + 2 * last) * (1 + 1e-9));
+}
+
 TEST(SolverQuality, Benchmark13LoadsW0OnceForAllSixteenBranches) {
   // Hand derivation (capacity 600,000, B = 50; x_i 128x4096, W0 and W1 4096x4096, v_i 4096x128):
   // - The sixteen x_i @ W0 as one subgraph at [128,128,128]: 32 column tiles x 32 k-steps; each step loads
