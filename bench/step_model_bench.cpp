@@ -124,6 +124,41 @@ void SetGranularityAndFastPath(benchmark::State& state) {
   state.counters["evals_per_s"] = benchmark::Counter(1, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// Benchmark 12's residual block {MatMul 2, Pointwise 3, Pointwise 4}: op 4 reads op 2's LHS again, as R x C,
+// so that tensor has two slice forms. At k = 32 they never give the same slice (the fast path counts tile
+// classes); at k = 128 = w they do where ks = column (it walks every step).
+SubgraphModel& residual(int64_t k) {
+  static std::map<int64_t, std::pair<Problem, std::unique_ptr<SubgraphModel>>> cache;
+  auto& [problem, model] = cache[k];
+  if (!model) {
+    problem = load_problem(std::string(MLSYS_SOURCE_DIR) + "/benchmarks/mlsys-2026-12.json");
+    problem.fast_memory_capacity = 1e12;
+    static Graph graph;
+    graph = analyze_graph(problem, "bench");
+    const SubgraphSpec spec{{2, 3, 4}, {128, 128, k}, {}, std::nullopt};
+    model = std::make_unique<SubgraphModel>(
+        std::get<SubgraphModel>(SubgraphModel::compile(problem, graph, spec, 0, {}, {})));
+  }
+  return *model;
+}
+
+void ResidualStepByStep(benchmark::State& state) {
+  const SubgraphModel& m = residual(state.range(0));
+  for (auto _ : state) benchmark::DoNotOptimize(m.simulate().latency);
+  state.counters["steps"] = static_cast<double>(m.num_steps());
+  state.counters["evals_per_s"] = benchmark::Counter(1, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void ResidualFastPath(benchmark::State& state) {
+  const SubgraphModel& m = residual(state.range(0));
+  for (auto _ : state) benchmark::DoNotOptimize(m.evaluate_fast().latency);
+  state.counters["tile_classes"] = m.counts_tile_classes();
+  state.counters["evals_per_s"] = benchmark::Counter(1, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+BENCHMARK(ResidualStepByStep)->Arg(32)->Arg(128);
+BENCHMARK(ResidualFastPath)->Arg(32)->Arg(128);
+
 // {benchmark, k override (0 = as scheduled)}
 #define SUBJECTS Args({9, 0})->Args({13, 0})->Args({17, 0})->Args({9, 32})->Args({13, 32})->Args({17, 32})
 BENCHMARK(StepByStep)->SUBJECTS;
