@@ -120,6 +120,7 @@ std::optional<SubgraphChoice> SubgraphOracle::best(const std::vector<int>& ops, 
   key.push_back(-2);
   key.insert(key.end(), retain.begin(), retain.end());
   if (std::optional<SubgraphChoice> known; cache_->find(key, &known) && (known || !reason)) return known;
+  if (expired_ && expired_()) return std::nullopt;  // not cached: the question was not answered
 
   std::optional<SubgraphChoice> best;
   auto answer = [&] {  // count the evaluations and cache the answer
