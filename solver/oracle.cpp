@@ -119,6 +119,7 @@ std::optional<SubgraphChoice> SubgraphOracle::best(const std::vector<int>& ops, 
   key.insert(key.end(), retained_in.begin(), retained_in.end());
   key.push_back(-2);
   key.insert(key.end(), retain.begin(), retain.end());
+  key.push_back(-3 - breadth_);  // a narrower search's answer must not stand in for a wider one's
   if (std::optional<SubgraphChoice> known; cache_->find(key, &known) && (known || !reason)) return known;
   if (expired_ && expired_()) return std::nullopt;  // not cached: the question was not answered
 

@@ -35,8 +35,8 @@ struct SubgraphChoice {
   std::optional<std::vector<int64_t>> traversal_order() const;
 };
 
-// Answers already found, shared by the oracles of all search threads: different strategies propose many of the
-// same subgraphs. Key: ops | -1 | retained_in | -2 | retain.
+// Answers already found, shared by the oracles of all search threads: different strategies propose many of
+// the same subgraphs. Key: ops | -1 | retained_in | -2 | retain | -3 - breadth.
 class OracleCache {
  public:
   bool find(const std::vector<int>& key, std::optional<SubgraphChoice>* answer) const;

@@ -65,7 +65,9 @@ struct Incumbent {
   }
   static constexpr double kWalkTolerance = 0.02;
 
-  bool expired() const { return stop.load() || Clock::now() >= deadline; }
+  // Set when an exhaustive search has finished: the helper jobs beside it stop too.
+  std::atomic<bool> exhaustive_done{false};
+  bool expired() const { return stop.load() || exhaustive_done.load() || Clock::now() >= deadline; }
 
   // Verifies the whole schedule with the same library as `verify` and publishes it if it is better.
   void offer(const std::vector<Segment>& segments, const std::vector<int>& order,
@@ -579,14 +581,18 @@ class Strategy {
 // best groups projections of three different heads.
 class DownsetSearch {
  public:
-  DownsetSearch(Incumbent& inc, OracleCache& cache, int max_length)
+  // `exhaustive`: the wide oracle and every retention subset of up to 12 tensors (mlsys --exhaustive).
+  DownsetSearch(Incumbent& inc, OracleCache& cache, int max_length, bool exhaustive)
       : inc_(inc),
         p_(inc.problem),
         g_(inc.graph),
-        oracle_(inc.problem, inc.graph, inc.options.model, &inc.evaluations, &cache),
-        max_length_(max_length) {
+        // An exhaustive search's answers (wider oracle) are its own: a private cache spares it the shared
+        // cache's lock, which the other threads' jobs hold millions of times per second.
+        oracle_(inc.problem, inc.graph, inc.options.model, &inc.evaluations, exhaustive ? nullptr : &cache),
+        max_length_(max_length),
+        exhaustive_(exhaustive) {
     const int ops = p_.num_ops();
-    oracle_.set_breadth(inc.options.exhaustive ? 2 : ops <= 32 ? 1 : 0);
+    oracle_.set_breadth(exhaustive ? 2 : ops <= 32 ? 1 : 0);
     oracle_.set_expired([&inc] { return inc.expired(); });
     producers_ = producer_masks(p_, g_);
     neighbours_.assign(ops, 0);
@@ -643,7 +649,7 @@ class DownsetSearch {
       }
       if (inc_.expired()) return false;
       layers[size].clear();  // parents are no longer needed: each state keeps its path
-      if (inc_.options.on_progress && inc_.options.exhaustive)
+      if (inc_.options.on_progress && exhaustive_)
         inc_.options.on_progress("exhaustive search: expanded " + std::to_string(ranked.size()) +
                                  " states with " + std::to_string(size) + " of " + std::to_string(n) +
                                  " ops done");
@@ -767,7 +773,7 @@ class DownsetSearch {
       }
     if (!needs.feasible) return;
     const double rest = remaining_floor(done);
-    for (const std::vector<int>& retain : retention_options(needs, inc_.options.exhaustive ? 12 : 4)) {
+    for (const std::vector<int>& retain : retention_options(needs, exhaustive_ ? 12 : 4)) {
       if (inc_.expired()) return;  // up to 4,096 options in an exhaustive search: a signal must not wait
       const double floor = st.cost + oracle_.lower_bound(ops, key.retain, retain);
       if (floor + rest >= inc_.bound.load(std::memory_order_relaxed)) continue;
@@ -790,6 +796,7 @@ class DownsetSearch {
   const Graph& g_;
   SubgraphOracle oracle_;
   int max_length_;
+  bool exhaustive_;
   std::vector<uint64_t> producers_, neighbours_;
   std::vector<double> floor_;
   std::vector<int> rank_;
@@ -845,10 +852,13 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
   const bool long_siblings = siblings > 10;
   std::vector<Job> plan;  // in priority order
   if (options.exhaustive) {
-    // A first schedule at once (every op alone), then every grouping; nothing after them.
+    // A first schedule at once (every op alone), then every grouping. Other threads meanwhile run the usual
+    // jobs below: their schedules are what a signal leaves if it comes first, and their costs bound the
+    // exhaustive DP's pruning.
     plan.push_back({OrderKind::ByIndex, 1});
     plan.push_back({OrderKind::ByIndex, problem.num_ops(), Recompute::None, true});
-  } else {
+  }
+  {
     for (int length : {1, 3, 6, 10, 16}) {
       for (OrderKind kind : {OrderKind::ByIndex, OrderKind::DepthFirst}) plan.push_back({kind, length});
       if (length == 6 || length == 10) plan.push_back({OrderKind::RetentionFriendly, length});
@@ -900,11 +910,12 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
         job = job_at(index);
       }
       if (options.max_orders > 0 && index >= static_cast<size_t>(options.max_orders)) break;
-      if (options.exhaustive && index >= plan.size()) break;
       if (job.downsets) {
-        if (DownsetSearch(inc, cache, job.max_length).run() && options.exhaustive) {
+        const bool whole = options.exhaustive && job.max_length == problem.num_ops();
+        if (DownsetSearch(inc, cache, job.max_length, whole).run() && whole) {
           std::lock_guard lock(inc.mutex);
           inc.stats.exhaustive_complete = true;
+          inc.exhaustive_done = true;
         }
         ++inc.orders;
         continue;
