@@ -128,18 +128,17 @@ void SetGranularityAndFastPath(benchmark::State& state) {
 // so that tensor has two slice forms. At k = 32 they never give the same slice (the fast path counts tile
 // classes); at k = 128 = w they do where ks = column (it walks every step).
 SubgraphModel& residual(int64_t k) {
-  static std::map<int64_t, std::pair<Problem, std::unique_ptr<SubgraphModel>>> cache;
-  auto& [problem, model] = cache[k];
-  if (!model) {
-    problem = load_problem(std::string(MLSYS_SOURCE_DIR) + "/benchmarks/mlsys-2026-12.json");
-    problem.fast_memory_capacity = 1e12;
-    static Graph graph;
-    graph = analyze_graph(problem, "bench");
-    const SubgraphSpec spec{{2, 3, 4}, {128, 128, k}, {}, std::nullopt};
-    model = std::make_unique<SubgraphModel>(
-        std::get<SubgraphModel>(SubgraphModel::compile(problem, graph, spec, 0, {}, {})));
+  static std::map<int64_t, Subject> cache;
+  Subject& s = cache[k];
+  if (!s.model) {
+    s.problem = load_problem(std::string(MLSYS_SOURCE_DIR) + "/benchmarks/mlsys-2026-12.json");
+    s.problem.fast_memory_capacity = 1e12;
+    s.graph = analyze_graph(s.problem, "bench");
+    s.spec = {{2, 3, 4}, {128, 128, k}, {}, std::nullopt};
+    s.model = std::make_unique<SubgraphModel>(
+        std::get<SubgraphModel>(SubgraphModel::compile(s.problem, s.graph, s.spec, 0, {}, {})));
   }
-  return *model;
+  return *s.model;
 }
 
 void ResidualStepByStep(benchmark::State& state) {

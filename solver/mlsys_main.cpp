@@ -77,11 +77,8 @@ int main(int argc, char** argv) {
     options.seed = seed;
     options.max_orders = max_orders;
     options.exhaustive = exhaustive;
-    if (exhaustive && !exhaustive_search_possible(problem, graph)) {
-      std::cerr << "error: --exhaustive: " << problem_path << ": "
-                << (problem.num_ops() > 64
-                        ? "more than 64 ops"
-                        : "more than 10,000 sets of done ops (independent branches multiply them)")
+    if (const auto why = exhaustive ? exhaustive_search_impossible(problem, graph) : std::nullopt) {
+      std::cerr << "error: --exhaustive: " << problem_path << ": " << *why
                 << "; run the timed search instead\n";
       return 2;
     }

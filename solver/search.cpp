@@ -606,26 +606,30 @@ class DownsetSearch {
       rank_[g_.topological_order[i]] = static_cast<int>(i);
   }
 
-  // Whether the sets of done ops are few enough to enumerate: at most kMaxDownsets (benchmark 8 has 3,391;
-  // sixteen independent branches, as in benchmark 13, have more than 65,536). Ops are bits of a 64-bit mask.
-  static bool affordable(const Problem& p, const Graph& g) {
+  // Why the sets of done ops are too many to enumerate, or nullopt if they are not: at most kMaxDownsets
+  // (benchmark 8 has 3,391; sixteen independent branches, as in benchmark 13, have more than 65,536). Ops are
+  // bits of a 64-bit mask.
+  static std::optional<std::string> unaffordable(const Problem& p, const Graph& g) {
     const int n = p.num_ops();
-    if (n > 64) return false;
+    if (n > 64) return "more than 64 ops";
     const std::vector<uint64_t> producers = producer_masks(p, g);
     std::unordered_set<uint64_t> seen{0};
     std::vector<uint64_t> layer{0};
     while (!layer.empty()) {
       std::vector<uint64_t> next;
-      for (uint64_t done : layer)
+      for (uint64_t done : layer) {
+        const uint64_t can_follow = ready(producers, done, n);
         for (int o = 0; o < n; ++o)
-          if (!(done & bit(o)) && (producers[o] & done) == producers[o] &&
-              seen.insert(done | bit(o)).second) {
-            if (seen.size() > kMaxDownsets) return false;
+          if ((can_follow & bit(o)) && seen.insert(done | bit(o)).second) {
+            if (seen.size() > kMaxDownsets)
+              return "more than " + std::to_string(kMaxDownsets) +
+                     " sets of done ops (independent branches multiply them)";
             next.push_back(done | bit(o));
           }
+      }
       layer = std::move(next);
     }
-    return true;
+    return std::nullopt;
   }
   static constexpr size_t kMaxDownsets = 10000;
 
@@ -674,6 +678,13 @@ class DownsetSearch {
     std::vector<Segment> path;
   };
   static uint64_t bit(int op) { return 1ull << op; }
+  // The ops not in `have` whose producers are all in it.
+  static uint64_t ready(const std::vector<uint64_t>& producers, uint64_t have, int n) {
+    uint64_t mask = 0;
+    for (int o = 0; o < n; ++o)
+      if (!(have & bit(o)) && (producers[o] & have) == producers[o]) mask |= bit(o);
+    return mask;
+  }
   // Per op, the ops that produce its inputs.
   static std::vector<uint64_t> producer_masks(const Problem& p, const Graph& g) {
     std::vector<uint64_t> masks(p.num_ops(), 0);
@@ -722,11 +733,9 @@ class DownsetSearch {
       stack.pop_back();
       if (set != 0 && connected(set)) try_segment(key, st, set, must, layers);
       if (__builtin_popcountll(set) >= max_length_) continue;
-      const uint64_t have = key.done | set;
+      const uint64_t next = ready(producers_, key.done | set, n) & pool;
       for (int o = 0; o < n; ++o)
-        if ((pool & bit(o)) && !(have & bit(o)) && (producers_[o] & have) == producers_[o] &&
-            seen.insert(set | bit(o)).second)
-          stack.push_back(set | bit(o));
+        if ((next & bit(o)) && seen.insert(set | bit(o)).second) stack.push_back(set | bit(o));
     }
   }
 
@@ -746,12 +755,9 @@ class DownsetSearch {
     const int n = p_.num_ops();
     if ((set & must) != must) return;
     const uint64_t done = key.done | set;
-    std::vector<int> ops;
+    std::vector<int> ops;  // expand() grows only sets whose producers are done or in them
     for (int o = 0; o < n; ++o)
-      if (set & bit(o)) {
-        if ((producers_[o] & done) != producers_[o]) return;  // a producer is neither done nor here
-        ops.push_back(o);
-      }
+      if (set & bit(o)) ops.push_back(o);
     std::sort(ops.begin(), ops.end(), [&](int a, int b) { return rank_[a] < rank_[b]; });
     // Retention (as RetentionNeeds for orders): what a later op reads must be retained if it is consumed
     // here, and may be retained if it is not.
@@ -804,8 +810,8 @@ class DownsetSearch {
 
 }  // namespace
 
-bool exhaustive_search_possible(const Problem& problem, const Graph& graph) {
-  return DownsetSearch::affordable(problem, graph);
+std::optional<std::string> exhaustive_search_impossible(const Problem& problem, const Graph& graph) {
+  return DownsetSearch::unaffordable(problem, graph);
 }
 
 double default_timeout_seconds(int num_ops) {
@@ -834,14 +840,15 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
     int max_length;
     Recompute recompute = Recompute::None;
     bool downsets = false;  // a DownsetSearch instead of an order
+    bool exhaustive = false;  // that DownsetSearch is mlsys --exhaustive's
   };
-  const bool downsets = DownsetSearch::affordable(problem, graph);
+  const std::optional<std::string> too_many_sets = DownsetSearch::unaffordable(problem, graph);
+  const bool downsets = !too_many_sets;
   const std::vector<int> recomputable = recomputable_tensors(problem, graph);
   const std::vector<int> cheap = recomputable_from_graph_inputs(problem, graph);
-  if (options.exhaustive && !downsets) {
+  if (options.exhaustive && too_many_sets) {
     if (stats)
-      stats->infeasible_reason =
-          "the exhaustive search cannot enumerate this graph (see exhaustive_search_possible)";
+      stats->infeasible_reason = "the exhaustive search cannot enumerate this graph: " + *too_many_sets;
     return std::nullopt;
   }
   // Siblings (MatMuls sharing an operand) in one subgraph load it once. Groups of up to 10 can form in the
@@ -856,28 +863,26 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
     // jobs below: their schedules are what a signal leaves if it comes first, and their costs bound the
     // exhaustive DP's pruning.
     plan.push_back({OrderKind::ByIndex, 1});
-    plan.push_back({OrderKind::ByIndex, problem.num_ops(), Recompute::None, true});
+    plan.push_back({OrderKind::ByIndex, problem.num_ops(), Recompute::None, true, true});
   }
-  {
-    for (int length : {1, 3, 6, 10, 16}) {
-      for (OrderKind kind : {OrderKind::ByIndex, OrderKind::DepthFirst}) plan.push_back({kind, length});
-      if (length == 6 || length == 10) plan.push_back({OrderKind::RetentionFriendly, length});
-      if (downsets && length == 3) plan.push_back({OrderKind::ByIndex, 3, Recompute::None, true});
-    }
-    // Long segments: benchmark 15's copy of op 0 belongs inside its 14-op side-read segment.
-    if (!cheap.empty())
-      for (OrderKind kind : {OrderKind::ByIndex, OrderKind::DepthFirst, OrderKind::RetentionFriendly})
-        plan.push_back({kind, 16, Recompute::FromGraphInputs});
-    if (long_siblings) plan.push_back({OrderKind::SiblingsFirst, siblings});
-    // Wavefronts: benchmark 10's best schedule holds one layer of all six branches per subgraph (12 and 11
-    // ops), which other orders line up only by chance (random ones took 2.4-10 s of its 15).
-    plan.push_back({OrderKind::ByLevel, 16});
-    // Subgraphs of up to 4 ops from any set of done ops. On the benchmarks the orders reach what this finds
-    // (benchmark 8's best has subgraphs of at most 3 ops), but a graph whose best subgraphs of 4 gather ops
-    // that orders seldom put side by side needs it. It takes seconds on graphs of 60 ops, so it comes last.
-    // (Up to 6 ops took 3.5 s on benchmark 8 and found nothing better.)
-    if (downsets) plan.push_back({OrderKind::ByIndex, 4, Recompute::None, true});
+  for (int length : {1, 3, 6, 10, 16}) {
+    for (OrderKind kind : {OrderKind::ByIndex, OrderKind::DepthFirst}) plan.push_back({kind, length});
+    if (length == 6 || length == 10) plan.push_back({OrderKind::RetentionFriendly, length});
+    if (downsets && length == 3) plan.push_back({OrderKind::ByIndex, 3, Recompute::None, true});
   }
+  // Long segments: benchmark 15's copy of op 0 belongs inside its 14-op side-read segment.
+  if (!cheap.empty())
+    for (OrderKind kind : {OrderKind::ByIndex, OrderKind::DepthFirst, OrderKind::RetentionFriendly})
+      plan.push_back({kind, 16, Recompute::FromGraphInputs});
+  if (long_siblings) plan.push_back({OrderKind::SiblingsFirst, siblings});
+  // Wavefronts: benchmark 10's best schedule holds one layer of all six branches per subgraph (12 and 11
+  // ops), which other orders line up only by chance (random ones took 2.4-10 s of its 15).
+  plan.push_back({OrderKind::ByLevel, 16});
+  // Subgraphs of up to 4 ops from any set of done ops. On the benchmarks the orders reach what this finds
+  // (benchmark 8's best has subgraphs of at most 3 ops), but a graph whose best subgraphs of 4 gather ops
+  // that orders seldom put side by side needs it. It takes seconds on graphs of 60 ops, so it comes last.
+  // (Up to 6 ops took 3.5 s on benchmark 8 and found nothing better.)
+  if (downsets) plan.push_back({OrderKind::ByIndex, 4, Recompute::None, true});
   // Then, for as long as time allows (or until the schedule meets the lower bound): every other job perturbs
   // the incumbent's order (local search); the others draw new orders, random or retention-friendly with
   // random ties, one in four of the random ones with a random set of recomputed tensors, and with a long
@@ -911,8 +916,7 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
       }
       if (options.max_orders > 0 && index >= static_cast<size_t>(options.max_orders)) break;
       if (job.downsets) {
-        const bool whole = options.exhaustive && job.max_length == problem.num_ops();
-        if (DownsetSearch(inc, cache, job.max_length, whole).run() && whole) {
+        if (DownsetSearch(inc, cache, job.max_length, job.exhaustive).run() && job.exhaustive) {
           std::lock_guard lock(inc.mutex);
           inc.stats.exhaustive_complete = true;
           inc.exhaustive_done = true;

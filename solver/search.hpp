@@ -55,9 +55,10 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
                               const std::atomic<bool>& stop, const ImprovementCallback& on_improvement,
                               SolveStats* stats);
 
-// Whether SolveOptions::exhaustive can enumerate the graph: at most 64 ops and 10,000 sets of done ops
-// (closed under producers). Sixteen independent branches, as in benchmark 13, have more than 65,536.
-bool exhaustive_search_possible(const Problem& problem, const Graph& graph);
+// Why SolveOptions::exhaustive cannot enumerate the graph, or nullopt if it can: it takes at most 64 ops and
+// 10,000 sets of done ops (closed under producers). Sixteen independent branches, as in benchmark 13, have
+// more than 65,536.
+std::optional<std::string> exhaustive_search_impossible(const Problem& problem, const Graph& graph);
 
 // The contest's time limit for a problem, by op count.
 double default_timeout_seconds(int num_ops);
