@@ -195,17 +195,24 @@ class T10Search : public ::testing::TestWithParam<Optimum> {};
 
 TEST_P(T10Search, FindsTheKnownOptimum) {
   const Optimum& o = GetParam();
-  const auto start = std::chrono::steady_clock::now();
   const SearchResult r = search(problem_named(o.problem), o.profile, 1);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_EQ(1u, r.top.size());
   EXPECT_EQ(o.total, r.top[0].total);
   EXPECT_EQ(o.f_op, r.top[0].plan.f_op);
   const Plan& p = r.top[0].plan;
   EXPECT_EQ(o.temporal, (std::array<int64_t, 6>{p.am, p.ak, p.bk, p.bn, p.cm, p.cn}));
   EXPECT_EQ(o.ties, r.ties);
-  if (std::string(o.problem) == "seed") {
-    EXPECT_LT(seconds, 2.0);  // issue 5: under 2 s on this machine
+}
+
+// Issue 5: the seed problem's search takes under 2 s on this machine. A speed test of its own, so that the
+// sanitizer pass (several times slower) can leave it out and still check the optima above.
+TEST(T10SearchSpeed, SeedProblemUnderTwoSeconds) {
+  for (Profile profile : {Profile::Strict, Profile::EngDesign}) {
+    const auto start = std::chrono::steady_clock::now();
+    const SearchResult r = search(problem_named("seed"), profile, 1);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_FALSE(r.top.empty());
+    EXPECT_LT(seconds, 2.0);
   }
 }
 
