@@ -77,18 +77,22 @@ std::vector<int64_t> SubgraphOracle::spatial_candidates(int64_t extent, int64_t 
 }
 
 std::vector<int64_t> SubgraphOracle::k_candidates(const std::vector<int>& ops) const {
-  int64_t k_max = options_.allow_supernative_k ? INT64_MAX : problem_.native_w;
-  bool any = false;
+  int64_t depth = INT64_MAX;  // the smallest reduction depth of the subgraph's MatMuls
   for (int o : ops)
-    if (problem_.is_matmul(o)) {
-      k_max = std::min(k_max, graph_.reduction_depth[o]);
-      any = true;
-    }
-  if (!any) return {1};
-  std::set<int64_t> ks;
-  for (int64_t k = k_max; k >= 1 && k * 32 >= k_max; k /= 2) ks.insert(k);
+    if (problem_.is_matmul(o)) depth = std::min(depth, graph_.reduction_depth[o]);
+  if (depth == INT64_MAX) return {1};
+  // Powers-of-two fractions of the largest k, and the k of the first few step counts.
   const int64_t counts = breadth_ == 0 ? 4 : breadth_ == 1 ? 8 : 32;
-  for (int64_t c = 1; c <= counts; ++c) ks.insert((k_max + c - 1) / c);
+  std::set<int64_t> ks;
+  auto add_below = [&](int64_t k_max) {
+    for (int64_t k = k_max; k >= 1 && k * 32 >= k_max; k /= 2) ks.insert(k);
+    for (int64_t c = 1; c <= counts; ++c) ks.insert((k_max + c - 1) / c);
+  };
+  // Lifting the k limit adds candidates and keeps the native ones: the probes and the bisection below start
+  // from the smallest candidate, so a set that began at k = 128 would miss a subgraph that fits only at
+  // k = 8 (benchmark 13's two-MatMul chains) and make the wider search worse than the narrow one.
+  add_below(std::min(depth, problem_.native_w));
+  if (options_.allow_supernative_k && depth > problem_.native_w) add_below(depth);
   return {ks.rbegin(), ks.rend()};
 }
 

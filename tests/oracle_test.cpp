@@ -68,5 +68,26 @@ TEST_F(Benchmark8Oracle, ABrokenSplitKStructureIsSettledByTwoProbes) {
   EXPECT_LE(oracle_.evaluations(), 1 + 1 + 16);
 }
 
+// Benchmark 13 (capacity 600,000, bandwidth 50): ops 1 -> 2 are a two-MatMul chain, T34 (128x4096) @ W (T1,
+// 4096x4096) @ T18 (4096x128). The chain keeps the head's whole LHS strip, 524,288 elements, so only k = 8
+// fits: 524,288 + a 4096x8 weight slice + an 8x128 slice of T18 + the small tiles. Each of the 512 steps
+// loads 32,768 + 1,024 elements (675.84) against a compute of 322.27: everything is loaded once and the
+// output stored once, (524,288 + 512 x 33,792 + 16,384) / 50 = 356,843.52.
+TEST(Benchmark13Oracle, LiftingTheKLimitKeepsTheChainThatFitsOnlyAtASmallK) {
+  const std::string path = source_path("benchmarks/mlsys-2026-13.json");
+  const Problem problem = load_problem(path);
+  const Graph graph = analyze_graph(problem, path);
+  for (bool supernative : {false, true}) {
+    ModelOptions options;
+    options.allow_supernative_k = supernative;
+    SubgraphOracle oracle(problem, graph, options);
+    std::string reason;
+    const auto best = oracle.best({1, 2}, {}, {}, &reason);
+    ASSERT_TRUE(best) << "supernative " << supernative << ": " << reason;
+    EXPECT_NEAR(17842176.0 / 50, best->latency, 1e-9 * best->latency) << "supernative " << supernative;
+    EXPECT_EQ(8, best->granularity.k) << "supernative " << supernative;
+  }
+}
+
 }  // namespace
 }  // namespace mlsys::test
