@@ -210,12 +210,11 @@ std::optional<SubgraphChoice> SubgraphOracle::best(const std::vector<int>& ops, 
   // Two probes at the smallest tiles settle most of the subgraphs the DP proposes (hundreds of candidates
   // each otherwise):
   // - the working set grows with w, h and k (slices, output tiles), except that nk = 1 drops the split-K
-  //   accumulators (M20 D): if the smallest tiles overflow at the smallest and at the largest k, every
-  //   candidate does;
-  // - M13's rule for nk > 1 depends only on the subgraph's MatMul structure: if the smallest k (which splits
-  //   the reduction, it is below k_max <= K_s) breaks it, only the largest k (nk = 1, if it reaches K_s) can
-  //   work.
-  const Outcome small_k = try_granularity(ws.back(), hs.back(), ks.back());
+  //   accumulators (M20 D): if the smallest tiles overflow at k = 1 and at the largest k, every k does. (k =
+  //   1, not the smallest candidate: the bisection below reaches under the candidates.)
+  // - M13's rule for nk > 1 depends only on the subgraph's MatMul structure: if k = 1 (which splits the
+  //   reduction unless K_s = 1) breaks it, only the largest k (nk = 1, if it reaches K_s) can work.
+  const Outcome small_k = try_granularity(ws.back(), hs.back(), 1);
   if (small_k == Outcome::OutOfTime) return best;
   if (small_k == Outcome::Rejected && last_violation && last_violation->rule == "M13" && ks.size() > 1)
     ks = {ks.front()};

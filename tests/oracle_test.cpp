@@ -89,5 +89,31 @@ TEST(Benchmark13Oracle, LiftingTheKLimitKeepsTheChainThatFitsOnlyAtASmallK) {
   }
 }
 
+// A two-MatMul chain X (8x4096) @ W1 (4096x128) @ W2 (128x8) on one 8x8 tile keeps the head's LHS strip
+// (32,768) and per step a 4096 x k slice of W1, a k x 8 slice of W2 and the 8x8 output: 32,832 + 4,104 k.
+// Under the capacity 43,000 only k <= 2 fits, below every k candidate (the smallest is 128 / 32 = 4), so the
+// probes must not judge by the smallest candidate. Each element is moved once at bandwidth 1 and the compute
+// (base 1) is negligible: 32,768 + 524,288 + 1,024 loaded, 64 stored = 558,144.
+TEST(ChainOracle, ASubgraphThatFitsOnlyBelowTheSmallestKCandidateIsFound) {
+  const nlohmann::json doc = {{"widths", {4096, 128, 128, 8, 8}},
+                              {"heights", {8, 4096, 8, 128, 8}},
+                              {"inputs", {{0, 1}, {2, 3}}},
+                              {"outputs", {{2}, {4}}},
+                              {"base_costs", {1, 1}},
+                              {"op_types", {"MatMul", "MatMul"}},
+                              {"fast_memory_capacity", 43000},
+                              {"slow_memory_bandwidth", 1},
+                              {"native_granularity", {128, 128}}};
+  const Problem problem = parse_problem(doc, "chain.json");
+  const Graph graph = analyze_graph(problem, "chain.json");
+  SubgraphOracle oracle(problem, graph, ModelOptions{});
+  std::string reason;
+  const auto best = oracle.best({0, 1}, {}, {}, &reason);
+  ASSERT_TRUE(best) << reason;
+  EXPECT_NEAR(558144.0, best->latency, 1e-9 * best->latency);
+  EXPECT_LE(best->granularity.k, 2);
+  EXPECT_LE(best->peak_working_set, 43000);
+}
+
 }  // namespace
 }  // namespace mlsys::test
