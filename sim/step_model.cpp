@@ -4,6 +4,7 @@
 #include <array>
 #include <numeric>
 #include <sstream>
+#include <tuple>
 
 namespace mlsys {
 namespace {
@@ -499,8 +500,9 @@ StepWalker::Coord StepWalker::coord(int64_t position, int64_t ks) const {
   const SubgraphModel& m = model_;
   const int64_t tile = m.tile_of_position(position);
   const int64_t row = tile / m.ncols_, col = tile % m.ncols_;
-  Region r{row * m.g_.h, std::min((row + 1) * m.g_.h, m.grid_h_), col * m.g_.w, std::min((col + 1) * m.g_.w, m.grid_w_)};
-  return {position, tile, ks, r};
+  const auto [r0, r1] = m.row_range(row);
+  const auto [c0, c1] = m.col_range(col);
+  return {position, tile, ks, Region{r0, r1, c0, c1}};
 }
 
 inline Region StepWalker::numeric(const Form& f, const Coord& c) const {
@@ -513,7 +515,7 @@ inline Region StepWalker::numeric(const Form& f, const Coord& c) const {
         lo = c.tile_region.c0, hi = c.tile_region.c1;
         break;
       case AxisKind::Reduction:
-        lo = c.ks * model_.k_, hi = std::min(lo + model_.k_, a.extent);
+        std::tie(lo, hi) = model_.k_range(c.ks, a.extent);
         break;
       case AxisKind::Full:
         lo = 0, hi = a.extent;
@@ -712,13 +714,13 @@ std::vector<std::pair<int64_t, int64_t>> SubgraphModel::axis_ranges(const Axis& 
   std::vector<std::pair<int64_t, int64_t>> ranges;
   switch (a.kind) {
     case AxisKind::TileRows:
-      for (int64_t r = 0; r < nrows_; ++r) ranges.push_back({r * g_.h, std::min((r + 1) * g_.h, grid_h_)});
+      for (int64_t r = 0; r < nrows_; ++r) ranges.push_back(row_range(r));
       break;
     case AxisKind::TileCols:
-      for (int64_t c = 0; c < ncols_; ++c) ranges.push_back({c * g_.w, std::min((c + 1) * g_.w, grid_w_)});
+      for (int64_t c = 0; c < ncols_; ++c) ranges.push_back(col_range(c));
       break;
     case AxisKind::Reduction:
-      for (int64_t ks = 0; ks < nk_; ++ks) ranges.push_back({ks * k_, std::min(ks * k_ + k_, a.extent)});
+      for (int64_t ks = 0; ks < nk_; ++ks) ranges.push_back(k_range(ks, a.extent));
       break;
     case AxisKind::Full:
       ranges.push_back({0, a.extent});
@@ -852,7 +854,9 @@ SubgraphResult SubgraphModel::evaluate_fast(Violations violations) const {
     result.latency += cls.latency * static_cast<double>(count);
     result.compute_time += cls.compute * static_cast<double>(count);
     result.memory_time += cls.memory * static_cast<double>(count);
-    finished += (std::min((row + 1) * g_.h, grid_h_) - row * g_.h) * (std::min((col + 1) * g_.w, grid_w_) - col * g_.w);
+    const auto [r0, r1] = row_range(row);
+    const auto [c0, c1] = col_range(col);
+    finished += (r1 - r0) * (c1 - c0);
   }
   result.steps = num_steps();
   return result;

@@ -182,7 +182,18 @@ class SubgraphModel {
                                                          bool allow_supernative_k, int index);
   std::optional<RuleViolation> apply_granularity(const Granularity& g,
                                                  std::optional<std::vector<int64_t>> traversal);
-  // The ranges an axis takes over all steps at the current granularity (M10 tiles, M12 k-steps).
+  // [first, last) of tile row `row` and tile column `col` (edge tiles clipped, M10), and of k-step `ks` over
+  // a reduction of `extent` (the last step partial, M12): the one place these are computed.
+  std::pair<int64_t, int64_t> row_range(int64_t row) const {
+    return {row * g_.h, std::min((row + 1) * g_.h, grid_h_)};
+  }
+  std::pair<int64_t, int64_t> col_range(int64_t col) const {
+    return {col * g_.w, std::min((col + 1) * g_.w, grid_w_)};
+  }
+  std::pair<int64_t, int64_t> k_range(int64_t ks, int64_t extent) const {
+    return {ks * k_, std::min(ks * k_ + k_, extent)};
+  }
+  // The ranges an axis takes over all steps at the current granularity.
   std::vector<std::pair<int64_t, int64_t>> axis_ranges(const Axis& a) const;
   // Whether two slice forms of one tensor may give the same region at some steps (then slices are compared
   // numerically and tiles of one class can differ).
