@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <numeric>
 #include <sstream>
 #include <tuple>
@@ -272,57 +273,73 @@ std::variant<SubgraphModel, RuleViolation> SubgraphModel::compile_structure(
   m.grid_w_ = p.widths[ref];
   m.grid_h_ = p.heights[ref];
 
-  // ---- M12 links and the sliced reduction depth K_s
+  // ---- M12 links, in-chain ops and the sliced reduction depth K_s
+  // A link runs from MatMul `a` to MatMul `b`, directly or through Pointwise ops of the subgraph. A Pointwise
+  // op lies on such a path when it both follows a MatMul (`after_matmul`: it reads, through Pointwise ops only,
+  // a MatMul's output) and leads to one (`reaches_matmul`: a MatMul reads, through Pointwise ops only, its
+  // output); those are the in-chain ops. Declared order is topological, so one pass each way decides both.
+  std::vector<bool> after_matmul(p.num_ops(), false), reaches_matmul(p.num_ops(), false);
+  std::vector<bool> feeds_lhs(p.num_ops(), false);  // some path from the op ends at a MatMul's LHS
+  for (int o : ops) {
+    if (p.is_matmul(o)) continue;
+    for (int t : p.inputs[o]) {
+      const int a = graph.producer[t];
+      if (in_subgraph(a) && (p.is_matmul(a) || after_matmul[a])) after_matmul[o] = true;
+    }
+  }
+  for (auto it = ops.rbegin(); it != ops.rend(); ++it)
+    for (int t : p.outputs[*it])
+      for (const Consumer& c : internal_consumers(t)) {
+        const bool matmul = p.is_matmul(c.op);
+        if (matmul || reaches_matmul[c.op]) reaches_matmul[*it] = true;
+        if ((matmul && c.position == 0) || (!matmul && feeds_lhs[c.op])) feeds_lhs[*it] = true;
+      }
+  std::vector<bool> in_chain(p.num_ops(), false);
+  for (int o : ops) in_chain[o] = !p.is_matmul(o) && after_matmul[o] && reaches_matmul[o];
+  // The MatMuls a tensor comes from through in-chain ops (the tensor's producer if it is a MatMul).
+  auto heads_of = [&](int t) {
+    std::vector<int> heads, stack{t};
+    std::vector<bool> seen(p.num_tensors(), false);
+    while (!stack.empty()) {
+      const int u = stack.back();
+      stack.pop_back();
+      const int a = graph.producer[u];
+      if (!in_subgraph(a) || seen[u]) continue;
+      seen[u] = true;
+      if (p.is_matmul(a)) {
+        if (std::find(heads.begin(), heads.end(), a) == heads.end()) heads.push_back(a);
+      } else if (in_chain[a]) {
+        for (int v : p.inputs[a]) stack.push_back(v);
+      }
+    }
+    return heads;
+  };
   struct Link {
     int head, tail, position;
   };
   std::vector<Link> links;
   std::vector<bool> is_head(p.num_ops(), false), is_tail(p.num_ops(), false);
   for (int b : matmuls)
-    for (int pos = 0; pos < 2; ++pos) {
-      int a = graph.producer[p.inputs[b][pos]];
-      if (in_subgraph(a) && p.is_matmul(a)) {
-        links.push_back({a, b, pos});
-        is_head[a] = true;
-        is_tail[b] = true;
-      }
-    }
+    for (int pos = 0; pos < 2; ++pos)
+      for (int a : heads_of(p.inputs[b][pos]))
+        if (std::none_of(links.begin(), links.end(),
+                         [&](const Link& l) { return l.head == a && l.tail == b && l.position == pos; })) {
+          links.push_back({a, b, pos});
+          is_head[a] = true;
+          is_tail[b] = true;
+        }
   for (int o : matmuls)
     if (links.empty() || (is_tail[o] && !is_head[o]))
       m.facts_.K_s = std::max(m.facts_.K_s, graph.reduction_depth[o]);
   m.facts_.links = links.size();
 
-  // ---- M13 facts: a middle MatMul; the first MatMul that reaches another through Pointwise ops
+  // ---- M13 facts: a middle MatMul
   m.facts_.has_middle =
       std::any_of(matmuls.begin(), matmuls.end(), [&](int o) { return is_head[o] && is_tail[o]; });
-  // The first MatMul that `a` reaches through Pointwise ops of the subgraph (depth first), or -1.
-  auto matmul_reached_through_pointwise = [&](int a) {
-    std::vector<int> stack{a};
-    std::vector<bool> seen(p.num_ops(), false);
-    while (!stack.empty()) {
-      const int o = stack.back();
-      stack.pop_back();
-      for (int t : p.outputs[o])
-        for (const Consumer& c : internal_consumers(t)) {
-          if (p.is_matmul(c.op)) return c.op;
-          if (!seen[c.op]) {
-            seen[c.op] = true;
-            stack.push_back(c.op);
-          }
-        }
-    }
-    return -1;
-  };
-  if (links.empty())
-    for (int a : matmuls)
-      if (const int c = matmul_reached_through_pointwise(a); c != -1) {
-        m.facts_.matmul_through_pointwise = std::pair{a, c};
-        break;
-      }
 
-  // ---- M14 facts: Pointwise ops whose output a MatMul of the subgraph reads directly
+  // ---- M14 facts: prologues (Pointwise ops that are not in-chain) whose output a MatMul reads directly
   for (int o : ops) {
-    if (p.is_matmul(o)) continue;
+    if (p.is_matmul(o) || in_chain[o]) continue;
     for (int t : p.outputs[o])
       for (const Consumer& c : internal_consumers(t))
         if (p.is_matmul(c.op))
@@ -333,17 +350,13 @@ std::variant<SubgraphModel, RuleViolation> SubgraphModel::compile_structure(
   std::vector<Form> out_form(p.num_ops());
   std::vector<std::array<Form, 2>> mm_in_form(p.num_ops());
   auto input_form = [&](const Consumer& c) { return p.is_matmul(c.op) ? mm_in_form[c.op][c.position] : out_form[c.op]; };
-  std::vector<bool> reaches_matmul(p.num_ops(), false);
   for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
     const int o = *it;
     std::optional<Form> region;
     for (int t : p.outputs[o]) {
       std::vector<Form> demands;
       if (!is_ephemeral(t)) demands.push_back(kTileForm);
-      for (const Consumer& c : internal_consumers(t)) {
-        demands.push_back(input_form(c));
-        if (p.is_matmul(c.op) || reaches_matmul[c.op]) reaches_matmul[o] = true;
-      }
+      for (const Consumer& c : internal_consumers(t)) demands.push_back(input_form(c));
       for (const Form& d : demands) {
         if (!region) region = d;
         else if (!(d == *region)) m.checks_.push_back({o, t, *region, d});
@@ -365,12 +378,11 @@ std::variant<SubgraphModel, RuleViolation> SubgraphModel::compile_structure(
     c.base = p.base_costs[o];
     c.reduction_depth = graph.reduction_depth[o];
     c.producer = c.matmul && is_head[o];
-    if (c.producer)
-      c.streamed = std::any_of(links.begin(), links.end(), [&](const Link& l) { return l.head == o && l.position == 0; })
-                       ? 1
-                       : 2;
-    const bool prologue = !c.matmul && reaches_matmul[o];
-    c.runs_at = c.matmul ? kEveryStep : prologue ? kFirstKStep : kLastKStep;
+    // A head and an in-chain op compute the streamed strip (M23, M24): the tail's reduction axis, which is
+    // the columns for an LHS link and the rows for an RHS link.
+    if (c.producer || in_chain[o]) c.streamed = feeds_lhs[o] ? 1 : 2;
+    const bool prologue = !c.matmul && !in_chain[o] && reaches_matmul[o];
+    c.runs_at = c.matmul || in_chain[o] ? kEveryStep : prologue ? kFirstKStep : kLastKStep;
     c.run_form = prologue ? bounding(out_form[o]) : out_form[o];
     m.compiled_.push_back(c);
     // ---- M19 slice forms of this op's external, not retained-in inputs
@@ -389,11 +401,6 @@ std::variant<SubgraphModel, RuleViolation> SubgraphModel::compile_structure(
                                 [&](const SliceForm& other) { return other.tensor == s.tensor; }) > 1;
     m.aliasing_ = m.aliasing_ || s.may_alias;
   }
-
-  // ---- M20 D facts: accumulators of MatMuls read by an epilogue, counted when nk > 1
-  for (int o : matmuls)
-    if (!is_head[o] && is_ephemeral(p.outputs[o][0]))
-      m.facts_.accumulator_candidates.push_back({out_form[o], p.outputs[o][0]});
 
   return m;
 }
@@ -435,20 +442,11 @@ std::optional<RuleViolation> SubgraphModel::apply_granularity(const Granularity&
                             ", but MatMul op " + std::to_string(mm.op) +
                             " has K = " + std::to_string(mm.depth),
                         mm.op);
-      // MatMul -> Pointwise -> MatMul is not a link, and not supported under split-K.
-      if (facts_.matmul_through_pointwise) {
-        const auto [a, c] = *facts_.matmul_through_pointwise;
-        return reject("M13",
-                      "MatMul op " + std::to_string(a) + " feeds MatMul op " + std::to_string(c) +
-                          " through Pointwise ops; not supported with split-K (nk = " + std::to_string(nk_) +
-                          ")",
-                      c);
-      }
     } else if (facts_.matmuls.size() != 2 || facts_.links != 1) {
       return reject(
           "M13", "split-K (nk = " + std::to_string(nk_) +
                      ") allows either unlinked MatMuls of equal K or exactly two MatMuls joined by one "
-                     "link; this subgraph has " +
+                     "link (directly or through Pointwise ops); this subgraph has " +
                      std::to_string(facts_.matmuls.size()) + " MatMuls and " + std::to_string(facts_.links) +
                      " links");
     }
@@ -477,14 +475,6 @@ std::optional<RuleViolation> SubgraphModel::apply_granularity(const Granularity&
                     f.pointwise, f.tensor);
   }
 
-  // ---- M20 D: split-K accumulators read by an epilogue
-  accumulators_.clear();
-  accumulator_tensors_.clear();
-  if (nk_ > 1)
-    for (const auto& [form, tensor] : facts_.accumulator_candidates) {
-      accumulators_.push_back(form);
-      accumulator_tensors_.push_back(tensor);
-    }
   return std::nullopt;
 }
 
@@ -594,14 +584,15 @@ bool StepWalker::evaluate(const Coord& c, const std::vector<NumSlice>& prev, std
   for (const auto& op : m.compiled_) {
     if (!(op.runs_at & active)) continue;
     const Region r = numeric(op.run_form, c);
+    // Spatial padding (M23, M24), except on the streamed axis of a head or an in-chain op: proportional.
+    double f_r = static_cast<double>(padded_rows(r.rows()));
+    double f_c = static_cast<double>(padded_cols(r.cols()));
+    if (op.streamed == 1) f_c = static_cast<double>(r.cols()) / static_cast<double>(n_k);
+    if (op.streamed == 2) f_r = static_cast<double>(r.rows()) / static_cast<double>(n_k);
     double cost;
     if (!op.matmul) {
-      cost = op.base * static_cast<double>(padded_rows(r.rows()) * padded_cols(r.cols()));
+      cost = op.base * f_r * f_c;
     } else {
-      double f_r = static_cast<double>(padded_rows(r.rows()));
-      double f_c = static_cast<double>(padded_cols(r.cols()));
-      if (op.streamed == 1) f_c = static_cast<double>(r.cols()) / static_cast<double>(n_k);
-      if (op.streamed == 2) f_r = static_cast<double>(r.rows()) / static_cast<double>(n_k);
       const int64_t K = op.reduction_depth;
       const int64_t q = op.producer ? K : std::min((c.ks + 1) * m.k_, K) - c.ks * m.k_;
       const double f_k = static_cast<double>(q) /
@@ -623,7 +614,6 @@ bool StepWalker::evaluate(const Coord& c, const std::vector<NumSlice>& prev, std
   ws.slices = slice_area;
   ws.outputs = tile_area * static_cast<int64_t>(m.nonephemeral_.size()) +
                finished_area * static_cast<int64_t>(m.retained_.size());
-  for (const Form& f : m.accumulators_) ws.accumulators += numeric(f, c).area();
   const int64_t total_ws = ws.total();
   // M25 latency.
   const double memory = static_cast<double>(load + store) / m.bandwidth_;
@@ -640,10 +630,6 @@ bool StepWalker::evaluate(const Coord& c, const std::vector<NumSlice>& prev, std
     for (int t : m.nonephemeral_) {
       const bool grows = std::find(m.retained_.begin(), m.retained_.end(), t) != m.retained_.end();
       ws.terms.push_back({'C', t, c.tile_region, tile_area + (grows ? finished_area : 0)});
-    }
-    for (size_t i = 0; i < m.accumulators_.size(); ++i) {
-      const Region r = numeric(m.accumulators_[i], c);
-      ws.terms.push_back({'D', m.accumulator_tensors_[i], r, r.area()});
     }
   }
   if (detail) {
@@ -686,7 +672,16 @@ bool StepWalker::advance(StepDetail* detail) {
 }
 
 double compute_floor(const Problem& problem, const Graph& graph, int op, MatmulCompute model) {
-  const double tiles = static_cast<double>(problem.native_tiles(problem.outputs[op][0]));
+  // Native tiles of the output, padded on both axes (M23, M24). A chain head or an in-chain op may instead be
+  // proportional on the tail's reduction axis: the columns for an LHS link, the rows for an RHS link (section
+  // 8's caveat). Which one it is depends on the schedule, so the floor takes the least of the three counts;
+  // they agree whenever the output's sides are multiples of n_k and n_h = n_w (all 24 benchmarks).
+  const int y = problem.outputs[op][0];
+  const double rows = static_cast<double>(problem.heights[y]), cols = static_cast<double>(problem.widths[y]);
+  const double n_k = static_cast<double>(problem.native_w);
+  const double padded_rows = std::ceil(rows / static_cast<double>(problem.native_h));
+  const double padded_cols = std::ceil(cols / n_k);
+  const double tiles = std::min({padded_rows * padded_cols, padded_rows * (cols / n_k), (rows / n_k) * padded_cols});
   const bool deep = problem.is_matmul(op) && model == MatmulCompute::NativeK;
   const double depth = deep ? static_cast<double>(graph.reduction_depth[op]) / problem.native_w : 1.0;
   return problem.base_costs[op] * depth * tiles;

@@ -83,7 +83,7 @@ class SubgraphModel {
 
   // For a search that tries many granularities of one subgraph: compile_structure applies the rules that do
   // not depend on [w, h, k] (M7-M9, M10's shapes) and derives the symbolic regions once; with_granularity
-  // then applies M6, M10's tile counts, M11, M12-M13, M14 and the accumulators to a copy. compile() is
+  // then applies M6, M10's tile counts, M11, M12-M13 and M14 to a copy. compile() is
   // exactly the two, with M6 first as the rule book orders it. A structure is not evaluated before
   // with_granularity.
   static std::variant<SubgraphModel, RuleViolation> compile_structure(
@@ -140,7 +140,7 @@ class SubgraphModel {
     double base;
     int64_t reduction_depth;  // K_o
     bool producer;            // chain head: reduces fully every step
-    int streamed = 0;         // producer only: 1 = columns streamed (LHS link), 2 = rows streamed (RHS link)
+    int streamed = 0;         // head or in-chain op: 1 = columns streamed (LHS link), 2 = rows (RHS link)
   };
   struct SliceForm {
     int tensor;
@@ -168,9 +168,7 @@ class SubgraphModel {
     int64_t K_s = 0;  // M12 sliced reduction depth
     size_t links = 0;
     bool has_middle = false;
-    std::optional<std::pair<int, int>> matmul_through_pointwise;  // (MatMul, MatMul it reaches via Pointwise)
     std::vector<PrologueFeed> prologues;
-    std::vector<std::pair<Form, int>> accumulator_candidates;  // (output form, tensor), counted when nk > 1
   };
 
   SubgraphModel() = default;
@@ -210,8 +208,6 @@ class SubgraphModel {
   std::vector<CompiledOp> compiled_;
   std::vector<SliceForm> forms_;
   std::vector<RegionCheck> checks_;
-  std::vector<Form> accumulators_;  // D terms, only when nk > 1
-  std::vector<int> accumulator_tensors_;
   std::vector<int> evicted_, retained_, retained_in_, nonephemeral_;
   std::vector<std::pair<int, int>> external_inputs_;
   std::vector<Region> retained_in_regions_;  // whole tensors (M20 A)

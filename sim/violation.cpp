@@ -19,8 +19,7 @@ std::string RuleViolation::sentence() const {
   const WorkingSet& ws = *working_set;
   std::ostringstream out;
   out << "out of fast memory: working set " << ws.total() << " > capacity " << capacity << " (A retained-in "
-      << ws.retained_in << " + B slices " << ws.slices << " + C outputs " << ws.outputs
-      << " + D accumulators " << ws.accumulators << ")";
+      << ws.retained_in << " + B slices " << ws.slices << " + C outputs " << ws.outputs << ")";
   return out.str();
 }
 

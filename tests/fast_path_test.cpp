@@ -225,6 +225,131 @@ TEST(FastPath, EqualsStepByStepWhereATensorIsReadInTwoForms) {
   EXPECT_GT(walked, 50);
 }
 
+// A random chain head -> in-chain Pointwise op(s) -> tail (M12 since the 2026-11-23 revision), with its
+// problem: LHS or RHS link, one or two in-chain ops (unary, binary with an extra input, or a diamond that reads
+// the head's output twice), sometimes an epilogue, sides that are not multiples of the tile (clipped edges).
+struct RandomChain {
+  nlohmann::json problem;
+  std::vector<int> ops;
+  bool lhs = true, binary = false;
+  int in_chain = 1;
+};
+
+RandomChain random_chain(std::mt19937& rng) {
+  const int64_t sides[] = {40, 64, 96, 100, 128, 160, 200, 256};
+  auto side = [&] { return sides[rng() % 8]; };
+  RandomChain c;
+  std::vector<int64_t> widths, heights;
+  auto tensor = [&](int64_t rows, int64_t cols) {
+    heights.push_back(rows);
+    widths.push_back(cols);
+    return static_cast<int>(widths.size()) - 1;
+  };
+  nlohmann::json inputs = nlohmann::json::array(), outputs = nlohmann::json::array(), types, bases;
+  auto op = [&](const char* type, std::vector<int> in, int out) {
+    inputs.push_back(in);
+    outputs.push_back({out});
+    types.push_back(type);
+    bases.push_back(std::uniform_int_distribution<int>(1, 4000)(rng));
+    c.ops.push_back(static_cast<int>(c.ops.size()));
+  };
+  c.lhs = rng() % 2 == 0;
+  const int64_t rows = side(), cols = side(), k_tail = side(), k_head = side();
+  // LHS link: X (rows x k_tail) = A (rows x k_head) @ B; Y = Z @ C. RHS link: X (k_tail x cols); Y = C @ Z.
+  const int64_t x_rows = c.lhs ? rows : k_tail, x_cols = c.lhs ? k_tail : cols;
+  const int a = tensor(x_rows, k_head), b = tensor(k_head, x_cols), x = tensor(x_rows, x_cols);
+  op("MatMul", {a, b}, x);
+  c.in_chain = 1 + static_cast<int>(rng() % 2);
+  int z = x;
+  for (int i = 0; i < c.in_chain; ++i) {
+    const int next = tensor(x_rows, x_cols);
+    const int form = static_cast<int>(rng() % 3);  // unary, binary with an extra input, diamond (second op)
+    if (form == 1) {
+      op("Pointwise", {z, tensor(x_rows, x_cols)}, next);
+      c.binary = true;
+    } else if (form == 2 && i == 1) {
+      op("Pointwise", {z, x}, next);
+    } else {
+      op("Pointwise", {z}, next);
+    }
+    z = next;
+  }
+  const int other = c.lhs ? tensor(k_tail, cols) : tensor(rows, k_tail);
+  const int y = tensor(rows, cols);
+  op("MatMul", c.lhs ? std::vector<int>{z, other} : std::vector<int>{other, z}, y);
+  if (rng() % 3 == 0) op("Pointwise", {y, tensor(rows, cols)}, tensor(rows, cols));  // epilogue
+  const int64_t natives[] = {64, 128};
+  c.problem = {{"widths", widths},
+               {"heights", heights},
+               {"inputs", inputs},
+               {"outputs", outputs},
+               {"base_costs", bases},
+               {"op_types", types},
+               {"fast_memory_capacity", rng() % 2 == 0 ? 10000 + static_cast<int>(rng() % 100000) : 1e15},
+               {"slow_memory_bandwidth", 1 + static_cast<int>(rng() % 40)},
+               {"native_granularity", {natives[rng() % 2], natives[rng() % 2]}}};
+  return c;
+}
+
+TEST(FastPath, EqualsStepByStepOnChainsThroughPointwiseOps) {
+  std::mt19937 rng(20261123);
+  int compared = 0, infeasible = 0, split_k = 0, single_k = 0, lhs = 0, rhs = 0, two_in_chain = 0, binary = 0,
+      clipped = 0, counted = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    const RandomChain chain = random_chain(rng);
+    Problem problem = parse_problem(chain.problem, "chain");
+    const Graph graph = analyze_graph(problem, "chain");
+    SubgraphSpec spec;
+    spec.ops = chain.ops;
+    const int64_t w = std::uniform_int_distribution<int64_t>(1, problem.native_w)(rng);
+    const int64_t h = std::uniform_int_distribution<int64_t>(1, problem.native_h)(rng);
+    // A third of the time the largest k M6 allows, so that nk = 1 where the tail's K fits in one step.
+    const int64_t k_max = std::min({problem.native_w, graph.reduction_depth[0],
+                                    graph.reduction_depth[chain.ops[chain.in_chain + 1]]});
+    spec.granularity = {rng() % 2 ? problem.native_w : w, rng() % 2 ? problem.native_h : h,
+                        rng() % 3 == 0 ? k_max : std::uniform_int_distribution<int64_t>(1, problem.native_w)(rng)};
+    auto compiled = SubgraphModel::compile(problem, graph, spec, 0, {}, {});
+    if (std::holds_alternative<RuleViolation>(compiled)) continue;  // k above a K, M14 cannot apply here
+    auto& model = std::get<SubgraphModel>(compiled);
+    if (model.num_steps() > 20000) continue;
+    if (rng() % 2) {
+      ASSERT_FALSE(model.set_traversal(make_order(1 + rng() % 3, model.grid_rows(), model.grid_cols(), rng)));
+    }
+    const SubgraphResult slow = model.simulate(), fast = model.evaluate_fast();
+    const SubgraphResult summary = model.evaluate_fast(SubgraphModel::Violations::Summarize);
+    ASSERT_EQ(slow.violation.has_value(), fast.violation.has_value()) << chain.problem.dump();
+    ASSERT_EQ(slow.violation.has_value(), summary.violation.has_value()) << chain.problem.dump();
+    if (slow.violation) {
+      ++infeasible;
+      EXPECT_EQ(slow.violation->describe(), fast.violation->describe());
+      EXPECT_EQ(slow.violation->rule, summary.violation->rule);
+      continue;
+    }
+    ++compared;
+    EXPECT_NEAR(slow.latency, fast.latency, 1e-9 * slow.latency) << chain.problem.dump();
+    EXPECT_EQ(slow.peak_working_set, fast.peak_working_set) << chain.problem.dump();
+    EXPECT_EQ(fast.latency, summary.latency);
+    (model.k_steps() > 1 ? split_k : single_k)++;
+    (chain.lhs ? lhs : rhs)++;
+    two_in_chain += chain.in_chain == 2;
+    binary += chain.binary;
+    const int y = problem.outputs[chain.ops.back()][0];
+    clipped += problem.widths[y] % spec.granularity.w != 0 || problem.heights[y] % spec.granularity.h != 0;
+    counted += model.counts_tile_classes();
+  }
+  // Every structure the issue names must actually be compared, most of them by counted tile classes.
+  EXPECT_GT(compared, 1000);
+  EXPECT_GT(infeasible, 50);
+  EXPECT_GT(split_k, 300);
+  EXPECT_GT(single_k, 50);
+  EXPECT_GT(lhs, 300);
+  EXPECT_GT(rhs, 300);
+  EXPECT_GT(two_in_chain, 300);
+  EXPECT_GT(binary, 300);
+  EXPECT_GT(clipped, 300);
+  EXPECT_GT(counted, 500);
+}
+
 TEST(FastPath, SetTraversalChecksM11LikeCompile) {
   // Example 4: a 2x2 grid at [64,64,128].
   const Loaded l =

@@ -119,6 +119,11 @@ const char* kMmPwMm = R"({"widths":[256,128,128,128,128,128],"heights":[128,256,
   "inputs":[[0,1],[2],[3,4]],"outputs":[[2],[3],[5]],"base_costs":[10,10,10],
   "op_types":["MatMul","Pointwise","MatMul"],"fast_memory_capacity":1e9,"slow_memory_bandwidth":1,
   "native_granularity":[128,128]})";
+// X = T0 @ T1 reaches Y = f(X) @ g(X) twice, through in-chain ops: an LHS link and an RHS link (M12).
+const char* kTwoLinksThroughPointwise = R"({"widths":[128,128,128,128,128,128],"heights":[128,128,128,128,128,128],
+  "inputs":[[0,1],[2],[2],[3,4]],"outputs":[[2],[3],[4],[5]],"base_costs":[10,10,10,10],
+  "op_types":["MatMul","Pointwise","Pointwise","MatMul"],"fast_memory_capacity":1e9,"slow_memory_bandwidth":1,
+  "native_granularity":[128,128]})";
 // X = T0 @ T1 feeds a MatMul (T3 = X @ T2) and a Pointwise (T4 = f(X)).
 const char* kHeadTwoReaders = R"({"widths":[128,128,128,128,128,128],"heights":[128,128,128,128,128,128],
   "inputs":[[0,1],[5,2],[5]],"outputs":[[5],[3],[4]],"base_costs":[10,10,10],
@@ -148,8 +153,8 @@ const Violation kViolations[] = {
      R"({"subgraphs":[[0,1,2]],"granularities":[[64,64,1]],"traversal_orders":[[0,1,2,4]]})", "M11", 0},
     {"MiddleMatMulNeedsWEqualsK", kMatMul3, R"({"subgraphs":[[0,1,2]],"granularities":[[64,128,128]]})", "M13", 0},
     {"ThreeMatMulsSplitK", kMatMul3, R"({"subgraphs":[[0,1,2]],"granularities":[[128,128,64]]})", "M13", 0},
-    {"MatMulPointwiseMatMulSplitK", kMmPwMm, R"({"subgraphs":[[0,1,2]],"granularities":[[128,128,128]]})", "M13",
-     0},
+    {"TwoLinksThroughPointwiseSplitK", kTwoLinksThroughPointwise,
+     R"({"subgraphs":[[0,1,2,3]],"granularities":[[128,128,64]]})", "M13", 0},
     {"RetainedOnlyForNextSubgraph", kExample3,
      R"({"subgraphs":[[0],[1],[2]],"granularities":[[128,128,1],[128,128,1],[128,128,1]],
          "tensors_to_retain":[[1],[],[]]})", "M15", 2},
@@ -181,6 +186,37 @@ TEST(Rules, M17StepIsNamed) {
   ASSERT_TRUE(r.error && r.error->step);
   EXPECT_EQ(0, r.error->step->tile);
   EXPECT_EQ(5, r.error->tensor);
+}
+
+TEST(Rules, MatMulPointwiseMatMulIsOneChain) {
+  // T2 = T0 @ T1 (K = 256) -> T3 = f(T2) -> T5 = T3 @ T4 (K = 128): a link through an in-chain op (M12), so
+  // K_s = 128 and [128,128,128] has nk = 1 (before the 2026-11-23 revision: K_s = 256, nk = 2, M13).
+  // Head: T0 R x [0,256) 32768 + T1 [0,256) x Kr 32768, compute 10 * 1 * (128/128) = 10; in-chain op 10 * 1 *
+  // (128/128) = 10; tail: T4 Kr x C 16384, compute 10. Loads 81920 + store T5 16384 over B = 1: 98304 > 30.
+  // WS = 32768 + 32768 + 16384 (B) + 16384 (C) = 98304.
+  const ScheduleReport r = run(make(kMmPwMm, R"({"subgraphs":[[0,1,2]],"granularities":[[128,128,128]]})"));
+  ASSERT_TRUE(r.valid) << r.error->describe();
+  EXPECT_DOUBLE_EQ(98304, r.total_latency);
+  EXPECT_EQ(98304, r.subgraphs[0].peak_working_set);
+  EXPECT_DOUBLE_EQ(30, r.subgraphs[0].compute_time);
+}
+
+TEST(Rules, SplitKOomHasNoAccumulatorTerm) {
+  // x7 at capacity 45000, ks 3 (M20 since 2026-11-23): B = T0[:,Kr] 8192 + T1[Kr,:] 8192 + T3 16384, C = T4
+  // tile 16384 (also the accumulator of ephemeral T2): 49152 = A 0 + B 32768 + C 16384.
+  const Loaded l =
+      load(source_path("tests/golden/x7_tight_problem.json"), source_path("tests/golden/x7_solution.json"));
+  const ScheduleReport r = verify_schedule(l.problem, l.graph, l.schedule, {});
+  ASSERT_FALSE(r.valid);
+  ASSERT_EQ("M20", r.error->rule);
+  const WorkingSet& ws = *r.error->working_set;
+  EXPECT_EQ(32768, ws.slices);
+  EXPECT_EQ(16384, ws.outputs);
+  EXPECT_EQ(0, ws.retained_in);
+  for (const WorkingSetTerm& t : ws.terms) EXPECT_NE(std::string::npos, std::string("ABC").find(t.part));
+  const std::string text = r.error->describe();
+  EXPECT_NE(std::string::npos, text.find("C outputs 16384")) << text;
+  EXPECT_EQ(std::string::npos, text.find("accumulator")) << text;
 }
 
 TEST(Rules, ReportedLatencyWarnsByDefault) {

@@ -40,7 +40,6 @@ json violation_to_json(const RuleViolation& v) {
                         {"retained_in", ws.retained_in},
                         {"slices", ws.slices},
                         {"outputs", ws.outputs},
-                        {"accumulators", ws.accumulators},
                         {"terms", terms}};
   }
   return j;

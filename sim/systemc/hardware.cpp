@@ -86,7 +86,7 @@ bool FastMemory::apply(int subgraph, const StepDetail& step) {
           << to_string(w.region) << " (" << extra << " elements) raises occupancy " << used_ << " to "
           << used_ + extra << " > capacity " << capacity_ << "; the step needs " << step.working_set.total()
           << " (A " << step.working_set.retained_in << " + B " << step.working_set.slices << " + C "
-          << step.working_set.outputs << " + D " << step.working_set.accumulators << ")";
+          << step.working_set.outputs << ")";
       RuleViolation v;
       v.rule = "M20";
       v.subgraph = subgraph;
