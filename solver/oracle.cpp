@@ -207,11 +207,12 @@ std::optional<SubgraphChoice> SubgraphOracle::best(const std::vector<int>& ops, 
   std::vector<int64_t> ks = k_candidates(ops);  // descending
   const std::vector<int64_t> hs = spatial_candidates(grid_h, problem_.native_h);
   const std::vector<int64_t> ws = spatial_candidates(grid_w, problem_.native_w);  // both descending
-  // Two probes at the smallest tiles settle most of the subgraphs the DP proposes (hundreds of candidates
-  // each otherwise):
-  // - the working set grows with w, h and k (slices, output tiles), except that nk = 1 drops the split-K
-  //   accumulators (M20 D): if the smallest tiles overflow at k = 1 and at the largest k, every k does. (k =
-  //   1, not the smallest candidate: the bisection below reaches under the candidates.)
+  // One probe at the smallest tiles and k = 1 settles most of the subgraphs the DP proposes (hundreds of
+  // candidates each otherwise):
+  // - the working set grows with w, h and k (slices are k wide, output tiles w x h), and nk = 1 only adds to
+  //   a step (a prologue's and an epilogue's inputs then meet at one step); since the 2026-11-23 revision
+  //   there is no accumulator term that nk = 1 would drop (M20). So if k = 1 overflows, every k does. (k = 1,
+  //   not the smallest candidate: the bisection below reaches under the candidates.)
   // - M13's rule for nk > 1 depends only on the subgraph's MatMul structure: if k = 1 (which splits the
   //   reduction unless K_s = 1) breaks it, only the largest k (nk = 1, if it reaches K_s) can work.
   const Outcome small_k = try_granularity(ws.back(), hs.back(), 1);
@@ -219,12 +220,8 @@ std::optional<SubgraphChoice> SubgraphOracle::best(const std::vector<int>& ops, 
   if (small_k == Outcome::Rejected && last_violation && last_violation->rule == "M13" && ks.size() > 1)
     ks = {ks.front()};
   if (small_k == Outcome::OutOfMemory) {
-    const Outcome large_k = ks.size() > 1 ? try_granularity(ws.back(), hs.back(), ks.front()) : small_k;
-    if (large_k == Outcome::OutOfTime) return best;
-    if (large_k == Outcome::OutOfMemory) {
-      if (reason && last_violation) *reason = last_violation->describe();
-      return answer();
-    }
+    if (reason && last_violation) *reason = last_violation->describe();
+    return answer();
   }
   // Each op whose output leaves the subgraph runs on every grid tile and pays at least one native tile's
   // compute there (M23, M24: smaller tiles are padded): a floor that grows with the number of tiles.

@@ -115,5 +115,25 @@ TEST(ChainOracle, ASubgraphThatFitsOnlyBelowTheSmallestKCandidateIsFound) {
   EXPECT_LE(best->peak_working_set, 43000);
 }
 
+// Benchmark 5 (capacity 30,000, bandwidth 15): ops 0 -> 1 -> 2 are x (T0, 1024x128) @ W (T1, 128x512), a
+// Pointwise op, and @ T2 (512x128): a chain through an in-chain op (M12 since 2026-11-23), K_s = 512, so
+// split-K. The grid is T12, 1024x128. A tile holds x's h x 128 strip and h x 128 output besides the k-wide
+// slices of T1 and T2 (128 k each): 256 h + 256 k <= 30,000 gives h <= 116, so at least 9 row tiles at
+// w = 128 (narrower tiles only reload x's strips). Each row tile streams all of T1 (65,536) and T2 (65,536);
+// x is loaded once and T12 stored once: (131,072 + 9 x 131,072 + 131,072) / 15 = 96,119.47, and every step is
+// memory-bound (per step 512 / 15 = 34.1 against 1000 x 2/128 + 200 x 2/128 + 1000 x 2/512 = 22.7 at k = 2).
+TEST(Benchmark5Oracle, AChainThroughAPointwiseOpUnderSplitK) {
+  const std::string path = source_path("benchmarks/mlsys-2026-5.json");
+  const Problem problem = load_problem(path);
+  const Graph graph = analyze_graph(problem, path);
+  SubgraphOracle oracle(problem, graph, ModelOptions{});
+  std::string reason;
+  const auto best = oracle.best({0, 1, 2}, {}, {}, &reason);
+  ASSERT_TRUE(best) << reason;
+  EXPECT_NEAR(1441792.0 / 15, best->latency, 1e-9 * best->latency);
+  EXPECT_EQ(9, best->grid_rows);
+  EXPECT_LE(best->peak_working_set, 30000);
+}
+
 }  // namespace
 }  // namespace mlsys::test

@@ -43,7 +43,9 @@ std::vector<Subject> subjects() {
     }
     all.push_back(s);
   }
-  for (const std::string set : {"vinci", "a5"})
+  // tests/data/mlsys: our own solver's schedules that use the 2026-11-23 rules (chains through Pointwise
+  // ops on 5, the in-place split-K accumulator on 3 and 8).
+  for (const std::string set : {"vinci", "a5", "mlsys"})
     for (int i = 1; i <= 24; ++i) {
       const std::string solution = "tests/data/" + set + "/mlsys-2026-" + std::to_string(i) + ".json";
       if (std::filesystem::exists(source_path(solution)))

@@ -234,6 +234,23 @@ TEST(SolverQuality, Benchmark4RetainsTwoOfThreeMatMulOutputs) {
   EXPECT_LE(solve_benchmark(4, "--timeout 2"), 15926.4 * (1 + 1e-12));
 }
 
+TEST(SolverQuality, Benchmark5FusesEachBranchThroughItsPointwiseOp) {
+  // Each of the three branches x @ W1 -> Pointwise -> @ W2 is one chain through an in-chain op (M12 since
+  // 2026-11-23) at 96,119.47 (tests/oracle_test.cpp, Benchmark5Oracle), against about 167,000 when the
+  // Pointwise output G (1024x512) goes through slow memory (docs/solver.md). The published best is 492,614.
+  const std::string dir = temp_dir("chains5");
+  const std::string problem = source_path("benchmarks/mlsys-2026-5.json");
+  const CommandResult r = run_command(MLSYS_SOLVER_BIN, problem + " " + dir + "/s.json --timeout 5");
+  ASSERT_EQ(0, r.exit_code) << r.err;
+  EXPECT_LE(verified_total(problem, dir + "/s.json"), 492614.0);
+  const auto s = read_json(dir + "/s.json");
+  int chains = 0;
+  for (const auto& ops : s.at("subgraphs"))
+    for (const auto& branch : {nlohmann::json{0, 1, 2}, nlohmann::json{5, 6, 7}, nlohmann::json{10, 11, 12}})
+      chains += ops == branch;
+  EXPECT_EQ(3, chains) << s.at("subgraphs").dump();
+}
+
 TEST(SolverQuality, Benchmark8ReachesTheBestArrangementOfItsBlocks) {
   // docs/solver.md derives 74,783.3 by hand: 53 transfers of one 128x128 tensor (16,384 / 12 each), two
   // prologue stalls of 869.3 and three k-step stalls of 227.3 (31 steps on each of two tiles). Its largest
