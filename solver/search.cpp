@@ -878,11 +878,12 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
   // Wavefronts: benchmark 10's best schedule holds one layer of all six branches per subgraph (12 and 11
   // ops), which other orders line up only by chance (random ones took 2.4-10 s of its 15).
   plan.push_back({OrderKind::ByLevel, 16});
-  // Subgraphs of up to 4 ops from any set of done ops. On the benchmarks the orders reach what this finds
-  // (benchmark 8's best has subgraphs of at most 3 ops), but a graph whose best subgraphs of 4 gather ops
-  // that orders seldom put side by side needs it. It takes seconds on graphs of 60 ops, so it comes last.
-  // (Up to 6 ops took 3.5 s on benchmark 8 and found nothing better.)
-  if (downsets) plan.push_back({OrderKind::ByIndex, 4, Recompute::None, true});
+  // Subgraphs of up to 4 ops (5 on graphs of at most 20 ops) from any set of done ops: a graph whose best
+  // subgraphs gather ops that orders seldom put side by side needs it. Since the rule book revision of
+  // 2026-11-23, benchmark 8's best schedule ends with a 5-op subgraph (the three O = S V with the final
+  // Pointwise ops): at L = 5 this job finds it in 0.6 s of one thread. At L = 4 it takes seconds on graphs of
+  // 60 ops, so it comes last.
+  if (downsets) plan.push_back({OrderKind::ByIndex, problem.num_ops() <= 20 ? 5 : 4, Recompute::None, true});
   // Then, for as long as time allows (or until the schedule meets the lower bound): every other job perturbs
   // the incumbent's order (local search); the others draw new orders, random or retention-friendly with
   // random ties, one in four of the random ones with a random set of recomputed tensors, and with a long
