@@ -69,6 +69,9 @@ struct SubgraphResult {
   int64_t steps = 0;
   int64_t peak_working_set = 0;
   std::optional<RuleViolation> violation;  // M17 or M20 at a step
+  // evaluate_fast only: the answer needs a step-by-step walk (numeric M17 checks, or two forms of one tensor
+  // that may coincide) of `steps` steps, more than the caller's budget; nothing was evaluated.
+  bool walk_refused = false;
 };
 
 class StepWalker;
@@ -106,8 +109,12 @@ class SubgraphModel {
   // Same latency and peak working set; tiles with the same slice pattern are evaluated once and counted.
   // A violation is located exactly (by falling back to simulate()) unless the caller only needs to know that
   // the subgraph does not fit: a search rejects most candidates for OOM and has no use for the step.
+  // The cost of an answer does not grow with the number of steps, except where a walk is needed (see
+  // counts_tile_classes); a walk of more than `walk_budget` steps is refused (SubgraphResult::walk_refused).
   enum class Violations { Locate, Summarize };
-  SubgraphResult evaluate_fast(Violations violations = Violations::Locate) const;
+  static constexpr int64_t kNoWalkLimit = INT64_MAX;
+  SubgraphResult evaluate_fast(Violations violations = Violations::Locate,
+                               int64_t walk_budget = kNoWalkLimit) const;
 
   // Whether evaluate_fast counts tile classes at this granularity instead of walking every step (it walks
   // when M17 needs numeric checks or two forms of one tensor can give the same slice).
@@ -121,7 +128,7 @@ class SubgraphModel {
   int64_t grid_rows() const { return nrows_; }
   int64_t grid_cols() const { return ncols_; }
   int64_t k_steps() const { return nk_; }
-  int64_t num_steps() const { return tiles() * nk_; }
+  int64_t num_steps() const;  // tiles x nk, saturated at INT64_MAX
   int64_t tile_of_position(int64_t position) const { return order_.empty() ? position : order_[position]; }
   // External inputs with the first op (declared order) that reads each (for M15 messages).
   const std::vector<std::pair<int, int>>& external_inputs() const { return external_inputs_; }
@@ -191,6 +198,16 @@ class SubgraphModel {
   std::pair<int64_t, int64_t> k_range(int64_t ks, int64_t extent) const {
     return {ks * k_, std::min(ks * k_ + k_, extent)};
   }
+  // Area of the tile at a traversal position, and (raster order) of all tiles before it.
+  int64_t tile_area_at(int64_t position) const {
+    const int64_t tile = tile_of_position(position);
+    const auto [r0, r1] = row_range(tile / ncols_);
+    const auto [c0, c1] = col_range(tile % ncols_);
+    return (r1 - r0) * (c1 - c0);
+  }
+  int64_t finished_before(int64_t position) const;
+  // The first failing step of the tile at `position`, given the area finished before it.
+  SubgraphResult violation_in_tile(int64_t position, int64_t finished, Violations violations) const;
   // The ranges an axis takes over all steps at the current granularity.
   std::vector<std::pair<int64_t, int64_t>> axis_ranges(const Axis& a) const;
   // Whether two slice forms of one tensor may give the same region at some steps (then slices are compared

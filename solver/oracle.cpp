@@ -6,6 +6,10 @@
 namespace mlsys {
 namespace {
 
+// The longest step-by-step walk one candidate may take (about 50 ms); tile classes make every other answer
+// independent of the step count.
+constexpr int64_t kMaxWalkSteps = 1'000'000;
+
 bool contains(const std::vector<int>& v, int x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
@@ -190,8 +194,11 @@ std::optional<SubgraphChoice> SubgraphOracle::best(const std::vector<int>& ops, 
         last_violation = std::move(v);
         continue;
       }
-      const SubgraphResult r = model.evaluate_fast(SubgraphModel::Violations::Summarize);
+      // A candidate that only a long step-by-step walk can price (numeric M17 checks or aliasing forms on a
+      // huge grid) is skipped: one such walk could outlast the whole deadline.
+      const SubgraphResult r = model.evaluate_fast(SubgraphModel::Violations::Summarize, kMaxWalkSteps);
       ++evaluations_;
+      if (r.walk_refused) continue;
       if (r.violation) {
         last_violation = r.violation;
         if (r.violation->rule == "M20") outcome = Outcome::OutOfMemory;

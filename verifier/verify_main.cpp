@@ -34,6 +34,11 @@ extern "C" int sc_main(int argc, char** argv) {
       ->check(CLI::IsMember({"contest", "overlapped"}));
   app.add_option("--trace", trace_path, "with --replay: write a Chrome/Perfetto trace-event JSON file");
   app.add_option("--vcd", vcd_path, "with --replay: write a VCD of occupancy, link busy and compute busy");
+  int64_t max_steps = kDefaultMaxSteps;
+  app.add_option("--max-steps", max_steps,
+                 "largest number of steps --steps and --replay walk one by one (the total never needs it)")
+      ->check(CLI::PositiveNumber)
+      ->default_val(kDefaultMaxSteps);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -44,6 +49,7 @@ extern "C" int sc_main(int argc, char** argv) {
   options.model.matmul_compute = compute == "native-k" ? MatmulCompute::NativeK : MatmulCompute::FullK;
   options.model.allow_supernative_k = supernative;
   options.strict = strict;
+  options.max_walk_steps = max_steps;
   try {
     const Problem problem = load_problem(problem_path);
     const Graph graph = analyze_graph(problem, problem_path);
@@ -69,11 +75,15 @@ extern "C" int sc_main(int argc, char** argv) {
       return kMalformed;
     }
     const Schedule schedule = load_schedule(solution_path, problem);
+    if (steps || replay)
+      check_step_budget(problem, graph, schedule, options.model, max_steps, steps ? "--steps" : "--replay",
+                        solution_path);
     if (steps && !json_out)
       options.on_step = [&](const SubgraphModel& m, const StepDetail& d) {
         print_step(std::cout, m.index(), d, problem.fast_memory_capacity);
       };
     const ScheduleReport report = verify_schedule(problem, graph, schedule, options);
+    if (report.refused) throw InputError(solution_path, "--max-steps", "limits", *report.refused);
     nlohmann::json json_report = report_to_json(report, lb, options.model.matmul_compute);
     if (!json_out) print_report(std::cout, report, lb, options.model.matmul_compute);
     if (replay && report.valid) {

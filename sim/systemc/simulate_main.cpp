@@ -25,6 +25,10 @@ extern "C" int sc_main(int argc, char** argv) {
   app.add_option("--trace", trace_path, "write a Chrome/Perfetto trace-event JSON file");
   app.add_option("--vcd", vcd_path, "write a VCD of occupancy, link busy and compute busy");
   app.add_flag("--json", json_out, "print a JSON report on stdout");
+  int64_t max_steps = kDefaultMaxSteps;
+  app.add_option("--max-steps", max_steps, "largest number of steps the replay walks")
+      ->check(CLI::PositiveNumber)
+      ->default_val(kDefaultMaxSteps);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -37,7 +41,10 @@ extern "C" int sc_main(int argc, char** argv) {
     VerifyOptions vo;
     vo.model.matmul_compute = compute == "native-k" ? MatmulCompute::NativeK : MatmulCompute::FullK;
     vo.model.allow_supernative_k = supernative;
+    vo.max_walk_steps = max_steps;
+    check_step_budget(problem, graph, schedule, vo.model, max_steps, "the replay", solution_path);
     const ScheduleReport analytic = verify_schedule(problem, graph, schedule, vo);
+    if (analytic.refused) throw InputError(solution_path, "--max-steps", "limits", *analytic.refused);
     std::cerr << "replaying " << schedule.subgraphs.size() << " subgraphs...\n";
     const ReplayResult replay =
         replay_to_files(problem, graph, schedule, vo.model, timing, trace_path, vcd_path, solution_path);

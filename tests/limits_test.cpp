@@ -1,0 +1,155 @@
+// Hostile and huge inputs (issue 20): answers whose cost does not grow with the step count, refusals that name
+// the count and the budget, a solver that meets its deadline, and the numeric ranges the readers accept.
+// Expected numbers are derived by hand in the comments.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <nlohmann/json.hpp>
+
+#include "sim/json_io.hpp"
+#include "support.hpp"
+
+namespace mlsys::test {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// One Pointwise op on a 2^20 x 2^20 tensor, capacity 10^6, bandwidth 10, native [128, 128]; the schedule
+// [[0]] at [1, 1, 1] has 2^40 steps. Each step loads and stores one element (0.2) and computes base 1 on a
+// padded native tile (1): total 2^40 = 1,099,511,627,776; WS = 1 + 1 = 2.
+const char* kHugeProblem = R"({"widths":[1048576,1048576],"heights":[1048576,1048576],"inputs":[[0]],
+  "outputs":[[1]],"base_costs":[1],"op_types":["Pointwise"],"fast_memory_capacity":1000000,
+  "slow_memory_bandwidth":10,"native_granularity":[128,128]})";
+const char* kHugeSchedule = R"({"subgraphs":[[0]],"granularities":[[1,1,1]]})";
+
+class HugeProblem : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = temp_dir("huge");
+    problem_ = dir_ + "/problem.json";
+    schedule_ = dir_ + "/schedule.json";
+    write_text(problem_, kHugeProblem);
+    write_text(schedule_, kHugeSchedule);
+  }
+  std::string dir_, problem_, schedule_;
+};
+
+TEST_F(HugeProblem, VerifyAnswersFromTheClosedForm) {
+  const auto start = Clock::now();
+  const CommandResult r = run_command(MLSYS_VERIFY_BIN, problem_ + " " + schedule_ + " --json");
+  EXPECT_LT(seconds_since(start), 2.0);
+  ASSERT_EQ(0, r.exit_code) << r.err;
+  const json report = json::parse(r.out);
+  EXPECT_EQ(1099511627776.0, report.at("total_latency").get<double>());
+}
+
+TEST_F(HugeProblem, StepListingAndReplayRefuseAboveTheBudget) {
+  for (const std::string option : {"--steps", "--replay"}) {
+    const auto start = Clock::now();
+    const CommandResult r = run_command(MLSYS_VERIFY_BIN, problem_ + " " + schedule_ + " " + option);
+    EXPECT_LT(seconds_since(start), 2.0) << option;
+    EXPECT_EQ(2, r.exit_code) << option << ": " << r.err;
+    EXPECT_NE(std::string::npos, r.err.find("1099511627776 steps")) << r.err;
+    EXPECT_NE(std::string::npos, r.err.find("10000000")) << r.err;
+    EXPECT_NE(std::string::npos, r.err.find("--max-steps")) << r.err;
+    EXPECT_NE(std::string::npos, r.err.find(option)) << r.err;
+  }
+  const CommandResult simulate = run_command(MLSYS_SIMULATE_BIN, problem_ + " " + schedule_);
+  EXPECT_EQ(2, simulate.exit_code) << simulate.err;
+  EXPECT_NE(std::string::npos, simulate.err.find("--max-steps")) << simulate.err;
+}
+
+TEST_F(HugeProblem, SolverMeetsItsDefaultDeadline) {
+  // One op: the contest's default timeout is 2 s; the schedule must be valid and written before it.
+  for (const std::string form : {"out", "2"}) {
+    const std::string out = dir_ + "/out.json";
+    const auto start = Clock::now();
+    const CommandResult r =
+        run_command(MLSYS_SOLVER_BIN, problem_ + " " + (form == "out" ? out : std::string("2")));
+    EXPECT_LT(seconds_since(start), 2.2) << form;
+    ASSERT_EQ(0, r.exit_code) << r.err;
+    if (form == "2") write_text(out, r.out);
+    const CommandResult check = run_command(MLSYS_VERIFY_BIN, problem_ + " " + out + " --strict");
+    EXPECT_EQ(0, check.exit_code) << check.err;
+  }
+}
+
+TEST(RetainedOutput, OutOfMemoryIsLocatedWithoutWalkingTheGrid) {
+  // T0 (2^20 x 2^20) -> op 0 -> T1, retained for op 1. At [128,128,1] subgraph 0 has 8192 x 8192 tiles; at
+  // traversal position t the working set is T0's tile 16,384 (B) + T1's tile and the t finished tiles of T1
+  // (C): 16,384 (t + 2). Over 10^12 first at t = 61,035,155: 16,384 x 61,035,157 = 1,000,000,012,288 (t - 1
+  // gives 999,999,995,904). Walking the 61 million steps before it takes seconds; the closed form does not.
+  const Problem problem = parse_problem(json::parse(R"({"widths":[1048576,1048576,1048576],
+    "heights":[1048576,1048576,1048576],"inputs":[[0],[1]],"outputs":[[1],[2]],"base_costs":[1,1],
+    "op_types":["Pointwise","Pointwise"],"fast_memory_capacity":1e12,"slow_memory_bandwidth":10,
+    "native_granularity":[128,128]})"),
+                                        "problem.json");
+  const Graph graph = analyze_graph(problem, "problem.json");
+  const Schedule schedule = parse_schedule(json::parse(R"({"subgraphs":[[0],[1]],
+    "granularities":[[128,128,1],[128,128,1]],"tensors_to_retain":[[1],[]]})"),
+                                           "solution.json", problem);
+  const auto start = Clock::now();
+  const ScheduleReport r = verify_schedule(problem, graph, schedule, {});
+  EXPECT_LT(seconds_since(start), 1.0);
+  ASSERT_FALSE(r.valid);
+  ASSERT_TRUE(r.error && r.error->step);
+  EXPECT_EQ("M20", r.error->rule);
+  EXPECT_EQ(0, r.error->subgraph);
+  EXPECT_EQ(61035155, r.error->step->position);
+  EXPECT_EQ(61035155, r.error->step->tile);
+  EXPECT_EQ(0, r.error->step->k_step);
+  ASSERT_TRUE(r.error->working_set);
+  EXPECT_EQ(1000000012288, r.error->working_set->total());
+  EXPECT_EQ(16384, r.error->working_set->slices);
+  EXPECT_EQ(999999995904, r.error->working_set->outputs);
+}
+
+TEST(SolverDeadline, SixHundredOpGraphWithinItsTimeout) {
+  // A generated chain of 600 ops on 256 x 256 tensors: every third a MatMul with its own weight, the others
+  // Pointwise, a third of those also reading one of the six tensors before. With --timeout 5 the schedule must
+  // be written and the program gone within the timeout (a quarter second allowed for process start and exit
+  // on a loaded machine), and the schedule must pass verify --strict.
+  std::mt19937 rng(600);
+  json widths = json::array(), heights = json::array(), inputs = json::array(), outputs = json::array(),
+       bases = json::array(), types = json::array();
+  auto tensor = [&] {
+    widths.push_back(256);
+    heights.push_back(256);
+    return static_cast<int>(widths.size()) - 1;
+  };
+  std::vector<int> live{tensor()};
+  for (int i = 0; i < 600; ++i) {
+    std::vector<int> in{live.back()};
+    if (i % 3 == 0) in.push_back(tensor());
+    else if (rng() % 3 == 0) in.push_back(live[live.size() - 1 - rng() % std::min<size_t>(6, live.size())]);
+    const int y = tensor();
+    inputs.push_back(in);
+    outputs.push_back({y});
+    types.push_back(i % 3 == 0 ? "MatMul" : "Pointwise");
+    bases.push_back(i % 3 == 0 ? 2000 : 300);
+    live.push_back(y);
+  }
+  const json problem = {{"widths", widths},         {"heights", heights},
+                        {"inputs", inputs},         {"outputs", outputs},
+                        {"base_costs", bases},      {"op_types", types},
+                        {"fast_memory_capacity", 300000}, {"slow_memory_bandwidth", 20},
+                        {"native_granularity", {128, 128}}};
+  const std::string dir = temp_dir("g600");
+  write_text(dir + "/problem.json", problem.dump());
+  const auto start = Clock::now();
+  const CommandResult r = run_command(MLSYS_SOLVER_BIN, dir + "/problem.json " + dir + "/out.json --timeout 5");
+  EXPECT_LT(seconds_since(start), 5.25);
+  ASSERT_EQ(0, r.exit_code) << r.err;
+  const CommandResult check = run_command(MLSYS_VERIFY_BIN, dir + "/problem.json " + dir + "/out.json --strict");
+  EXPECT_EQ(0, check.exit_code) << check.err;
+}
+
+}  // namespace
+}  // namespace mlsys::test
