@@ -13,7 +13,14 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int64_t kMaxDimension = int64_t{1} << 30;  // keeps every area inside 64 bits
+// The accepted ranges (README, "Accepted input ranges"). They keep every element count of the model inside 64
+// bits (a working set adds at most a few forms of each tensor, and all tensors together hold at most 2^60
+// elements) and every time finite (a total is at most ~1e70 even at the extremes).
+constexpr int64_t kMaxDimension = int64_t{1} << 30;
+constexpr int64_t kMaxTotalElements = int64_t{1} << 60;
+constexpr double kMaxBaseCost = 1e15;
+constexpr double kMinBandwidth = 1e-9, kMaxBandwidth = 1e18;
+constexpr double kMaxCapacity = 4611686018427387904.0;  // 2^62
 
 std::string type_name(const json& j) { return j.type_name(); }
 
@@ -92,6 +99,12 @@ json parse_json_text(const std::string& text, const std::string& file) {
     throw InputError(file, "", "M1",
                      "JSON syntax error at line " + std::to_string(line) + ", column " +
                          std::to_string(column) + ": " + detail);
+  } catch (const json::exception& e) {
+    // Not a syntax error but still unreadable, e.g. a number too large for a double ("128e1128"); found by
+    // fuzzing (tests/fuzz/regressions), where it escaped as an uncaught exception.
+    const std::string what = e.what();
+    const auto close = what.find("] ");
+    throw InputError(file, "", "M1", "JSON error: " + (close == std::string::npos ? what : what.substr(close + 2)));
   }
 }
 
@@ -121,6 +134,15 @@ Problem parse_problem(const json& doc, const std::string& file) {
       out->push_back(v);
     }
   }
+  {
+    int64_t total = 0;  // each size is below 2^60, so the sum of two cannot overflow before the check
+    for (size_t i = 0; i < widths.size(); ++i) {
+      total += p.widths[i] * p.heights[i];
+      if (total > kMaxTotalElements)
+        r.fail(at("widths", i), "the tensors up to this one hold more than 2^60 elements together (" +
+                                    std::to_string(total) + "); the model counts elements in 64 bits");
+    }
+  }
   const int T = static_cast<int>(widths.size());
   const json& inputs = r.array(r.key(doc, "inputs"), "inputs");
   const json& outputs = r.array(r.key(doc, "outputs"), "outputs");
@@ -140,7 +162,7 @@ Problem parse_problem(const json& doc, const std::string& file) {
       out->push_back(std::move(tensors));
     }
     double base = r.number(bases[o], at("base_costs", o));
-    if (!(base > 0)) r.fail(at("base_costs", o), "must be > 0");
+    if (!(base > 0) || base > kMaxBaseCost) r.fail(at("base_costs", o), "must be in (0, 1e15], got " + bases[o].dump());
     p.base_costs.push_back(base);
     const json& type = types[o];
     if (!type.is_string()) r.fail(at("op_types", o), "expected a string, got " + type_name(type));
@@ -154,9 +176,11 @@ Problem parse_problem(const json& doc, const std::string& file) {
     }
   }
   p.fast_memory_capacity = r.number(r.key(doc, "fast_memory_capacity"), "fast_memory_capacity");
-  if (!(p.fast_memory_capacity > 0)) r.fail("fast_memory_capacity", "must be > 0");
+  if (!(p.fast_memory_capacity > 0) || p.fast_memory_capacity > kMaxCapacity)
+    r.fail("fast_memory_capacity", "must be in (0, 2^62], got " + doc["fast_memory_capacity"].dump());
   p.slow_memory_bandwidth = r.number(r.key(doc, "slow_memory_bandwidth"), "slow_memory_bandwidth");
-  if (!(p.slow_memory_bandwidth > 0)) r.fail("slow_memory_bandwidth", "must be > 0");
+  if (!(p.slow_memory_bandwidth >= kMinBandwidth) || p.slow_memory_bandwidth > kMaxBandwidth)
+    r.fail("slow_memory_bandwidth", "must be in [1e-9, 1e18], got " + doc["slow_memory_bandwidth"].dump());
   const json& native = r.array(r.key(doc, "native_granularity"), "native_granularity");
   if (native.size() != 2) r.fail("native_granularity", "expected exactly 2 integers");
   p.native_w = r.integer(native[0], "native_granularity[0]");

@@ -111,6 +111,70 @@ TEST(RetainedOutput, OutOfMemoryIsLocatedWithoutWalkingTheGrid) {
   EXPECT_EQ(999999995904, r.error->working_set->outputs);
 }
 
+// One Pointwise op T0 -> T1 with the given fields replaced, verified at [128,128,1] (README: accepted ranges).
+CommandResult verify_variant(const json& changes) {
+  json problem = {{"widths", {536870912, 536870912}}, {"heights", {1073741824, 1073741824}},
+                  {"inputs", {{0}}},  {"outputs", {{1}}},
+                  {"base_costs", {1}}, {"op_types", {"Pointwise"}},
+                  {"fast_memory_capacity", 4611686018427387904.0}, {"slow_memory_bandwidth", 1},
+                  {"native_granularity", {128, 128}}};
+  problem.update(changes);
+  const std::string dir = temp_dir("limits");
+  write_text(dir + "/p.json", problem.dump());
+  write_text(dir + "/s.json", R"({"subgraphs":[[0]],"granularities":[[128,128,1]]})");
+  return run_command(MLSYS_VERIFY_BIN, dir + "/p.json " + dir + "/s.json --json");
+}
+
+TEST(NumericLimits, LargestAcceptedValuesGiveExactTotals) {
+  // Two tensors of 2^30 x 2^29 = 2^59 elements (2^60 together, the most accepted), capacity 2^62: 2^45 tiles
+  // of 128 x 128, each loading and storing 2^14 elements at bandwidth 1 (2^15) against compute 1: 2^60.
+  CommandResult r = verify_variant(json::object());
+  ASSERT_EQ(0, r.exit_code) << r.err;
+  EXPECT_EQ(1152921504606846976.0, json::parse(r.out).at("total_latency").get<double>());
+  // Bandwidth 1e18 and base 1e15: every step is compute-bound at 1e15, 2^45 x 1e15.
+  r = verify_variant({{"slow_memory_bandwidth", 1e18}, {"base_costs", {1e15}}});
+  ASSERT_EQ(0, r.exit_code) << r.err;
+  EXPECT_DOUBLE_EQ(35184372088832.0 * 1e15, json::parse(r.out).at("total_latency").get<double>());
+  // Bandwidth 1e-9: 2^15 / 1e-9 per step, finite.
+  r = verify_variant({{"slow_memory_bandwidth", 1e-9}});
+  ASSERT_EQ(0, r.exit_code) << r.err;
+  EXPECT_DOUBLE_EQ(1152921504606846976.0 / 1e-9, json::parse(r.out).at("total_latency").get<double>());
+}
+
+TEST(NumericLimits, ValuesOutsideTheRangesAreM1Errors) {
+  struct Bad {
+    json changes;
+    std::string field;
+  };
+  const Bad cases[] = {
+      {{{"widths", {2147483647, 2147483647}}}, "widths[0]"},
+      {{{"widths", {1073741824, 1073741824}}, {"heights", {1073741824, 1073741824}}}, "widths[1]"},  // 2 x 2^60
+      {{{"widths", {536870912, 1073741824}}}, "widths[1]"},  // 2^59 + 2^60 elements together
+      {{{"fast_memory_capacity", 9223372036854775808.0}}, "fast_memory_capacity"},
+      {{{"slow_memory_bandwidth", 1e-300}}, "slow_memory_bandwidth"},
+      {{{"slow_memory_bandwidth", 1e300}}, "slow_memory_bandwidth"},
+      {{{"base_costs", {0}}}, "base_costs[0]"},
+      {{{"base_costs", {1e300}}}, "base_costs[0]"},
+      {{{"native_granularity", {2147483647, 128}}}, "native_granularity[0]"},
+  };
+  for (const Bad& bad : cases) {
+    const CommandResult r = verify_variant(bad.changes);
+    EXPECT_EQ(2, r.exit_code) << bad.changes.dump() << ": " << r.err;
+    EXPECT_NE(std::string::npos, r.err.find("[M1]")) << r.err;
+    EXPECT_NE(std::string::npos, r.err.find(bad.field)) << r.err;
+  }
+}
+
+TEST(NumericLimits, NumberTooLargeForADoubleIsAnM1Error) {
+  // Found by fuzzing: nlohmann/json throws out_of_range, not parse_error, for 128e1128.
+  const std::string dir = temp_dir("overflow");
+  write_text(dir + "/p.json", R"({"widths":[128e1128]})");
+  const CommandResult r = run_command(MLSYS_VERIFY_BIN, dir + "/p.json " + dir + "/p.json");
+  EXPECT_EQ(2, r.exit_code) << r.err;
+  EXPECT_NE(std::string::npos, r.err.find("[M1]")) << r.err;
+  EXPECT_NE(std::string::npos, r.err.find("p.json")) << r.err;
+}
+
 TEST(SolverDeadline, SixHundredOpGraphWithinItsTimeout) {
   // A generated chain of 600 ops on 256 x 256 tensors: every third a MatMul with its own weight, the others
   // Pointwise, a third of those also reading one of the six tensors before. With --timeout 5 the schedule must

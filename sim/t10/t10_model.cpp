@@ -298,10 +298,12 @@ Evaluation evaluate(const Problem& pr, const Plan& plan, Profile profile, bool m
   Evaluation ev;
   Derived& d = ev.derived;
   d = derive(pr, plan);
-  const auto [pm, pk, pn] = plan.f_op;
-  const auto [ms, ks, ns] = d.spatial;
-  const auto [tm, tk, tn] = d.steps_per_dim;
-  const auto [sm, sk, sn] = d.sub_task;
+  // Plain variables, not structured bindings: lambdas below capture them (clang 14, used for fuzzing, does
+  // not capture bindings yet).
+  const int64_t pm = plan.f_op[0], pk = plan.f_op[1], pn = plan.f_op[2];
+  const int64_t ms = d.spatial[0], ks = d.spatial[1], ns = d.spatial[2];
+  const int64_t tm = d.steps_per_dim[0], tk = d.steps_per_dim[1], tn = d.steps_per_dim[2];
+  const int64_t sm = d.sub_task[0], sk = d.sub_task[1], sn = d.sub_task[2];
   const double cores = static_cast<double>(pr.chip.cores), D = 3;
   const double M = static_cast<double>(pr.m), K = static_cast<double>(pr.k), N = static_cast<double>(pr.n);
   const double V = M * K * N, mx = std::max({M, K, N});
