@@ -1,0 +1,181 @@
+// The three drivers of the step model agree on random small problems and random, mostly invalid schedules
+// (issue 20): the analytic evaluator (evaluate_fast, tile classes counted), the step-by-step walk (every step
+// with its detail) and the SystemC replay give the same verdict, the same first rule (with its subgraph, and
+// for an OOM its step and working set) and the same total, under both compute models.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+#include <systemc>
+
+#include "sim/json_io.hpp"
+#include "sim/systemc/replay.hpp"
+#include "support.hpp"
+
+namespace mlsys::test {
+namespace {
+
+using nlohmann::json;
+
+// A random DAG of 2-7 ops over 2-D tensors: MatMuls read an existing tensor as LHS (sometimes as RHS) with a
+// new weight, Pointwise ops read one or two existing tensors of one shape.
+Problem random_problem(std::mt19937& rng) {
+  const int64_t sides[] = {32, 48, 64, 96, 100, 128, 160};
+  auto side = [&] { return sides[rng() % 7]; };
+  json widths = json::array(), heights = json::array(), inputs = json::array(), outputs = json::array(),
+       types = json::array(), bases = json::array();
+  auto tensor = [&](int64_t rows, int64_t cols) {
+    heights.push_back(rows);
+    widths.push_back(cols);
+    return static_cast<int>(widths.size()) - 1;
+  };
+  std::vector<int> made{tensor(side(), side())};
+  const int ops = 2 + static_cast<int>(rng() % 6);
+  for (int o = 0; o < ops; ++o) {
+    const int x = made[rng() % made.size()];
+    const int64_t rows = heights[x], cols = widths[x];
+    if (rng() % 2) {
+      const bool as_rhs = rng() % 4 == 0;
+      const int other = as_rhs ? tensor(side(), rows) : tensor(cols, side());
+      const int y = as_rhs ? tensor(heights[other].get<int64_t>(), cols) : tensor(rows, widths[other].get<int64_t>());
+      inputs.push_back(as_rhs ? json{other, x} : json{x, other});
+      outputs.push_back({y});
+      types.push_back("MatMul");
+      made.push_back(y);
+    } else {
+      std::vector<int> in{x};
+      for (int t : made)
+        if (t != x && heights[t] == rows && widths[t] == cols && rng() % 2) {
+          in.push_back(t);
+          break;
+        }
+      const int y = tensor(rows, cols);
+      inputs.push_back(in);
+      outputs.push_back({y});
+      types.push_back("Pointwise");
+      made.push_back(y);
+    }
+    bases.push_back(1 + static_cast<int>(rng() % 3000));
+  }
+  const int64_t natives[] = {64, 128};
+  return parse_problem(json{{"widths", widths},
+                            {"heights", heights},
+                            {"inputs", inputs},
+                            {"outputs", outputs},
+                            {"base_costs", bases},
+                            {"op_types", types},
+                            {"fast_memory_capacity", rng() % 3 ? 4000 + static_cast<int>(rng() % 60000) : 1e9},
+                            {"slow_memory_bandwidth", 1 + static_cast<int>(rng() % 30)},
+                            {"native_granularity", {natives[rng() % 2], natives[rng() % 2]}}},
+                       "random.json");
+}
+
+// Every op alone in topological order, then mutations: merge neighbours, another granularity, retention,
+// traversal orders (valid or not), swapped subgraphs, a recomputed op, a dropped op.
+Schedule random_schedule(const Problem& p, const Graph& g, std::mt19937& rng) {
+  Schedule s;
+  for (int o : g.topological_order) {
+    SubgraphSpec sg;
+    sg.ops = {o};
+    sg.granularity = {p.native_w, p.native_h, std::min<int64_t>(p.native_w, 64)};
+    s.subgraphs.push_back(sg);
+  }
+  auto pick = [&] { return rng() % s.subgraphs.size(); };
+  const int mutations = static_cast<int>(rng() % 6);
+  for (int m = 0; m < mutations && !s.subgraphs.empty(); ++m) {
+    const int kind = static_cast<int>(rng() % 8);
+    const size_t i = pick();
+    SubgraphSpec& sg = s.subgraphs[i];
+    if (kind <= 1 && i + 1 < s.subgraphs.size()) {  // grouping: merge with the next subgraph
+      sg.ops.insert(sg.ops.end(), s.subgraphs[i + 1].ops.begin(), s.subgraphs[i + 1].ops.end());
+      s.subgraphs.erase(s.subgraphs.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+    } else if (kind == 2) {  // granularity, sometimes out of range
+      const int64_t w = 1 + static_cast<int64_t>(rng() % (p.native_w + (rng() % 8 == 0 ? 10 : 0)));
+      const int64_t h = 1 + static_cast<int64_t>(rng() % p.native_h);
+      sg.granularity = {w, h, 1 + static_cast<int64_t>(rng() % (p.native_w + 4))};
+    } else if (kind == 3) {  // retain an output of the subgraph (or, rarely, any tensor)
+      const int op = sg.ops[rng() % sg.ops.size()];
+      sg.retain.push_back(rng() % 8 ? p.outputs[op][0] : static_cast<int>(rng() % p.num_tensors()));
+    } else if (kind == 4) {  // a traversal order: a permutation of a guessed grid, or a wrong one
+      const int64_t tiles = 1 + static_cast<int64_t>(rng() % 9);
+      std::vector<int64_t> order(tiles);
+      for (int64_t t = 0; t < tiles; ++t) order[t] = t;
+      std::shuffle(order.begin(), order.end(), rng);
+      sg.traversal = order;
+    } else if (kind == 5 && s.subgraphs.size() > 1) {  // order: swap with the next subgraph
+      std::swap(s.subgraphs[i], s.subgraphs[(i + 1) % s.subgraphs.size()]);
+    } else if (kind == 6) {  // recomputation: an op of another subgraph runs here too, first
+      const SubgraphSpec& other = s.subgraphs[pick()];
+      const int op = other.ops[rng() % other.ops.size()];
+      if (std::find(sg.ops.begin(), sg.ops.end(), op) == sg.ops.end()) sg.ops.insert(sg.ops.begin(), op);
+    } else if (kind == 7 && sg.ops.size() > 1) {  // coverage: drop an op
+      sg.ops.erase(sg.ops.begin() + static_cast<std::ptrdiff_t>(rng() % sg.ops.size()));
+    }
+  }
+  return s;
+}
+
+class ThreeDrivers : public ::testing::Test {
+ protected:
+  void TearDown() override { sc_core::sc_get_curr_simcontext()->reset(); }
+};
+
+TEST_F(ThreeDrivers, AgreeOnRandomSchedules) {
+  std::mt19937 rng(20261123);
+  int valid = 0, oom = 0, invalid = 0;
+  std::set<std::string> rules;
+  for (int trial = 0; trial < 1500; ++trial) {
+    const Problem problem = random_problem(rng);
+    const Graph graph = analyze_graph(problem, "random.json");
+    const Schedule schedule = random_schedule(problem, graph, rng);
+    for (MatmulCompute compute : {MatmulCompute::FullK, MatmulCompute::NativeK}) {
+      VerifyOptions analytic_options;
+      analytic_options.model.matmul_compute = compute;
+      const ScheduleReport analytic = verify_schedule(problem, graph, schedule, analytic_options);
+      VerifyOptions walk_options = analytic_options;
+      int64_t walked = 0;
+      walk_options.on_step = [&](const SubgraphModel&, const StepDetail&) { ++walked; };
+      const ScheduleReport walk = verify_schedule(problem, graph, schedule, walk_options);
+      ReplayOptions replay_options;
+      replay_options.model.matmul_compute = compute;
+      const ReplayResult replay = replay_schedule(problem, graph, schedule, replay_options);
+      const std::string where = "trial " + std::to_string(trial) + ": " + schedule_to_json(schedule).dump();
+      ASSERT_FALSE(analytic.refused) << where;
+      ASSERT_EQ(analytic.valid, walk.valid) << where;
+      ASSERT_EQ(analytic.valid, replay.completed) << where << (replay.error ? replay.error->describe() : "");
+      if (analytic.valid) {
+        ++valid;
+        EXPECT_NEAR(analytic.total_latency, walk.total_latency, 1e-9 * analytic.total_latency) << where;
+        EXPECT_NEAR(analytic.total_latency, replay.total_latency, 1e-9 * analytic.total_latency) << where;
+        continue;
+      }
+      ASSERT_TRUE(analytic.error && walk.error && replay.error) << where;
+      EXPECT_EQ(analytic.error->describe(), walk.error->describe()) << where;
+      EXPECT_EQ(analytic.error->rule, replay.error->rule) << where;
+      EXPECT_EQ(analytic.error->subgraph, replay.error->subgraph) << where;
+      rules.insert(analytic.error->rule);
+      if (analytic.error->rule == "M20") {
+        ++oom;
+        ASSERT_TRUE(replay.error->step && replay.error->working_set) << where;
+        EXPECT_EQ(analytic.error->step->position, replay.error->step->position) << where;
+        EXPECT_EQ(analytic.error->step->k_step, replay.error->step->k_step) << where;
+        EXPECT_EQ(analytic.error->working_set->total(), replay.error->working_set->total()) << where;
+      } else {
+        ++invalid;
+      }
+    }
+  }
+  // The generator must reach every verdict and a spread of rules.
+  EXPECT_GT(valid, 300);  // 648, 188 and 2,164 with this seed
+  EXPECT_GT(oom, 100);
+  EXPECT_GT(invalid, 1000);
+  for (const char* rule : {"M5", "M6", "M7", "M9", "M11", "M15", "M20"})
+    EXPECT_TRUE(rules.count(rule)) << rule << " never fired";
+}
+
+}  // namespace
+}  // namespace mlsys::test
