@@ -50,7 +50,7 @@ std::vector<BadInput> cases() {
       {"InputIndexOutOfRange", replace(p, "\"inputs\":[[0]", "\"inputs\":[[7]"), s, 2, "inputs[0][0]"},
       {"NegativeOutputIndex", replace(p, "\"outputs\":[[1],[2]]", "\"outputs\":[[1],[-2]]"), s, 2, "outputs[1][0]"},
       {"BaseCostsLength", replace(p, "[1000,100]", "[1000]"), s, 2, "base_costs: length"},
-      {"ZeroBaseCost", replace(p, "[1000,100]", "[0,100]"), s, 2, "base_costs[0]: must be > 0"},
+      {"ZeroBaseCost", replace(p, "[1000,100]", "[0,100]"), s, 2, "base_costs[0]: must be in (0, 1e15]"},
       {"UnknownOpType", replace(p, "\"Pointwise\"]", "\"Conv\"]"), s, 2, "op_types[1]"},
       {"OpTypeNotString", replace(p, "[\"Pointwise\",", "[7,"), s, 2, "op_types[0]"},
       {"NegativeCapacity", replace(p, "35000", "-1"), s, 2, "fast_memory_capacity"},
