@@ -698,6 +698,7 @@ SubgraphResult SubgraphModel::simulate() const {
       return result;
     }
     result.latency += walker.last_latency();
+    if (walker.last_compute() >= walker.last_memory_time()) result.compute_bound_latency += walker.last_latency();
     result.compute_time += walker.last_compute();
     result.memory_time += walker.last_memory_time();
     ++result.steps;
@@ -799,7 +800,7 @@ SubgraphResult SubgraphModel::evaluate_fast(Violations violations, int64_t walk_
   }
   struct TileClass {
     bool known = false;
-    double latency = 0, compute = 0, memory = 0;
+    double latency = 0, compute = 0, memory = 0, compute_bound = 0;
     int64_t max_ws = 0;
   };
   std::array<TileClass, 16> classes{};
@@ -886,6 +887,7 @@ SubgraphResult SubgraphModel::evaluate_fast(Violations violations, int64_t walk_
                       std::vector<StepWalker::NumSlice>& cur, int64_t times) {
         if (!w.evaluate(w.coord(p, ks), prev, cur, 0, nullptr)) return false;
         cls.latency += w.last_latency_ * static_cast<double>(times);
+        if (w.last_compute_ >= w.last_memory_) cls.compute_bound += w.last_latency_ * static_cast<double>(times);
         cls.compute += w.last_compute_ * static_cast<double>(times);
         cls.memory += w.last_memory_ * static_cast<double>(times);
         cls.max_ws = std::max(cls.max_ws, w.last_ws_);
@@ -929,6 +931,7 @@ SubgraphResult SubgraphModel::evaluate_fast(Violations violations, int64_t walk_
       }
     }
     result.latency += cls.latency * static_cast<double>(group.count);
+    result.compute_bound_latency += cls.compute_bound * static_cast<double>(group.count);
     result.compute_time += cls.compute * static_cast<double>(group.count);
     result.memory_time += cls.memory * static_cast<double>(group.count);
     finished += tile_area_at(p);

@@ -151,6 +151,9 @@ TEST_F(ThreeDrivers, AgreeOnRandomSchedules) {
         ++valid;
         EXPECT_NEAR(analytic.total_latency, walk.total_latency, 1e-9 * analytic.total_latency) << where;
         EXPECT_NEAR(analytic.total_latency, replay.total_latency, 1e-9 * analytic.total_latency) << where;
+        for (size_t i = 0; i < analytic.subgraphs.size(); ++i)  // counted classes against the walk
+          EXPECT_NEAR(analytic.subgraphs[i].compute_bound_latency, walk.subgraphs[i].compute_bound_latency,
+                      1e-9 * analytic.subgraphs[i].latency) << where;
         continue;
       }
       ASSERT_TRUE(analytic.error && walk.error && replay.error) << where;

@@ -67,6 +67,7 @@ json report_to_json(const ScheduleReport& r, const LowerBound& lb, MatmulCompute
                          {"reported_latency", sg.reported ? json(*sg.reported) : json(nullptr)},
                          {"compute_time", sg.compute_time},
                          {"memory_time", sg.memory_time},
+                         {"compute_bound_latency", sg.compute_bound_latency},
                          {"peak_working_set", sg.peak_working_set}});
   json errors = json::array(), warnings = json::array();
   if (r.error) errors.push_back(violation_to_json(*r.error));

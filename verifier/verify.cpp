@@ -80,6 +80,7 @@ ScheduleReport verify_schedule(const Problem& problem, const Graph& graph, const
         }
         options.on_step(model, detail);
         result.latency += detail.latency;
+        if (detail.compute >= detail.memory_time) result.compute_bound_latency += detail.latency;
         result.compute_time += detail.compute;
         result.memory_time += detail.memory_time;
         ++result.steps;
@@ -105,6 +106,7 @@ ScheduleReport verify_schedule(const Problem& problem, const Graph& graph, const
     sg.latency = result.latency;
     sg.compute_time = result.compute_time;
     sg.memory_time = result.memory_time;
+    sg.compute_bound_latency = result.compute_bound_latency;
     sg.peak_working_set = result.peak_working_set;
     if (schedule.reported_latencies) sg.reported = (*schedule.reported_latencies)[i];
     report.subgraphs.push_back(sg);

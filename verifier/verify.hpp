@@ -26,6 +26,7 @@ struct SubgraphReport {
   Granularity granularity;
   int64_t grid_rows = 0, grid_cols = 0, k_steps = 0, steps = 0;
   double latency = 0, compute_time = 0, memory_time = 0;
+  double compute_bound_latency = 0;  // latency of the steps whose compute >= memory time
   std::optional<double> reported;
   int64_t peak_working_set = 0;
 };
