@@ -85,8 +85,7 @@ int main(int argc, char** argv) {
     const double limit = timeout > 0  ? timeout
                          : exhaustive ? 1e9
                                       : default_timeout_seconds(problem.num_ops());
-    // Leave a margin for the final write and process exit.
-    options.timeout_seconds = std::max(0.2, limit * 0.9 - 0.1);
+    options.timeout_seconds = search_seconds_within(limit);
     const LowerBound lb = lower_bound(problem, graph);
     const auto start = std::chrono::steady_clock::now();
     std::mutex io;
