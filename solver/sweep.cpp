@@ -190,6 +190,7 @@ void write_sweep(const std::string& dir, const std::string& problem_name, const 
   }
   write_file_atomic(dir + "/sweep.csv", csv.str());
   write_file_atomic(dir + "/sweep.html", sweep_html(problem_name, named));
+  write_file_atomic(dir + "/sweep.svg", sweep_chart_svg(named));  // the chart alone, e.g. for a README
 }
 
 std::vector<SweepPoint> read_sweep(const std::string& dir, const Problem& problem) {

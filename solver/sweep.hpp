@@ -59,7 +59,8 @@ std::vector<SweepPoint> run_sweep(const Problem& problem, const Graph& graph, co
 int reprice_dominated(const Problem& problem, const Graph& graph, const ModelOptions& model,
                       std::vector<SweepPoint>& points);
 
-// DIR/sweep.csv, DIR/schedules/*.json and DIR/sweep.html, each written atomically.
+// DIR/sweep.csv, DIR/schedules/*.json, DIR/sweep.html and the chart alone as DIR/sweep.svg, each written
+// atomically.
 void write_sweep(const std::string& dir, const std::string& problem_name, const std::vector<SweepPoint>& points);
 // Reads DIR/sweep.csv and the schedules it names (for merging shards).
 std::vector<SweepPoint> read_sweep(const std::string& dir, const Problem& problem);
