@@ -23,6 +23,14 @@ std::string escape(const std::string& text) {
   return out;
 }
 
+// Axis labels: whole numbers with thousands separators (1,500,000), other values as they round-trip.
+std::string label(double v) {
+  if (v != std::floor(v) || std::fabs(v) >= 1e15) return format_number(v);
+  std::string digits = std::to_string(static_cast<long long>(std::fabs(v)));
+  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(static_cast<size_t>(i), ",");
+  return (v < 0 ? "-" : "") + digits;
+}
+
 const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2"};
 
 }  // namespace
@@ -67,12 +75,15 @@ std::string sweep_chart_svg(const std::vector<SweepPoint>& points) {
   for (double c : capacities)
     svg << "<line x1=\"" << x(c) << "\" y1=\"" << y(0) << "\" x2=\"" << x(c) << "\" y2=\"" << y(0) + 5
         << "\" stroke=\"black\"/><text x=\"" << x(c) << "\" y=\"" << y(0) + 18 << "\" text-anchor=\"middle\">"
-        << format_number(c) << "</text>\n";
-  for (int i = 0; i <= 5; ++i) {
-    const double v = ymax / 1.08 * i / 5;
+        << label(c) << "</text>\n";
+  // Latency ticks at a round step (1, 2 or 5 times a power of ten), about five of them.
+  const double raw = ymax / 5, magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+  const double step = magnitude * (raw / magnitude <= 1 ? 1 : raw / magnitude <= 2 ? 2 : raw / magnitude <= 5 ? 5 : 10);
+  for (int i = 0; i * step <= ymax; ++i) {
+    const double v = i * step;
     svg << "<line x1=\"" << left - 5 << "\" y1=\"" << y(v) << "\" x2=\"" << width - right << "\" y2=\"" << y(v)
         << "\" stroke=\"#ddd\"/><text x=\"" << left - 8 << "\" y=\"" << y(v) + 4 << "\" text-anchor=\"end\">"
-        << format_number(std::round(v)) << "</text>\n";
+        << label(v) << "</text>\n";
   }
   svg << "<text x=\"" << (left + width - right) / 2 << "\" y=\"" << height - 15
       << "\" text-anchor=\"middle\">fast-memory capacity (elements, log scale)</text>\n"
