@@ -1,6 +1,8 @@
 #include "traces/report.hpp"
 
+#include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <iomanip>
 #include <sstream>
 
@@ -12,6 +14,19 @@ std::string format_number(double value) {
   char buffer[64];
   auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, value);
   return ec == std::errc() ? std::string(buffer, end) : std::to_string(value);
+}
+
+std::string format_display(double value) {
+  if (!std::isfinite(value)) return format_number(value);
+  const double rounded = std::round(value);
+  const bool whole = std::fabs(value - rounded) <= 1e-9 * std::max(1.0, std::fabs(value));
+  std::ostringstream fixed;
+  fixed << std::fixed << std::setprecision(whole ? 0 : 2) << std::fabs(whole ? rounded : value);
+  std::string text = fixed.str();
+  const size_t point = text.find('.');
+  for (int i = static_cast<int>(point == std::string::npos ? text.size() : point) - 3; i > 0; i -= 3)
+    text.insert(static_cast<size_t>(i), ",");
+  return (value < 0 && text.find_first_not_of("0.,") != std::string::npos ? "-" : "") + text;
 }
 
 static std::string slice_text(int tensor, const Region& r) {
@@ -89,20 +104,21 @@ json report_to_json(const ScheduleReport& r, const LowerBound& lb, MatmulCompute
 void print_report(std::ostream& out, const ScheduleReport& r, const LowerBound& lb, MatmulCompute model) {
   out << std::left << std::setw(5) << "sg" << std::setw(18) << "ops" << std::setw(12) << "grid" << std::setw(8)
       << "steps" << std::right << std::setw(20) << "compute" << std::setw(20) << "memory" << std::setw(20) << "latency"
-      << std::setw(20) << "reported" << std::setw(14) << "diff" << std::setw(22) << "peak WS / cap" << "\n";
+      << std::setw(20) << "reported" << std::setw(14) << "diff" << std::setw(26) << "peak WS / cap" << "\n";
   for (const auto& sg : r.subgraphs) {
     std::string ops;
     for (int o : sg.ops) ops += (ops.empty() ? "" : ",") + std::to_string(o);
     if (ops.size() > 16) ops = ops.substr(0, 13) + "...";
     const std::string grid = std::to_string(sg.grid_rows) + "x" + std::to_string(sg.grid_cols) + "x" +
                              std::to_string(sg.k_steps);
-    // Columns are sized for round-trip doubles (up to 17 significant digits) with a space between.
-    out << std::left << std::setw(5) << sg.index << std::setw(18) << ops << std::setw(12) << grid << std::setw(8)
-        << sg.steps << std::right << std::setw(20) << format_number(sg.compute_time) << std::setw(20)
-        << format_number(sg.memory_time) << std::setw(20) << format_number(sg.latency) << std::setw(20)
-        << (sg.reported ? format_number(*sg.reported) : "-") << std::setw(14)
-        << (sg.reported ? format_number(*sg.reported - sg.latency) : "-") << std::setw(22)
-        << (std::to_string(sg.peak_working_set) + " / " + format_number(r.capacity)) << "\n";
+    // Display figures (thousands separators, two decimals unless whole); the JSON report and the
+    // "subgraph i:" / "total:" lines below keep full round-trip precision (M28).
+    out << std::left << std::setw(5) << sg.index << std::setw(18) << ops << std::setw(std::max<size_t>(12, grid.size() + 1))
+        << grid << std::setw(8) << format_display(static_cast<double>(sg.steps)) << std::right << std::setw(20)
+        << format_display(sg.compute_time) << std::setw(20) << format_display(sg.memory_time) << std::setw(20)
+        << format_display(sg.latency) << std::setw(20) << (sg.reported ? format_display(*sg.reported) : "-")
+        << std::setw(14) << (sg.reported ? format_display(*sg.reported - sg.latency) : "-") << std::setw(26)
+        << (format_display(static_cast<double>(sg.peak_working_set)) + " / " + format_display(r.capacity)) << "\n";
   }
   if (!r.valid) return;
   for (const auto& sg : r.subgraphs) out << "subgraph " << sg.index << ": " << format_number(sg.latency) << "\n";

@@ -6,22 +6,11 @@
 #include <sstream>
 
 #include "solver/sweep.hpp"
+#include "traces/html_page.hpp"
 #include "traces/report.hpp"
 
 namespace mlsys {
 namespace {
-
-std::string escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else if (c == '"') out += "&quot;";
-    else out += c;
-  }
-  return out;
-}
 
 // Axis labels: whole numbers with thousands separators (1,500,000), other values as they round-trip.
 std::string label(double v) {
@@ -115,7 +104,7 @@ std::string sweep_chart_svg(const std::vector<SweepPoint>& points) {
       if (!p.feasible) {
         tip << "no valid schedule";
         svg << "<text class=\"infeasible\" x=\"" << x(p.capacity) << "\" y=\"" << y(0) - 4
-            << "\" text-anchor=\"middle\" fill=\"" << c << "\">&#215;<title>" << escape(tip.str())
+            << "\" text-anchor=\"middle\" fill=\"" << c << "\">&#215;<title>" << html_escape(tip.str())
             << "</title></text>\n";
         continue;
       }
@@ -123,10 +112,10 @@ std::string sweep_chart_svg(const std::vector<SweepPoint>& points) {
           << ", compute-bound " << std::lround(100 * p.compute_bound_share) << " %, peak working set "
           << p.peak_working_set << (p.found_at == "here" ? "" : ", schedule found at " + p.found_at);
       const bool pareto = is_pareto(points, i);
-      svg << "<a href=\"" << escape(p.schedule_file) << "\"><circle class=\"point" << (pareto ? " pareto" : "")
+      svg << "<a href=\"" << html_escape(p.schedule_file) << "\"><circle class=\"point" << (pareto ? " pareto" : "")
           << "\" cx=\"" << x(p.capacity) << "\" cy=\"" << y(p.total) << "\" r=\"" << (pareto ? 6 : 4)
           << "\" fill=\"" << (pareto ? c : "white") << "\" stroke=\"" << c << "\" stroke-width=\"2\"><title>"
-          << escape(tip.str()) << "</title></circle></a>\n";
+          << html_escape(tip.str()) << "</title></circle></a>\n";
     }
     const double ly = top + 20 * color;
     svg << "<line x1=\"" << width - right + 15 << "\" y1=\"" << ly << "\" x2=\"" << width - right + 40
@@ -144,16 +133,13 @@ std::string sweep_chart_svg(const std::vector<SweepPoint>& points) {
 
 std::string sweep_html(const std::string& problem_name, const std::vector<SweepPoint>& points) {
   std::ostringstream html;
-  html << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>sweep: " << escape(problem_name)
-       << "</title>\n<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
-          "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f4f4f4}"
-          "tr.pareto td{font-weight:bold}</style></head><body>\n"
-       << "<h1>Latency against fast-memory capacity: " << escape(problem_name) << "</h1>\n"
+  html << html_page_start("sweep: " + problem_name, "tr.pareto td{font-weight:bold}\n")
+       << "<h1>Latency against fast-memory capacity: " << html_escape(problem_name) << "</h1>\n"
        << "<p>Each point is the best schedule the search found at that capacity and bandwidth, or a schedule "
           "of a point with less of both re-priced here if that is cheaper (so no curve rises with more "
           "memory). Filled points are Pareto points; click a point for its schedule.</p>\n"
        << sweep_chart_svg(points)
-       << "<table><tr><th>capacity</th><th>bandwidth</th><th>total</th><th>lower bound</th><th>gap</th>"
+       << "<table class=\"grid\"><tr><th>capacity</th><th>bandwidth</th><th>total</th><th>lower bound</th><th>gap</th>"
           "<th>compute-bound</th><th>peak working set</th><th>solve s</th><th>schedule</th><th>found at</th></tr>\n";
   for (size_t i = 0; i < points.size(); ++i) {
     const SweepPoint& p = points[i];
@@ -166,10 +152,10 @@ std::string sweep_html(const std::string& problem_name, const std::vector<SweepP
     else
       html << "<td>no valid schedule</td><td>" << format_number(p.lower_bound) << "</td><td></td><td></td><td></td>";
     html << "<td>" << format_number(std::round(p.solve_seconds * 100) / 100) << "</td><td>"
-         << (p.schedule_file.empty() ? "" : "<a href=\"" + escape(p.schedule_file) + "\">json</a>") << "</td><td>"
-         << escape(p.found_at) << "</td></tr>\n";
+         << (p.schedule_file.empty() ? "" : "<a href=\"" + html_escape(p.schedule_file) + "\">json</a>") << "</td><td>"
+         << html_escape(p.found_at) << "</td></tr>\n";
   }
-  html << "</table></body></html>\n";
+  html << "</table>\n" << html_page_end();
   return html.str();
 }
 

@@ -13,6 +13,7 @@
 #include "solver/t10_search.hpp"
 #include "traces/perfetto_trace.hpp"
 #include "traces/report.hpp"
+#include "traces/t10_report.hpp"
 
 using namespace mlsys;
 using namespace mlsys::t10;
@@ -72,6 +73,11 @@ extern "C" int sc_main(int argc, char** argv) {
   CLI::App* simulate = app.add_subcommand("simulate", "replay a plan event by event in SystemC");
   common(simulate, true);
   simulate->add_option("--trace", trace_path, "write a Chrome/Perfetto trace-event JSON file");
+  std::string out_path;
+  CLI::App* report = app.add_subcommand("report", "write an HTML report of a plan (breakdown, SRAM, best plans)");
+  common(report, true);
+  report->add_option("-o,--out", out_path, "HTML file to write")->required();
+  report->add_option("--top", top, "best plans of the search to list (default 10)")->check(CLI::Range(1, 1000));
   CLI::App* solve = app.add_subcommand("solve", "exhaustive search for the fastest accepted plan");
   common(solve, false);
   solve->add_option("--top", top, "print the N best plans")->check(CLI::Range(1, 1000));
@@ -114,6 +120,22 @@ extern "C" int sc_main(int argc, char** argv) {
     }
     const Plan plan = read_plan(plan_path);
     const Evaluation e = evaluate(problem, plan, profile);
+    if (*report) {
+      PlanReportPage page;
+      page.problem_name = problem_path;
+      page.plan_name = plan_path;
+      page.problem = &problem;
+      page.plan = &plan;
+      page.evaluation = &e;
+      page.profile = profile_name;
+      if (e.cost) page.replay = replay_plan(problem, plan);
+      std::cerr << "searching the best plans for the report...\n";
+      page.top = search(problem, profile, top > 1 ? top : 10).top;
+      write_file_atomic(out_path, plan_report_html(page));
+      std::cout << out_path << "\n";
+      for (const auto& v : e.violations) std::cerr << "error: [" << v.code << "] " << v.message << "\n";
+      return e.accepted ? 0 : 1;
+    }
     if (*verify) {
       if (json_out) std::cout << evaluation_to_json(problem, plan, e, profile).dump(2) << "\n";
       else print_breakdown(problem, plan, e);

@@ -4,6 +4,7 @@
 
 #include "sim/json_io.hpp"
 #include "sim/systemc/replay.hpp"
+#include "traces/html_report.hpp"
 #include "traces/report.hpp"
 #include "verifier/verify.hpp"
 
@@ -34,6 +35,8 @@ extern "C" int sc_main(int argc, char** argv) {
       ->check(CLI::IsMember({"contest", "overlapped"}));
   app.add_option("--trace", trace_path, "with --replay: write a Chrome/Perfetto trace-event JSON file");
   app.add_option("--vcd", vcd_path, "with --replay: write a VCD of occupancy, link busy and compute busy");
+  std::string html_path;
+  app.add_option("--html", html_path, "also write the HTML report (as the report program does) to this file");
   int64_t max_steps = kDefaultMaxSteps;
   app.add_option("--max-steps", max_steps,
                  "largest number of steps --steps and --replay walk one by one (the total never needs it)")
@@ -97,6 +100,9 @@ extern "C" int sc_main(int argc, char** argv) {
                   << format_number(r.total_latency) << ", peak occupancy " << r.peak_occupancy << "\n";
       if (r.error) std::cerr << "replay error: " << describe_error(*r.error) << "\n";
     }
+    if (!html_path.empty())
+      write_schedule_report(html_path, problem_path, solution_path, problem, graph, schedule, report, options.model,
+                            max_steps);
     if (json_out) std::cout << json_report.dump(2) << "\n";
     for (const auto& w : report.warnings) std::cerr << "warning: " << w.describe() << "\n";
     if (report.error) std::cerr << "error: " << describe_error(*report.error) << "\n";

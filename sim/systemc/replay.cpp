@@ -17,42 +17,52 @@ std::string slice_name(int tensor, const Region& r) {
          std::to_string(r.c0) + ":" + std::to_string(r.c1) + "]";
 }
 
-// Turns module activity into Perfetto events.
+// Turns module activity into Perfetto events and, if asked, records the occupancy's step function.
 class TraceSink : public hw::ActivitySink {
  public:
-  explicit TraceSink(PerfettoTrace& trace)
+  TraceSink(PerfettoTrace* trace, std::vector<OccupancySample>* occupancy)
       : trace_(trace),
-        subgraphs_(trace.track("subgraphs")),
-        steps_(trace.track("steps")),
-        link_(trace.track("DMA link")),
-        compute_(trace.track("compute array")) {}
+        occupancy_(occupancy),
+        subgraphs_(trace ? trace->track("subgraphs") : 0),
+        steps_(trace ? trace->track("steps") : 0),
+        link_(trace ? trace->track("DMA link") : 0),
+        compute_(trace ? trace->track("compute array") : 0) {}
   void transfer(const hw::Transfer& t, double start, double duration) override {
-    trace_.span(link_, std::string(t.store ? "store " : "load ") + slice_name(t.tensor, t.region), start, duration,
-                {{"tensor", t.tensor},
-                 {"rows", {t.region.r0, t.region.r1}},
-                 {"cols", {t.region.c0, t.region.c1}},
-                 {"elements", t.region.area()},
-                 {"direction", t.store ? "store" : "load"}});
+    if (!trace_) return;
+    trace_->span(link_, std::string(t.store ? "store " : "load ") + slice_name(t.tensor, t.region), start, duration,
+                 {{"tensor", t.tensor},
+                  {"rows", {t.region.r0, t.region.r1}},
+                  {"cols", {t.region.c0, t.region.c1}},
+                  {"elements", t.region.area()},
+                  {"direction", t.store ? "store" : "load"}});
   }
   void compute(const OpCompute& c, double start, double duration) override {
-    trace_.span(compute_, "op " + std::to_string(c.op), start, duration,
-                {{"op", c.op}, {"rows", {c.region.r0, c.region.r1}}, {"cols", {c.region.c0, c.region.c1}},
-                 {"cost", c.cost}});
+    if (!trace_) return;
+    trace_->span(compute_, "op " + std::to_string(c.op), start, duration,
+                 {{"op", c.op}, {"rows", {c.region.r0, c.region.r1}}, {"cols", {c.region.c0, c.region.c1}},
+                  {"cost", c.cost}});
   }
   void occupancy(double time, int64_t elements, double capacity) override {
-    trace_.counter("fast memory (elements)", time, {{"occupancy", elements}, {"capacity", capacity}});
+    if (occupancy_) {
+      if (!occupancy_->empty() && occupancy_->back().time == time) occupancy_->back().elements = elements;
+      else occupancy_->push_back({time, elements});
+    }
+    if (trace_) trace_->counter("fast memory (elements)", time, {{"occupancy", elements}, {"capacity", capacity}});
   }
   void step(int subgraph, const StepDetail& d, double start, double duration) {
-    trace_.span(steps_, "step " + std::to_string(d.ref.position), start, duration,
-                {{"subgraph", subgraph}, {"tile", d.ref.tile}, {"k_step", d.ref.k_step}, {"compute", d.compute},
-                 {"memory", d.memory_time}, {"working_set", d.working_set.total()}});
+    if (!trace_) return;
+    trace_->span(steps_, "step " + std::to_string(d.ref.position), start, duration,
+                 {{"subgraph", subgraph}, {"tile", d.ref.tile}, {"k_step", d.ref.k_step}, {"compute", d.compute},
+                  {"memory", d.memory_time}, {"working_set", d.working_set.total()}});
   }
   void subgraph(int index, double start, double duration) {
-    trace_.span(subgraphs_, "subgraph " + std::to_string(index), start, duration, {{"subgraph", index}});
+    if (!trace_) return;
+    trace_->span(subgraphs_, "subgraph " + std::to_string(index), start, duration, {{"subgraph", index}});
   }
 
  private:
-  PerfettoTrace& trace_;
+  PerfettoTrace* trace_;
+  std::vector<OccupancySample>* occupancy_;
   int subgraphs_, steps_, link_, compute_;
 };
 
@@ -165,7 +175,7 @@ ReplayResult replay_schedule(const Problem& problem, const Graph& graph, const S
   prepare_systemc_kernel();
   ReplayResult result;
   std::unique_ptr<TraceSink> sink;
-  if (options.trace) sink = std::make_unique<TraceSink>(*options.trace);
+  if (options.trace || options.occupancy) sink = std::make_unique<TraceSink>(options.trace, options.occupancy);
   {
     auto link = std::make_unique<hw::SlowMemoryLink>("link", problem.slow_memory_bandwidth, sink.get());
     auto compute = std::make_unique<hw::ComputeArray>("compute", sink.get());

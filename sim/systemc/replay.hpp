@@ -21,11 +21,18 @@ enum class TimingMode {
   Overlapped,  // what-if, outside the contest model: the next step's loads start while this step computes
 };
 
+// Fast-memory occupancy from the moment `time` (latency units) on.
+struct OccupancySample {
+  double time = 0;
+  int64_t elements = 0;
+};
+
 struct ReplayOptions {
   ModelOptions model;
   TimingMode timing = TimingMode::Contest;
   PerfettoTrace* trace = nullptr;  // if set, receives DMA, compute, step, subgraph and occupancy events
   std::string vcd_path;            // if set, a VCD of occupancy, link busy and compute busy
+  std::vector<OccupancySample>* occupancy = nullptr;  // if set, receives every change of the occupancy
 };
 
 struct ReplayResult {

@@ -1,0 +1,91 @@
+// The HTML reports in a real browser (issue 21): headless Chromium opens the report of benchmark 17, of an
+// out-of-memory case and of the T10 seed plan, runs their scripts, and the DOM it dumps must show the
+// page's structure: one DAG node per op, one timeline bar per subgraph, the capacity line; the scripts must
+// have run (data-ready) with no error recorded and nothing printed on the console.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "sim/json_io.hpp"
+#include "support.hpp"
+
+namespace mlsys::test {
+namespace {
+
+size_t count(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+// The DOM after the page's scripts ran, and what the browser printed (console messages among it).
+CommandResult open_in_chromium(const std::string& html_path) {
+  const std::string profile = temp_dir("chromium-profile");
+  return run_command(MLSYS_CHROMIUM_BIN,
+                     "--headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
+                     "--disable-background-networking --disable-component-update --disable-sync "
+                     "--user-data-dir=" + profile + " --enable-logging=stderr --v=0 --dump-dom file://" + html_path);
+}
+
+void expect_clean_page(const CommandResult& r) {
+  ASSERT_EQ(0, r.exit_code) << r.err;
+  EXPECT_NE(std::string::npos, r.out.find("data-ready=\"1\"")) << "the page's script did not finish";
+  EXPECT_EQ(std::string::npos, r.out.find("data-script-errors=\"")) << "a script error was recorded";
+  EXPECT_EQ(std::string::npos, r.err.find(":CONSOLE")) << r.err;  // console.log/error or an uncaught error
+  for (const char* fetch : {"src=\"http", "href=\"http", "url(http", "<link "})  // a report loads nothing
+    EXPECT_EQ(std::string::npos, r.out.find(fetch)) << fetch;
+}
+
+TEST(ReportBrowser, Benchmark17) {
+  const std::string dir = temp_dir("report17");
+  const std::string problem = source_path("benchmarks/mlsys-2026-17.json");
+  ASSERT_EQ(0, run_command(MLSYS_SOLVER_BIN, problem + " " + dir + "/s.json --threads 1 --orders 3").exit_code);
+  const CommandResult made = run_command(MLSYS_REPORT_BIN, problem + " " + dir + "/s.json -o " + dir + "/r.html");
+  ASSERT_EQ(0, made.exit_code) << made.err;
+  const CommandResult page = open_in_chromium(dir + "/r.html");
+  expect_clean_page(page);
+  const nlohmann::json schedule = read_json_file(dir + "/s.json");
+  EXPECT_EQ(103u, count(page.out, "id=\"op-"));  // benchmark 17 has 103 ops
+  EXPECT_EQ(schedule.at("subgraphs").size(), count(page.out, "class=\"timeline-bar\""));
+  EXPECT_EQ(1u, count(page.out, "class=\"capacity-line\""));
+  EXPECT_EQ(1u, count(page.out, "class=\"peak\""));
+  EXPECT_NE(std::string::npos, page.out.find("id=\"verdict\">valid"));
+}
+
+TEST(ReportBrowser, OutOfMemoryCaseDrawsItsWorkingSet) {
+  // x7 at capacity 45,000 (rule book case x7-epilogue-oom-last-step): B = 8,192 + 8,192 + 16,384, C = 16,384.
+  const std::string dir = temp_dir("report-oom");
+  const CommandResult made =
+      run_command(MLSYS_REPORT_BIN, source_path("tests/golden/x7_tight_problem.json") + " " +
+                                        source_path("tests/golden/x7_solution.json") + " -o " + dir + "/r.html");
+  EXPECT_EQ(1, made.exit_code) << made.err;  // the schedule breaks M20; the report is still written
+  const CommandResult page = open_in_chromium(dir + "/r.html");
+  expect_clean_page(page);
+  EXPECT_NE(std::string::npos, page.out.find("[M20]"));
+  EXPECT_EQ(4u, count(page.out, "class=\"ws-term\""));
+  EXPECT_NE(std::string::npos, page.out.find("B slices 32,768 + C outputs 16,384 = 49,152"));
+  EXPECT_EQ(2u, count(page.out, "id=\"op-"));
+  EXPECT_GE(count(page.out, "class=\"capacity-line\""), 1u);
+}
+
+TEST(ReportBrowser, T10SeedPlan) {
+  const std::string dir = temp_dir("report-t10");
+  write_text(dir + "/plan.json",
+             R"({"F_op":[1,32,40],"f_t_A_m":1,"f_t_A_k":1,"f_t_B_k":1,"f_t_B_n":1,"f_t_C_m":1,"f_t_C_n":1})");
+  const CommandResult made = run_command(MLSYS_T10_BIN, "report " + source_path("tests/golden/t10/seed_problem.json") +
+                                                            " " + dir + "/plan.json -o " + dir + "/r.html");
+  ASSERT_EQ(0, made.exit_code) << made.err;
+  const CommandResult page = open_in_chromium(dir + "/r.html");
+  expect_clean_page(page);
+  EXPECT_EQ(6u, count(page.out, "class=\"cycle-part\""));
+  EXPECT_EQ(5u, count(page.out, "class=\"phase\""));
+  EXPECT_EQ(1u, count(page.out, "class=\"capacity-line\""));
+  // The seed plan's total, 15,360 cycles (tests/golden/t10/cases.json, seed-rv01), and the best plans table.
+  EXPECT_NE(std::string::npos, page.out.find("15,360 cycles"));
+  EXPECT_NE(std::string::npos, page.out.find("id=\"top-plans\""));
+}
+
+}  // namespace
+}  // namespace mlsys::test

@@ -1,0 +1,28 @@
+// A T10 plan's report as one self-contained HTML page: the plan (F_op and temporal factors), its cycle
+// breakdown, per-core SRAM occupancy through the replay's phases against the core's capacity, and the best
+// plans of the exhaustive search.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/t10/t10_model.hpp"
+#include "sim/t10/t10_replay.hpp"
+#include "solver/t10_search.hpp"
+
+namespace mlsys::t10 {
+
+struct PlanReportPage {
+  std::string problem_name, plan_name;
+  const Problem* problem = nullptr;
+  const Plan* plan = nullptr;
+  const Evaluation* evaluation = nullptr;
+  std::optional<ReplaySummary> replay;  // none when the plan has no defined cost
+  std::vector<RankedPlan> top;          // of t10 solve, best first
+  std::string profile;
+};
+
+std::string plan_report_html(const PlanReportPage& page);
+
+}  // namespace mlsys::t10
