@@ -104,7 +104,8 @@ json parse_json_text(const std::string& text, const std::string& file) {
     // fuzzing (tests/fuzz/regressions), where it escaped as an uncaught exception.
     const std::string what = e.what();
     const auto close = what.find("] ");
-    throw InputError(file, "", "M1", "JSON error: " + (close == std::string::npos ? what : what.substr(close + 2)));
+    throw InputError(file, "", "M1",
+                     "JSON error: " + (close == std::string::npos ? what : what.substr(close + 2)));
   }
 }
 
@@ -162,7 +163,8 @@ Problem parse_problem(const json& doc, const std::string& file) {
       out->push_back(std::move(tensors));
     }
     double base = r.number(bases[o], at("base_costs", o));
-    if (!(base > 0) || base > kMaxBaseCost) r.fail(at("base_costs", o), "must be in (0, 1e15], got " + bases[o].dump());
+    if (!(base > 0) || base > kMaxBaseCost)
+      r.fail(at("base_costs", o), "must be in (0, 1e15], got " + bases[o].dump());
     p.base_costs.push_back(base);
     const json& type = types[o];
     if (!type.is_string()) r.fail(at("op_types", o), "expected a string, got " + type_name(type));

@@ -275,9 +275,10 @@ std::variant<SubgraphModel, RuleViolation> SubgraphModel::compile_structure(
 
   // ---- M12 links, in-chain ops and the sliced reduction depth K_s
   // A link runs from MatMul `a` to MatMul `b`, directly or through Pointwise ops of the subgraph. A Pointwise
-  // op lies on such a path when it both follows a MatMul (`after_matmul`: it reads, through Pointwise ops only,
-  // a MatMul's output) and leads to one (`reaches_matmul`: a MatMul reads, through Pointwise ops only, its
-  // output); those are the in-chain ops. Declared order is topological, so one pass each way decides both.
+  // op lies on such a path when it both follows a MatMul (`after_matmul`: it reads, through Pointwise ops
+  // only, a MatMul's output) and leads to one (`reaches_matmul`: a MatMul reads, through Pointwise ops only,
+  // its output); those are the in-chain ops. Declared order is topological, so one pass each way decides
+  // both.
   std::vector<bool> after_matmul(p.num_ops(), false), reaches_matmul(p.num_ops(), false);
   std::vector<bool> feeds_lhs(p.num_ops(), false);  // some path from the op ends at a MatMul's LHS
   for (int o : ops) {
@@ -349,7 +350,9 @@ std::variant<SubgraphModel, RuleViolation> SubgraphModel::compile_structure(
   // ---- M17 symbolic regions, in reverse declared order
   std::vector<Form> out_form(p.num_ops());
   std::vector<std::array<Form, 2>> mm_in_form(p.num_ops());
-  auto input_form = [&](const Consumer& c) { return p.is_matmul(c.op) ? mm_in_form[c.op][c.position] : out_form[c.op]; };
+  auto input_form = [&](const Consumer& c) {
+    return p.is_matmul(c.op) ? mm_in_form[c.op][c.position] : out_form[c.op];
+  };
   for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
     const int o = *it;
     std::optional<Form> region;
@@ -681,7 +684,8 @@ double compute_floor(const Problem& problem, const Graph& graph, int op, MatmulC
   const double n_k = static_cast<double>(problem.native_w);
   const double padded_rows = std::ceil(rows / static_cast<double>(problem.native_h));
   const double padded_cols = std::ceil(cols / n_k);
-  const double tiles = std::min({padded_rows * padded_cols, padded_rows * (cols / n_k), (rows / n_k) * padded_cols});
+  const double tiles =
+      std::min({padded_rows * padded_cols, padded_rows * (cols / n_k), (rows / n_k) * padded_cols});
   const bool deep = problem.is_matmul(op) && model == MatmulCompute::NativeK;
   const double depth = deep ? static_cast<double>(graph.reduction_depth[op]) / problem.native_w : 1.0;
   return problem.base_costs[op] * depth * tiles;
@@ -698,7 +702,8 @@ SubgraphResult SubgraphModel::simulate() const {
       return result;
     }
     result.latency += walker.last_latency();
-    if (walker.last_compute() >= walker.last_memory_time()) result.compute_bound_latency += walker.last_latency();
+    if (walker.last_compute() >= walker.last_memory_time())
+      result.compute_bound_latency += walker.last_latency();
     result.compute_time += walker.last_compute();
     result.memory_time += walker.last_memory_time();
     ++result.steps;
@@ -712,16 +717,18 @@ int64_t SubgraphModel::num_steps() const {
 }
 
 int64_t SubgraphModel::finished_before(int64_t position) const {
-  // Raster order only: every earlier row is whole (h rows high), and the earlier tiles of this row are w wide.
+  // Raster order only: every earlier row is whole (h rows high), and the earlier tiles of this row are w
+  // wide.
   const int64_t row = position / ncols_, col = position % ncols_;
   const auto [r0, r1] = row_range(row);
   return row * g_.h * grid_w_ + col * g_.w * (r1 - r0);
 }
 
-SubgraphResult SubgraphModel::violation_in_tile(int64_t position, int64_t finished, Violations violations) const {
-  // The step that fails first within one tile: ks = 0, the first interior step (all interior steps are alike),
-  // the last. Evaluated with the real finished area, so an OOM names every term; the previous step's slices
-  // only decide loads, which a violation does not report.
+SubgraphResult SubgraphModel::violation_in_tile(int64_t position, int64_t finished,
+                                                Violations violations) const {
+  // The step that fails first within one tile: ks = 0, the first interior step (all interior steps are
+  // alike), the last. Evaluated with the real finished area, so an OOM names every term; the previous step's
+  // slices only decide loads, which a violation does not report.
   SubgraphResult result;
   StepWalker w(*this);
   w.summarize_oom_ = violations == Violations::Summarize;
@@ -764,8 +771,10 @@ bool SubgraphModel::aliased_forms_can_coincide() const {
   // more ranges than listing is worth (a hostile grid) is assumed to coincide: the walk then decides.
   constexpr int64_t kMaxRanges = 1 << 20;
   auto count = [&](const Axis& a) {
-    return a.kind == AxisKind::TileRows ? nrows_ : a.kind == AxisKind::TileCols ? ncols_
-                                                 : a.kind == AxisKind::Reduction ? nk_ : 1;
+    return a.kind == AxisKind::TileRows    ? nrows_
+           : a.kind == AxisKind::TileCols  ? ncols_
+           : a.kind == AxisKind::Reduction ? nk_
+                                           : 1;
   };
   auto meet = [&](const Axis& a, const Axis& b) {
     if (a == b) return true;
@@ -887,15 +896,18 @@ SubgraphResult SubgraphModel::evaluate_fast(Violations violations, int64_t walk_
                       std::vector<StepWalker::NumSlice>& cur, int64_t times) {
         if (!w.evaluate(w.coord(p, ks), prev, cur, 0, nullptr)) return false;
         cls.latency += w.last_latency_ * static_cast<double>(times);
-        if (w.last_compute_ >= w.last_memory_) cls.compute_bound += w.last_latency_ * static_cast<double>(times);
+        if (w.last_compute_ >= w.last_memory_)
+          cls.compute_bound += w.last_latency_ * static_cast<double>(times);
         cls.compute += w.last_compute_ * static_cast<double>(times);
         cls.memory += w.last_memory_ * static_cast<double>(times);
         cls.max_ws = std::max(cls.max_ws, w.last_ws_);
         return true;
       };
       bool ok = step(0, a, b, 1);
-      if (ok && nk_ >= 3) ok = step(1, b, a, nk_ - 2) && step(nk_ - 1, a, b, 1);
-      else if (ok && nk_ == 2) ok = step(1, b, a, 1);
+      if (ok && nk_ >= 3)
+        ok = step(1, b, a, nk_ - 2) && step(nk_ - 1, a, b, 1);
+      else if (ok && nk_ == 2)
+        ok = step(1, b, a, 1);
       if (!ok) {
         if (w.summarize_oom_) return summarized();
         fail(p, before);
@@ -905,7 +917,9 @@ SubgraphResult SubgraphModel::evaluate_fast(Violations violations, int64_t walk_
     if (raster && retained > 0) {
       // The group's tiles in raster order finish ever more area: its peak is at its last tile, and its first
       // failing tile is found by bisection over the rectangle.
-      auto position_of = [&](int64_t i) { return (group.row0 + i / group.cols) * ncols_ + group.col0 + i % group.cols; };
+      auto position_of = [&](int64_t i) {
+        return (group.row0 + i / group.cols) * ncols_ + group.col0 + i % group.cols;
+      };
       auto over = [&](int64_t i) {
         return static_cast<double>(cls.max_ws + finished_before(position_of(i)) * retained) > capacity_;
       };
@@ -916,8 +930,10 @@ SubgraphResult SubgraphModel::evaluate_fast(Violations violations, int64_t walk_
         int64_t lo = 0, hi = last;  // the first i with over(i)
         while (lo < hi) {
           const int64_t mid = lo + (hi - lo) / 2;
-          if (over(mid)) hi = mid;
-          else lo = mid + 1;
+          if (over(mid))
+            hi = mid;
+          else
+            lo = mid + 1;
         }
         fail(position_of(lo), finished_before(position_of(lo)));
         continue;

@@ -66,7 +66,7 @@ struct StepDetail {
 struct SubgraphResult {
   double latency = 0;  // L_i (M25)
   double compute_time = 0, memory_time = 0;  // sums of the per-step terms
-  double compute_bound_latency = 0;           // latency of the steps whose compute >= memory time
+  double compute_bound_latency = 0;          // latency of the steps whose compute >= memory time
   int64_t steps = 0;
   int64_t peak_working_set = 0;
   std::optional<RuleViolation> violation;  // M17 or M20 at a step

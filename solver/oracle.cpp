@@ -183,7 +183,8 @@ std::optional<SubgraphChoice> SubgraphOracle::best(const std::vector<int>& ops, 
     }
     // A candidate priced by a walk may take up to kMaxWalkSteps steps: ask the clock before each one, not
     // only every 64 evaluations.
-    if (expired_ && !model.counts_tile_classes() && model.num_steps() > 4096 && expired_()) return Outcome::OutOfTime;
+    if (expired_ && !model.counts_tile_classes() && model.num_steps() > 4096 && expired_())
+      return Outcome::OutOfTime;
     // Snakes save one strip load per turn; on large grids that is a small share and costs a per-tile
     // classification, so they are tried only where a turn is a noticeable part of the grid.
     std::vector<Traversal> kinds{Traversal::Raster};

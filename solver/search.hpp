@@ -64,6 +64,8 @@ std::optional<std::string> exhaustive_search_impossible(const Problem& problem, 
 double default_timeout_seconds(int num_ops);
 // The search's own deadline within a wall-clock limit: a margin for the last job to notice it, the final
 // verification and write, and process exit.
-inline double search_seconds_within(double limit) { return limit * 0.9 - 0.1 > 0.2 ? limit * 0.9 - 0.1 : 0.2; }
+inline double search_seconds_within(double limit) {
+  return limit * 0.9 - 0.1 > 0.2 ? limit * 0.9 - 0.1 : 0.2;
+}
 
 }  // namespace mlsys

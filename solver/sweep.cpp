@@ -39,8 +39,8 @@ std::string point_name(const SweepPoint& p) {
 
 }  // namespace
 
-bool price_at_point(const Problem& base, const Graph& graph, const ModelOptions& model, const Schedule& schedule,
-           SweepPoint& point) {
+bool price_at_point(const Problem& base, const Graph& graph, const ModelOptions& model,
+                    const Schedule& schedule, SweepPoint& point) {
   const Problem problem = problem_at(base, point.capacity, point.bandwidth);
   VerifyOptions options;
   options.model = model;
@@ -139,10 +139,10 @@ std::vector<SweepPoint> run_sweep(const Problem& problem, const Graph& graph, co
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       const int done = static_cast<int>(points.size());
       std::ostringstream line;
-      line << "point " << done << "/" << mine << " (capacity " << format_number(point.capacity) << ", bandwidth "
-           << format_number(point.bandwidth) << "): "
-           << (point.feasible ? format_number(point.total) : std::string("no valid schedule")) << "; ETA "
-           << static_cast<int>(elapsed / done * (mine - done) + 0.5) << " s";
+      line << "point " << done << "/" << mine << " (capacity " << format_number(point.capacity)
+           << ", bandwidth " << format_number(point.bandwidth)
+           << "): " << (point.feasible ? format_number(point.total) : std::string("no valid schedule"))
+           << "; ETA " << static_cast<int>(elapsed / done * (mine - done) + 0.5) << " s";
       options.on_progress(line.str());
     }
   }
@@ -171,7 +171,8 @@ int reprice_dominated(const Problem& problem, const Graph& graph, const ModelOpt
   return improved;
 }
 
-void write_sweep(const std::string& dir, const std::string& problem_name, const std::vector<SweepPoint>& points) {
+void write_sweep(const std::string& dir, const std::string& problem_name,
+                 const std::vector<SweepPoint>& points) {
   std::filesystem::create_directories(std::filesystem::path(dir) / "schedules");
   std::ostringstream csv;
   csv << kCsvHeader << "\n";
@@ -184,9 +185,9 @@ void write_sweep(const std::string& dir, const std::string& problem_name, const 
     }
     csv << format_number(p.capacity) << "," << format_number(p.bandwidth) << ","
         << (p.feasible ? "ok" : "infeasible") << "," << (p.feasible ? format_number(p.total) : "") << ","
-        << format_number(p.lower_bound) << "," << (p.feasible ? format_number(p.compute_bound_share) : "") << ","
-        << (p.feasible ? std::to_string(p.peak_working_set) : "") << "," << format_number(p.solve_seconds) << ","
-        << p.schedule_file << "," << p.found_at << "\n";
+        << format_number(p.lower_bound) << "," << (p.feasible ? format_number(p.compute_bound_share) : "")
+        << "," << (p.feasible ? std::to_string(p.peak_working_set) : "") << ","
+        << format_number(p.solve_seconds) << "," << p.schedule_file << "," << p.found_at << "\n";
   }
   write_file_atomic(dir + "/sweep.csv", csv.str());
   write_file_atomic(dir + "/sweep.html", sweep_html(problem_name, named));
@@ -199,13 +200,15 @@ std::vector<SweepPoint> read_sweep(const std::string& dir, const Problem& proble
   if (!in) throw InputError(path, "", "", "cannot open file");
   std::string line;
   if (!std::getline(in, line) || line != kCsvHeader)
-    throw InputError(path, "line 1", "", "not a sweep.csv (expected the header " + std::string(kCsvHeader) + ")");
+    throw InputError(path, "line 1", "",
+                     "not a sweep.csv (expected the header " + std::string(kCsvHeader) + ")");
   std::vector<SweepPoint> points;
   for (int number = 2; std::getline(in, line); ++number) {
     if (line.empty()) continue;
     const std::vector<std::string> f = split(line, ',');
     const std::string where = "line " + std::to_string(number);
-    if (f.size() != 10) throw InputError(path, where, "", "expected 10 fields, got " + std::to_string(f.size()));
+    if (f.size() != 10)
+      throw InputError(path, where, "", "expected 10 fields, got " + std::to_string(f.size()));
     SweepPoint p;
     p.capacity = parse_positive(f[0], where + " capacity");
     p.bandwidth = parse_positive(f[1], where + " bandwidth");
@@ -214,7 +217,8 @@ std::vector<SweepPoint> read_sweep(const std::string& dir, const Problem& proble
     p.found_at = f[9];
     if (f[2] == "ok") {
       if (p.schedule_file.empty() || p.schedule_file.find("..") != std::string::npos)
-        throw InputError(path, where, "", "a feasible point needs its schedule file inside the sweep directory");
+        throw InputError(path, where, "",
+                         "a feasible point needs its schedule file inside the sweep directory");
       p.schedule = load_schedule(dir + "/" + p.schedule_file, problem);
     }
     points.push_back(p);

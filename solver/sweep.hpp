@@ -2,7 +2,8 @@
 // the search mlsys runs, each best schedule verified and kept. A schedule found at (C, B) is valid at any
 // larger capacity and costs no more at a larger bandwidth, so every point is also priced with the schedules
 // of the points it dominates, and keeps the best: the reported curve never rises with more of either.
-// The grid can be split into disjoint shards (--shard I/N) and the shards merged, which re-prices across them.
+// The grid can be split into disjoint shards (--shard I/N) and the shards merged, which re-prices across
+// them.
 #pragma once
 
 #include <atomic>
@@ -20,7 +21,8 @@ namespace mlsys {
 // "A:B:N": N values from A to B, geometrically spaced (N >= 2, 0 < A < B; N = 1 gives A) and rounded to 6
 // significant digits (to whole numbers if `whole`); or a list "v1,v2,...". Values must be > 0; duplicates
 // count once. Throws InputError naming `option` otherwise.
-std::vector<double> parse_sweep_values(const std::string& text, const std::string& option, bool whole = false);
+std::vector<double> parse_sweep_values(const std::string& text, const std::string& option,
+                                       bool whole = false);
 
 struct SweepPoint {
   double capacity = 0, bandwidth = 0;
@@ -31,7 +33,8 @@ struct SweepPoint {
   int64_t peak_working_set = 0;
   double solve_seconds = 0;
   std::string schedule_file;  // relative to the sweep directory; empty when infeasible
-  std::string found_at;       // "here", or the point whose schedule was re-priced here ("capacity=..;bandwidth=..")
+  std::string
+      found_at;  // "here", or the point whose schedule was re-priced here ("capacity=..;bandwidth=..")
   std::optional<Schedule> schedule;
 };
 
@@ -45,10 +48,10 @@ struct SweepOptions {
 // The problem with the point's capacity and bandwidth.
 Problem problem_at(const Problem& base, double capacity, double bandwidth);
 
-// Verifies `schedule` at the point's capacity and bandwidth; if valid, fills the point's numbers and keeps the
-// schedule with its latencies at this point. The base problem's capacity and bandwidth are ignored.
-bool price_at_point(const Problem& base, const Graph& graph, const ModelOptions& model, const Schedule& schedule,
-                    SweepPoint& point);
+// Verifies `schedule` at the point's capacity and bandwidth; if valid, fills the point's numbers and keeps
+// the schedule with its latencies at this point. The base problem's capacity and bandwidth are ignored.
+bool price_at_point(const Problem& base, const Graph& graph, const ModelOptions& model,
+                    const Schedule& schedule, SweepPoint& point);
 
 // Solves this shard's points (in grid order) and returns them, priced at their own point only.
 std::vector<SweepPoint> run_sweep(const Problem& problem, const Graph& graph, const SweepOptions& options,
@@ -61,7 +64,8 @@ int reprice_dominated(const Problem& problem, const Graph& graph, const ModelOpt
 
 // DIR/sweep.csv, DIR/schedules/*.json, DIR/sweep.html and the chart alone as DIR/sweep.svg, each written
 // atomically.
-void write_sweep(const std::string& dir, const std::string& problem_name, const std::vector<SweepPoint>& points);
+void write_sweep(const std::string& dir, const std::string& problem_name,
+                 const std::vector<SweepPoint>& points);
 // Reads DIR/sweep.csv and the schedules it names (for merging shards).
 std::vector<SweepPoint> read_sweep(const std::string& dir, const Problem& problem);
 

@@ -1,6 +1,6 @@
 // `sweep`: latency against fast-memory capacity and bandwidth. Thin CLI over solver/sweep.
-//   sweep PROBLEM --capacity A:B:N|LIST --bandwidth A:B:N|LIST [--timeout S] [--threads N] [--shard I/N] -o DIR
-//   sweep merge DIR... -o OUT
+//   sweep PROBLEM --capacity A:B:N|LIST --bandwidth A:B:N|LIST [--timeout S] [--threads N] [--shard I/N] -o
+//   DIR sweep merge DIR... -o OUT
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <filesystem>
@@ -17,7 +17,9 @@ using namespace mlsys;
 namespace {
 
 std::atomic<bool> g_stop{false};
-void on_signal(int) { g_stop.store(true); }
+void on_signal(int) {
+  g_stop.store(true);
+}
 
 std::pair<int, int> parse_shard(const std::string& text) {
   const auto slash = text.find('/');
@@ -33,7 +35,8 @@ std::pair<int, int> parse_shard(const std::string& text) {
 }
 
 // Writes the points (sorted into grid order) and a copy of the problem, so that a merge needs nothing else.
-void finish(const std::string& dir, const std::string& name, const Problem& problem, std::vector<SweepPoint> points) {
+void finish(const std::string& dir, const std::string& name, const Problem& problem,
+            std::vector<SweepPoint> points) {
   std::sort(points.begin(), points.end(), [](const SweepPoint& a, const SweepPoint& b) {
     return a.capacity != b.capacity ? a.capacity < b.capacity : a.bandwidth < b.bandwidth;
   });
@@ -48,23 +51,28 @@ void finish(const std::string& dir, const std::string& name, const Problem& prob
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Solve a problem at every (fast-memory capacity, bandwidth) point of a grid and draw latency against "
-               "capacity.\nExit codes: 0 written, 2 bad input or usage."};
+  CLI::App app{
+      "Solve a problem at every (fast-memory capacity, bandwidth) point of a grid and draw latency against "
+      "capacity.\nExit codes: 0 written, 2 bad input or usage."};
   std::string problem_path, out_dir, capacity_text, bandwidth_text, shard_text = "0/1", compute = "full-k";
   double timeout = 0;
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   uint64_t seed = 1;
   int64_t max_orders = 0;
   app.add_option("problem", problem_path, "problem JSON (its capacity and bandwidth are replaced)");
-  app.add_option("--capacity", capacity_text, "capacities: A:B:N (N values from A to B, log-spaced) or v1,v2,...");
+  app.add_option("--capacity", capacity_text,
+                 "capacities: A:B:N (N values from A to B, log-spaced) or v1,v2,...");
   app.add_option("--bandwidth", bandwidth_text, "bandwidths: A:B:N (log-spaced) or v1,v2,...");
   app.add_option("--timeout", timeout, "seconds per point (default: the contest's, by op count)");
   app.add_option("--threads", threads, "search threads per point")->check(CLI::Range(1, 256));
   app.add_option("--seed", seed, "random seed of the search");
-  app.add_option("--orders", max_orders, "per point: stop after this many orders (reproducible with --threads 1)")
+  app.add_option("--orders", max_orders,
+                 "per point: stop after this many orders (reproducible with --threads 1)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
-  app.add_option("--shard", shard_text, "solve only part I of N of the grid (0 <= I < N); merge the parts later");
-  app.add_option("--matmul-compute", compute, "full-k or native-k")->check(CLI::IsMember({"full-k", "native-k"}));
+  app.add_option("--shard", shard_text,
+                 "solve only part I of N of the grid (0 <= I < N); merge the parts later");
+  app.add_option("--matmul-compute", compute, "full-k or native-k")
+      ->check(CLI::IsMember({"full-k", "native-k"}));
   app.add_option("-o,--out", out_dir, "output directory")->required();
   std::vector<std::string> merge_dirs;
   CLI::App* merge = app.add_subcommand("merge", "combine the directories of sharded runs into -o DIR");
@@ -90,7 +98,8 @@ int main(int argc, char** argv) {
           throw InputError(dir + "/problem.json", "", "usage", "differs from " + first + ": not one sweep");
         for (SweepPoint& p : read_sweep(dir, problem)) {
           const auto key = std::pair{p.capacity, p.bandwidth};
-          if (all.count(key)) throw InputError(dir + "/sweep.csv", "", "usage", "a point appears in two shards");
+          if (all.count(key))
+            throw InputError(dir + "/sweep.csv", "", "usage", "a point appears in two shards");
           all[key] = std::move(p);
         }
       }
@@ -98,7 +107,8 @@ int main(int argc, char** argv) {
       for (auto& [key, p] : all) points.push_back(std::move(p));
       // Fill each point's numbers from its own schedule, then re-price across the shards.
       for (SweepPoint& p : points) {
-        p.lower_bound = lower_bound(problem_at(problem, p.capacity, p.bandwidth), graph).bound(model.matmul_compute);
+        p.lower_bound =
+            lower_bound(problem_at(problem, p.capacity, p.bandwidth), graph).bound(model.matmul_compute);
         if (!p.schedule) continue;
         const Schedule own = *p.schedule;
         if (!price_at_point(problem, graph, model, own, p))
@@ -111,7 +121,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (problem_path.empty() || capacity_text.empty() || bandwidth_text.empty())
-      throw InputError("", "", "usage", "sweep needs PROBLEM, --capacity and --bandwidth (or: sweep merge DIR...)");
+      throw InputError("", "", "usage",
+                       "sweep needs PROBLEM, --capacity and --bandwidth (or: sweep merge DIR...)");
     const Problem problem = load_problem(problem_path);
     const Graph graph = analyze_graph(problem, problem_path);
     SweepOptions options;
@@ -128,7 +139,8 @@ int main(int argc, char** argv) {
     for (double c : options.capacities)  // the readers' ranges apply to every point
       if (c > 4611686018427387904.0) throw InputError("", "--capacity", "M1", "capacities must be <= 2^62");
     for (double b : options.bandwidths)
-      if (b < 1e-9 || b > 1e18) throw InputError("", "--bandwidth", "M1", "bandwidths must be in [1e-9, 1e18]");
+      if (b < 1e-9 || b > 1e18)
+        throw InputError("", "--bandwidth", "M1", "bandwidths must be in [1e-9, 1e18]");
     const int total = static_cast<int>(options.capacities.size() * options.bandwidths.size());
     std::cerr << "sweep: " << options.capacities.size() << " capacities x " << options.bandwidths.size()
               << " bandwidths = " << total << " points; shard " << options.shard << "/" << options.shards

@@ -41,7 +41,8 @@ Problem random_problem(std::mt19937& rng) {
     if (rng() % 2) {
       const bool as_rhs = rng() % 4 == 0;
       const int other = as_rhs ? tensor(side(), rows) : tensor(cols, side());
-      const int y = as_rhs ? tensor(heights[other].get<int64_t>(), cols) : tensor(rows, widths[other].get<int64_t>());
+      const int y =
+          as_rhs ? tensor(heights[other].get<int64_t>(), cols) : tensor(rows, widths[other].get<int64_t>());
       inputs.push_back(as_rhs ? json{other, x} : json{x, other});
       outputs.push_back({y});
       types.push_back("MatMul");
@@ -62,16 +63,17 @@ Problem random_problem(std::mt19937& rng) {
     bases.push_back(1 + static_cast<int>(rng() % 3000));
   }
   const int64_t natives[] = {64, 128};
-  return parse_problem(json{{"widths", widths},
-                            {"heights", heights},
-                            {"inputs", inputs},
-                            {"outputs", outputs},
-                            {"base_costs", bases},
-                            {"op_types", types},
-                            {"fast_memory_capacity", rng() % 3 ? 4000 + static_cast<int>(rng() % 60000) : 1e9},
-                            {"slow_memory_bandwidth", 1 + static_cast<int>(rng() % 30)},
-                            {"native_granularity", {natives[rng() % 2], natives[rng() % 2]}}},
-                       "random.json");
+  return parse_problem(
+      json{{"widths", widths},
+           {"heights", heights},
+           {"inputs", inputs},
+           {"outputs", outputs},
+           {"base_costs", bases},
+           {"op_types", types},
+           {"fast_memory_capacity", rng() % 3 ? 4000 + static_cast<int>(rng() % 60000) : 1e9},
+           {"slow_memory_bandwidth", 1 + static_cast<int>(rng() % 30)},
+           {"native_granularity", {natives[rng() % 2], natives[rng() % 2]}}},
+      "random.json");
 }
 
 // Every op alone in topological order, then mutations: merge neighbours, another granularity, retention,
@@ -153,7 +155,8 @@ TEST_F(ThreeDrivers, AgreeOnRandomSchedules) {
         EXPECT_NEAR(analytic.total_latency, replay.total_latency, 1e-9 * analytic.total_latency) << where;
         for (size_t i = 0; i < analytic.subgraphs.size(); ++i)  // counted classes against the walk
           EXPECT_NEAR(analytic.subgraphs[i].compute_bound_latency, walk.subgraphs[i].compute_bound_latency,
-                      1e-9 * analytic.subgraphs[i].latency) << where;
+                      1e-9 * analytic.subgraphs[i].latency)
+              << where;
         continue;
       }
       ASSERT_TRUE(analytic.error && walk.error && replay.error) << where;

@@ -226,8 +226,9 @@ TEST(FastPath, EqualsStepByStepWhereATensorIsReadInTwoForms) {
 }
 
 // A random chain head -> in-chain Pointwise op(s) -> tail (M12 since the 2026-11-23 revision), with its
-// problem: LHS or RHS link, one or two in-chain ops (unary, binary with an extra input, or a diamond that reads
-// the head's output twice), sometimes an epilogue, sides that are not multiples of the tile (clipped edges).
+// problem: LHS or RHS link, one or two in-chain ops (unary, binary with an extra input, or a diamond that
+// reads the head's output twice), sometimes an epilogue, sides that are not multiples of the tile (clipped
+// edges).
 struct RandomChain {
   nlohmann::json problem;
   std::vector<int> ops;
@@ -304,10 +305,11 @@ TEST(FastPath, EqualsStepByStepOnChainsThroughPointwiseOps) {
     const int64_t w = std::uniform_int_distribution<int64_t>(1, problem.native_w)(rng);
     const int64_t h = std::uniform_int_distribution<int64_t>(1, problem.native_h)(rng);
     // A third of the time the largest k M6 allows, so that nk = 1 where the tail's K fits in one step.
-    const int64_t k_max = std::min({problem.native_w, graph.reduction_depth[0],
-                                    graph.reduction_depth[chain.ops[chain.in_chain + 1]]});
-    spec.granularity = {rng() % 2 ? problem.native_w : w, rng() % 2 ? problem.native_h : h,
-                        rng() % 3 == 0 ? k_max : std::uniform_int_distribution<int64_t>(1, problem.native_w)(rng)};
+    const int64_t k_max = std::min(
+        {problem.native_w, graph.reduction_depth[0], graph.reduction_depth[chain.ops[chain.in_chain + 1]]});
+    spec.granularity = {
+        rng() % 2 ? problem.native_w : w, rng() % 2 ? problem.native_h : h,
+        rng() % 3 == 0 ? k_max : std::uniform_int_distribution<int64_t>(1, problem.native_w)(rng)};
     auto compiled = SubgraphModel::compile(problem, graph, spec, 0, {}, {});
     if (std::holds_alternative<RuleViolation>(compiled)) continue;  // k above a K, M14 cannot apply here
     auto& model = std::get<SubgraphModel>(compiled);

@@ -95,7 +95,8 @@ TEST(GoldenCases, LowerBoundIsAFloorOfEveryValidCase) {
   int checked = 0;
   for (const json& c : cases()) {
     if (c.at("expect") != "valid") continue;
-    const Loaded l = load(dir + c.at("problem").get<std::string>(), dir + c.at("solution").get<std::string>());
+    const Loaded l =
+        load(dir + c.at("problem").get<std::string>(), dir + c.at("solution").get<std::string>());
     const bool full_k = options_of(c).model.matmul_compute == MatmulCompute::FullK;
     const LowerBound lb = lower_bound(l.problem, l.graph);
     const double total = c.at("expected_total").get<double>();
@@ -106,7 +107,9 @@ TEST(GoldenCases, LowerBoundIsAFloorOfEveryValidCase) {
   EXPECT_GE(checked, 25);
 }
 
-TEST(GoldenCases, RevisionOf20261123HasFortyCases) { EXPECT_EQ(40u, cases().size()); }
+TEST(GoldenCases, RevisionOf20261123HasFortyCases) {
+  EXPECT_EQ(40u, cases().size());
+}
 
 // The CLI gives the exit code of M28 and tags every error with its rule.
 TEST_P(GoldenCase, CommandLineExitCode) {

@@ -1,12 +1,12 @@
-// Hostile and huge inputs (issue 20): answers whose cost does not grow with the step count, refusals that name
-// the count and the budget, a solver that meets its deadline, and the numeric ranges the readers accept.
+// Hostile and huge inputs (issue 20): answers whose cost does not grow with the step count, refusals that
+// name the count and the budget, a solver that meets its deadline, and the numeric ranges the readers accept.
 // Expected numbers are derived by hand in the comments.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
-#include <random>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "sim/json_io.hpp"
 #include "support.hpp"
@@ -111,12 +111,17 @@ TEST(RetainedOutput, OutOfMemoryIsLocatedWithoutWalkingTheGrid) {
   EXPECT_EQ(999999995904, r.error->working_set->outputs);
 }
 
-// One Pointwise op T0 -> T1 with the given fields replaced, verified at [128,128,1] (README: accepted ranges).
+// One Pointwise op T0 -> T1 with the given fields replaced, verified at [128,128,1] (README: accepted
+// ranges).
 CommandResult verify_variant(const json& changes) {
-  json problem = {{"widths", {536870912, 536870912}}, {"heights", {1073741824, 1073741824}},
-                  {"inputs", {{0}}},  {"outputs", {{1}}},
-                  {"base_costs", {1}}, {"op_types", {"Pointwise"}},
-                  {"fast_memory_capacity", 4611686018427387904.0}, {"slow_memory_bandwidth", 1},
+  json problem = {{"widths", {536870912, 536870912}},
+                  {"heights", {1073741824, 1073741824}},
+                  {"inputs", {{0}}},
+                  {"outputs", {{1}}},
+                  {"base_costs", {1}},
+                  {"op_types", {"Pointwise"}},
+                  {"fast_memory_capacity", 4611686018427387904.0},
+                  {"slow_memory_bandwidth", 1},
                   {"native_granularity", {128, 128}}};
   problem.update(changes);
   const std::string dir = temp_dir("limits");
@@ -148,7 +153,8 @@ TEST(NumericLimits, ValuesOutsideTheRangesAreM1Errors) {
   };
   const Bad cases[] = {
       {{{"widths", {2147483647, 2147483647}}}, "widths[0]"},
-      {{{"widths", {1073741824, 1073741824}}, {"heights", {1073741824, 1073741824}}}, "widths[1]"},  // 2 x 2^60
+      {{{"widths", {1073741824, 1073741824}}, {"heights", {1073741824, 1073741824}}},
+       "widths[1]"},                                         // 2 x 2^60
       {{{"widths", {536870912, 1073741824}}}, "widths[1]"},  // 2^59 + 2^60 elements together
       {{{"fast_memory_capacity", 9223372036854775808.0}}, "fast_memory_capacity"},
       {{{"slow_memory_bandwidth", 1e-300}}, "slow_memory_bandwidth"},
@@ -177,9 +183,9 @@ TEST(NumericLimits, NumberTooLargeForADoubleIsAnM1Error) {
 
 TEST(SolverDeadline, SixHundredOpGraphWithinItsTimeout) {
   // A generated chain of 600 ops on 256 x 256 tensors: every third a MatMul with its own weight, the others
-  // Pointwise, a third of those also reading one of the six tensors before. With --timeout 5 the schedule must
-  // be written and the program gone within the timeout (a quarter second allowed for process start and exit
-  // on a loaded machine), and the schedule must pass verify --strict.
+  // Pointwise, a third of those also reading one of the six tensors before. With --timeout 5 the schedule
+  // must be written and the program gone within the timeout (a quarter second allowed for process start and
+  // exit on a loaded machine), and the schedule must pass verify --strict.
   std::mt19937 rng(600);
   json widths = json::array(), heights = json::array(), inputs = json::array(), outputs = json::array(),
        bases = json::array(), types = json::array();
@@ -191,8 +197,10 @@ TEST(SolverDeadline, SixHundredOpGraphWithinItsTimeout) {
   std::vector<int> live{tensor()};
   for (int i = 0; i < 600; ++i) {
     std::vector<int> in{live.back()};
-    if (i % 3 == 0) in.push_back(tensor());
-    else if (rng() % 3 == 0) in.push_back(live[live.size() - 1 - rng() % std::min<size_t>(6, live.size())]);
+    if (i % 3 == 0)
+      in.push_back(tensor());
+    else if (rng() % 3 == 0)
+      in.push_back(live[live.size() - 1 - rng() % std::min<size_t>(6, live.size())]);
     const int y = tensor();
     inputs.push_back(in);
     outputs.push_back({y});
@@ -200,18 +208,24 @@ TEST(SolverDeadline, SixHundredOpGraphWithinItsTimeout) {
     bases.push_back(i % 3 == 0 ? 2000 : 300);
     live.push_back(y);
   }
-  const json problem = {{"widths", widths},         {"heights", heights},
-                        {"inputs", inputs},         {"outputs", outputs},
-                        {"base_costs", bases},      {"op_types", types},
-                        {"fast_memory_capacity", 300000}, {"slow_memory_bandwidth", 20},
+  const json problem = {{"widths", widths},
+                        {"heights", heights},
+                        {"inputs", inputs},
+                        {"outputs", outputs},
+                        {"base_costs", bases},
+                        {"op_types", types},
+                        {"fast_memory_capacity", 300000},
+                        {"slow_memory_bandwidth", 20},
                         {"native_granularity", {128, 128}}};
   const std::string dir = temp_dir("g600");
   write_text(dir + "/problem.json", problem.dump());
   const auto start = Clock::now();
-  const CommandResult r = run_command(MLSYS_SOLVER_BIN, dir + "/problem.json " + dir + "/out.json --timeout 5");
+  const CommandResult r =
+      run_command(MLSYS_SOLVER_BIN, dir + "/problem.json " + dir + "/out.json --timeout 5");
   EXPECT_LT(seconds_since(start), 5.25);
   ASSERT_EQ(0, r.exit_code) << r.err;
-  const CommandResult check = run_command(MLSYS_VERIFY_BIN, dir + "/problem.json " + dir + "/out.json --strict");
+  const CommandResult check =
+      run_command(MLSYS_VERIFY_BIN, dir + "/problem.json " + dir + "/out.json --strict");
   EXPECT_EQ(0, check.exit_code) << check.err;
 }
 

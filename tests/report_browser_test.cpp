@@ -26,7 +26,8 @@ CommandResult open_in_chromium(const std::string& html_path) {
   return run_command(MLSYS_CHROMIUM_BIN,
                      "--headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
                      "--disable-background-networking --disable-component-update --disable-sync "
-                     "--user-data-dir=" + profile + " --enable-logging=stderr --v=0 --dump-dom file://" + html_path);
+                     "--user-data-dir=" +
+                         profile + " --enable-logging=stderr --v=0 --dump-dom file://" + html_path);
 }
 
 void expect_clean_page(const CommandResult& r) {
@@ -41,8 +42,10 @@ void expect_clean_page(const CommandResult& r) {
 TEST(ReportBrowser, Benchmark17) {
   const std::string dir = temp_dir("report17");
   const std::string problem = source_path("benchmarks/mlsys-2026-17.json");
-  ASSERT_EQ(0, run_command(MLSYS_SOLVER_BIN, problem + " " + dir + "/s.json --threads 1 --orders 3").exit_code);
-  const CommandResult made = run_command(MLSYS_REPORT_BIN, problem + " " + dir + "/s.json -o " + dir + "/r.html");
+  ASSERT_EQ(0,
+            run_command(MLSYS_SOLVER_BIN, problem + " " + dir + "/s.json --threads 1 --orders 3").exit_code);
+  const CommandResult made =
+      run_command(MLSYS_REPORT_BIN, problem + " " + dir + "/s.json -o " + dir + "/r.html");
   ASSERT_EQ(0, made.exit_code) << made.err;
   const CommandResult page = open_in_chromium(dir + "/r.html");
   expect_clean_page(page);
@@ -57,9 +60,9 @@ TEST(ReportBrowser, Benchmark17) {
 TEST(ReportBrowser, OutOfMemoryCaseDrawsItsWorkingSet) {
   // x7 at capacity 45,000 (rule book case x7-epilogue-oom-last-step): B = 8,192 + 8,192 + 16,384, C = 16,384.
   const std::string dir = temp_dir("report-oom");
-  const CommandResult made =
-      run_command(MLSYS_REPORT_BIN, source_path("tests/golden/x7_tight_problem.json") + " " +
-                                        source_path("tests/golden/x7_solution.json") + " -o " + dir + "/r.html");
+  const CommandResult made = run_command(
+      MLSYS_REPORT_BIN, source_path("tests/golden/x7_tight_problem.json") + " " +
+                            source_path("tests/golden/x7_solution.json") + " -o " + dir + "/r.html");
   EXPECT_EQ(1, made.exit_code) << made.err;  // the schedule breaks M20; the report is still written
   const CommandResult page = open_in_chromium(dir + "/r.html");
   expect_clean_page(page);
@@ -74,8 +77,9 @@ TEST(ReportBrowser, T10SeedPlan) {
   const std::string dir = temp_dir("report-t10");
   write_text(dir + "/plan.json",
              R"({"F_op":[1,32,40],"f_t_A_m":1,"f_t_A_k":1,"f_t_B_k":1,"f_t_B_n":1,"f_t_C_m":1,"f_t_C_n":1})");
-  const CommandResult made = run_command(MLSYS_T10_BIN, "report " + source_path("tests/golden/t10/seed_problem.json") +
-                                                            " " + dir + "/plan.json -o " + dir + "/r.html");
+  const CommandResult made =
+      run_command(MLSYS_T10_BIN, "report " + source_path("tests/golden/t10/seed_problem.json") + " " + dir +
+                                     "/plan.json -o " + dir + "/r.html");
   ASSERT_EQ(0, made.exit_code) << made.err;
   const CommandResult page = open_in_chromium(dir + "/r.html");
   expect_clean_page(page);

@@ -176,9 +176,9 @@ TEST(Solver, OrderBudgetOnOneThreadIsReproducible) {
 }
 
 TEST(Solver, ExhaustiveSearchFinishesAndSaysSo) {
-  // Benchmark 4 (5 ops): since the 2026-11-23 revision (no separate split-K accumulator, M20) every op fits in
-  // one subgraph that meets the rule book's I/O bound, 13,926.4 (section 8); the search over every grouping
-  // must finish, say why it stopped, and reach that bound.
+  // Benchmark 4 (5 ops): since the 2026-11-23 revision (no separate split-K accumulator, M20) every op fits
+  // in one subgraph that meets the rule book's I/O bound, 13,926.4 (section 8); the search over every
+  // grouping must finish, say why it stopped, and reach that bound.
   const std::string dir = temp_dir("exhaustive");
   const std::string problem = source_path("benchmarks/mlsys-2026-4.json");
   const CommandResult r =
@@ -226,11 +226,12 @@ TEST(SolverQuality, SigtermDuringAnExhaustiveSearchKeepsTheOtherThreadsSchedule)
 
 TEST(SolverQuality, Benchmark4FusesEveryOpAtTheIoBound) {
   // Hand derivation (capacity 50000, B = 20): all five ops as one subgraph at [128,128,64], one tile, nk = 8.
-  // Each k-step loads X's 128x64 slice and three 64x128 weight slices, 32,768 / 20 = 1638.4, against a compute
-  // of 3 x 2000 x 64/512 = 750; the last step adds the two Pointwise ops (1000) and stores T8 (819.2):
-  // 7 x 1638.4 + 2457.6 = 13,926.4, the rule book's I/O bound (section 8). WS = 32,768 (B) + 16,384 (C, T8's
-  // tile; the three MatMuls' split-K accumulators are no separate term since the 2026-11-23 revision, M20)
-  // = 49,152. Before the revision the best was 15,926.4 (two of the three MatMul outputs retained).
+  // Each k-step loads X's 128x64 slice and three 64x128 weight slices, 32,768 / 20 = 1638.4, against a
+  // compute of 3 x 2000 x 64/512 = 750; the last step adds the two Pointwise ops (1000) and stores T8
+  // (819.2): 7 x 1638.4 + 2457.6 = 13,926.4, the rule book's I/O bound (section 8). WS = 32,768 (B) + 16,384
+  // (C, T8's tile; the three MatMuls' split-K accumulators are no separate term since the 2026-11-23
+  // revision, M20) = 49,152. Before the revision the best was 15,926.4 (two of the three MatMul outputs
+  // retained).
   EXPECT_NEAR(13926.4, 7 * 32768 / 20.0 + (32768 + 16384) / 20.0, 1e-9);
   EXPECT_LE(solve_benchmark(4, "--timeout 2"), 13926.4 * (1 + 1e-12));
 }
@@ -254,8 +255,8 @@ TEST(SolverQuality, Benchmark5FusesEachBranchThroughItsPointwiseOp) {
 
 TEST(SolverQuality, Benchmark8ReachesTheBestArrangementOfItsBlocks) {
   // docs/solver.md derives 70,314.0 by hand: 51 transfers of one 128x128 tensor (16,384 / 12 each) and three
-  // k-step stalls of 227.3 (31 steps on each of two 64-row tiles, compute 25 against loads of 256 / 12). Since
-  // the 2026-11-23 revision (no separate split-K accumulator, M20) each head's K projection fuses the
+  // k-step stalls of 227.3 (31 steps on each of two 64-row tiles, compute 25 against loads of 256 / 12).
+  // Since the 2026-11-23 revision (no separate split-K accumulator, M20) each head's K projection fuses the
   // Pointwise op that makes K' as a split-K epilogue at [128,128,32] and retains K' into S = Q K' (4 U: X and
   // W_k loaded once, nothing stored); before, the best was 74,783.3 (53 U). Its largest
   // subgraphs group three projections of three different heads and the three O = S V with the two final

@@ -2,6 +2,8 @@
 // every run gives the same schedules: the curve never rises with more capacity or bandwidth, every schedule
 // is valid at its point with the total the CSV gives, shards merged equal one unsharded run, and the HTML
 // draws one curve per bandwidth and one marker per feasible point.
+#include "solver/sweep.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,7 +13,6 @@
 #include <sstream>
 
 #include "sim/json_io.hpp"
-#include "solver/sweep.hpp"
 #include "support.hpp"
 
 namespace mlsys::test {
@@ -26,7 +27,8 @@ std::vector<Row> read_csv(const std::string& path) {
   std::ifstream in(path);
   std::string line;
   std::getline(in, line);
-  EXPECT_EQ(0u, line.find("capacity,bandwidth,status,total,lower_bound,compute_bound_share,peak_working_set"));
+  EXPECT_EQ(0u,
+            line.find("capacity,bandwidth,status,total,lower_bound,compute_bound_share,peak_working_set"));
   std::vector<Row> rows;
   while (std::getline(in, line)) {
     std::vector<std::string> f;
@@ -95,8 +97,8 @@ TEST(Sweep, ShardsMergedEqualOneRun) {
     ASSERT_EQ(0, r.exit_code) << r.err;
     EXPECT_LE(read_csv(dir + "/s" + std::to_string(i) + "/sweep.csv").size(), 3u);
   }
-  const CommandResult merged =
-      run_command(MLSYS_SWEEP_BIN, "merge " + dir + "/s0 " + dir + "/s1 " + dir + "/s2 -o " + dir + "/merged");
+  const CommandResult merged = run_command(
+      MLSYS_SWEEP_BIN, "merge " + dir + "/s0 " + dir + "/s1 " + dir + "/s2 -o " + dir + "/merged");
   ASSERT_EQ(0, merged.exit_code) << merged.err;
   const std::vector<Row> a = read_csv(dir + "/all/sweep.csv"), b = read_csv(dir + "/merged/sweep.csv");
   ASSERT_EQ(a.size(), b.size());
@@ -107,7 +109,8 @@ TEST(Sweep, ShardsMergedEqualOneRun) {
     EXPECT_EQ(a[i].total, b[i].total) << a[i].capacity << " " << a[i].bandwidth;
   }
   // A point in two shards is not one sweep.
-  EXPECT_EQ(2, run_command(MLSYS_SWEEP_BIN, "merge " + dir + "/s0 " + dir + "/s0 -o " + dir + "/bad").exit_code);
+  EXPECT_EQ(2,
+            run_command(MLSYS_SWEEP_BIN, "merge " + dir + "/s0 " + dir + "/s0 -o " + dir + "/bad").exit_code);
 }
 
 TEST(Sweep, RepricingKeepsTheCurveFromRising) {
@@ -117,8 +120,8 @@ TEST(Sweep, RepricingKeepsTheCurveFromRising) {
   const Problem problem = load_problem(path);
   const Graph graph = analyze_graph(problem, path);
   const Schedule fused = parse_schedule(
-      nlohmann::json::parse(R"({"subgraphs":[[0,1],[2,3]],"granularities":[[128,128,32],[128,128,32]]})"), "f",
-      problem);
+      nlohmann::json::parse(R"({"subgraphs":[[0,1],[2,3]],"granularities":[[128,128,32],[128,128,32]]})"),
+      "f", problem);
   const Schedule apart = parse_schedule(
       nlohmann::json::parse(
           R"({"subgraphs":[[0],[1],[2],[3]],"granularities":[[128,128,32],[128,128,1],[128,128,32],[128,128,1]]})"),
@@ -139,8 +142,9 @@ TEST(Sweep, RepricingKeepsTheCurveFromRising) {
 TEST(Sweep, BadRangesAreUsageErrors) {
   const std::string problem = source_path("benchmarks/mlsys-2026-3.json");
   const std::string dir = temp_dir("badsweep");
-  for (const std::string args : {" --capacity 8:2:3 --bandwidth 10", " --capacity x --bandwidth 10",
-                                 " --capacity 100 --bandwidth 0", " --capacity 100 --bandwidth 10 --shard 3/3"}) {
+  for (const std::string args :
+       {" --capacity 8:2:3 --bandwidth 10", " --capacity x --bandwidth 10", " --capacity 100 --bandwidth 0",
+        " --capacity 100 --bandwidth 10 --shard 3/3"}) {
     const CommandResult r = run_command(MLSYS_SWEEP_BIN, problem + args + " -o " + dir);
     EXPECT_EQ(2, r.exit_code) << args;
     EXPECT_NE(std::string::npos, r.err.find("--")) << r.err;

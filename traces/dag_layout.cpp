@@ -25,14 +25,21 @@ std::string quoted(const std::string& text) {
 std::string subgraph_color(int index) {
   // Hues a golden angle apart, light enough for black text.
   const double h = std::fmod(index * 137.508, 360.0) / 60.0, s = 0.55, l = 0.78;
-  const double c = (1 - std::fabs(2 * l - 1)) * s, x = c * (1 - std::fabs(std::fmod(h, 2.0) - 1)), m = l - c / 2;
+  const double c = (1 - std::fabs(2 * l - 1)) * s, x = c * (1 - std::fabs(std::fmod(h, 2.0) - 1)),
+               m = l - c / 2;
   double r = 0, g = 0, b = 0;
-  if (h < 1) r = c, g = x;
-  else if (h < 2) r = x, g = c;
-  else if (h < 3) g = c, b = x;
-  else if (h < 4) g = x, b = c;
-  else if (h < 5) r = x, b = c;
-  else r = c, b = x;
+  if (h < 1)
+    r = c, g = x;
+  else if (h < 2)
+    r = x, g = c;
+  else if (h < 3)
+    g = c, b = x;
+  else if (h < 4)
+    g = x, b = c;
+  else if (h < 5)
+    r = x, b = c;
+  else
+    r = c, b = x;
   char buffer[8];
   std::snprintf(buffer, sizeof buffer, "#%02x%02x%02x", static_cast<int>((r + m) * 255 + 0.5),
                 static_cast<int>((g + m) * 255 + 0.5), static_cast<int>((b + m) * 255 + 0.5));
@@ -60,20 +67,22 @@ std::string dag_svg(const Problem& p, const Graph& g, const Schedule& schedule) 
     tip += ", base " + base.str() + ", subgraph";
     for (size_t k = 0; k < runs[o].size(); ++k) tip += (k ? ", " : " ") + std::to_string(runs[o][k]);
     if (runs[o].empty()) tip += " none";
-    dot << "  op" << o << " [id=" << quoted("op-" + std::to_string(o)) << ", label="
-        << quoted(std::to_string(o) + (matmul ? " MM" : " PW")) << ", shape=" << (matmul ? "box" : "ellipse")
+    dot << "  op" << o << " [id=" << quoted("op-" + std::to_string(o))
+        << ", label=" << quoted(std::to_string(o) + (matmul ? " MM" : " PW"))
+        << ", shape=" << (matmul ? "box" : "ellipse")
         << ", fillcolor=" << quoted(runs[o].empty() ? "#ffffff" : subgraph_color(runs[o].front()))
         << (runs[o].size() > 1 ? ", peripheries=2" : "") << ", tooltip=" << quoted(tip) << "];\n";
   }
   for (int t = 0; t < p.num_tensors(); ++t) {
     const std::string shape = std::to_string(p.heights[t]) + "x" + std::to_string(p.widths[t]);
     if (g.is_graph_input[t])
-      dot << "  t" << t << " [id=" << quoted("tensor-" + std::to_string(t)) << ", label="
-          << quoted("T" + std::to_string(t)) << ", shape=note, fillcolor=\"#eeeeee\", tooltip="
+      dot << "  t" << t << " [id=" << quoted("tensor-" + std::to_string(t))
+          << ", label=" << quoted("T" + std::to_string(t)) << ", shape=note, fillcolor=\"#eeeeee\", tooltip="
           << quoted("graph input T" + std::to_string(t) + " (" + shape + ")") << "];\n";
     if (g.is_graph_output[t])
-      dot << "  t" << t << " [id=" << quoted("tensor-" + std::to_string(t)) << ", label="
-          << quoted("T" + std::to_string(t)) << ", shape=note, fillcolor=\"#cdeccd\", penwidth=2, tooltip="
+      dot << "  t" << t << " [id=" << quoted("tensor-" + std::to_string(t))
+          << ", label=" << quoted("T" + std::to_string(t))
+          << ", shape=note, fillcolor=\"#cdeccd\", penwidth=2, tooltip="
           << quoted("graph output T" + std::to_string(t) + " (" + shape + ")") << "];\n";
   }
   for (int t = 0; t < p.num_tensors(); ++t) {

@@ -5,11 +5,16 @@ namespace mlsys {
 std::string html_escape(const std::string& text) {
   std::string out;
   for (char c : text) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else if (c == '"') out += "&quot;";
-    else out += c;
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else if (c == '"')
+      out += "&quot;";
+    else
+      out += c;
   }
   return out;
 }
@@ -17,10 +22,12 @@ std::string html_escape(const std::string& text) {
 std::string html_page_start(const std::string& title, const std::string& extra_style) {
   return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + html_escape(title) +
          "</title>\n<style>\n"
-         "body{font-family:sans-serif;margin:1.5em;color:#222}h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em}\n"
+         "body{font-family:sans-serif;margin:1.5em;color:#222}h1{font-size:1.4em}h2{font-size:1.15em;margin-"
+         "top:1.6em}\n"
          ".summary td{padding:2px 12px 2px 0}.valid{color:#1a7f37;font-weight:bold}"
          ".invalid{color:#c62828;font-weight:bold}\n"
-         "table.grid{border-collapse:collapse;font-size:12px}table.grid td,table.grid th{border:1px solid #ccc;"
+         "table.grid{border-collapse:collapse;font-size:12px}table.grid td,table.grid th{border:1px solid "
+         "#ccc;"
          "padding:2px 6px;text-align:right}table.grid th{background:#f4f4f4}.note{color:#666}\n"
          "#tip{position:fixed;pointer-events:none;background:#333;color:#fff;font-size:12px;padding:4px 8px;"
          "border-radius:3px;display:none;white-space:pre;z-index:10}\n" +

@@ -18,7 +18,8 @@ std::string ops_text(const std::vector<int>& ops) {
   return text;
 }
 
-const char* kStyle = ".scroll{overflow:auto;border:1px solid #ddd;max-height:640px}button{margin:0 4px 4px 0}\n";
+const char* kStyle =
+    ".scroll{overflow:auto;border:1px solid #ddd;max-height:640px}button{margin:0 4px 4px 0}\n";
 
 // Zoom of the DAG (buttons) and of the timeline and occupancy charts (wheel, drag, double-click resets).
 const char* kScript = R"(
@@ -72,20 +73,24 @@ std::string schedule_report_html(const ScheduleReportPage& page) {
   const MatmulCompute model = page.model.matmul_compute;
   const double bound = page.bound.bound(model);
   std::ostringstream html;
-  html << html_page_start("report: " + page.solution_name, kStyle) << "<h1>Schedule report</h1>\n<table class=\"summary\">"
-       << "<tr><td>problem</td><td>" << html_escape(page.problem_name) << ": " << p.num_ops() << " ops, " << p.num_tensors()
-       << " tensors, capacity " << format_display(p.fast_memory_capacity) << ", bandwidth "
-       << format_display(p.slow_memory_bandwidth) << ", native " << p.native_w << "x" << p.native_h << "</td></tr>"
-       << "<tr><td>schedule</td><td>" << html_escape(page.solution_name) << ": " << page.schedule->subgraphs.size()
-       << " subgraphs</td></tr><tr><td>model</td><td>" << to_string(model)
+  html << html_page_start("report: " + page.solution_name, kStyle)
+       << "<h1>Schedule report</h1>\n<table class=\"summary\">"
+       << "<tr><td>problem</td><td>" << html_escape(page.problem_name) << ": " << p.num_ops() << " ops, "
+       << p.num_tensors() << " tensors, capacity " << format_display(p.fast_memory_capacity) << ", bandwidth "
+       << format_display(p.slow_memory_bandwidth) << ", native " << p.native_w << "x" << p.native_h
+       << "</td></tr>"
+       << "<tr><td>schedule</td><td>" << html_escape(page.solution_name) << ": "
+       << page.schedule->subgraphs.size() << " subgraphs</td></tr><tr><td>model</td><td>" << to_string(model)
        << (page.model.allow_supernative_k ? ", --allow-supernative-k" : "") << "</td></tr>";
   if (r.valid) {
-    html << "<tr><td>verdict</td><td class=\"valid\" id=\"verdict\">valid</td></tr><tr><td>total latency</td><td>"
-         << format_display(r.total_latency) << "</td></tr><tr><td>lower bound</td><td>" << format_display(bound)
-         << " (gap " << format_display(100 * (r.total_latency / bound - 1)) << " %)</td></tr>";
+    html << "<tr><td>verdict</td><td class=\"valid\" id=\"verdict\">valid</td></tr><tr><td>total "
+            "latency</td><td>"
+         << format_display(r.total_latency) << "</td></tr><tr><td>lower bound</td><td>"
+         << format_display(bound) << " (gap " << format_display(100 * (r.total_latency / bound - 1))
+         << " %)</td></tr>";
   } else if (r.error) {
-    html << "<tr><td>verdict</td><td class=\"invalid\" id=\"verdict\">invalid: [" << html_escape(r.error->rule) << "] "
-         << html_escape(r.error->sentence()) << "</td></tr>";
+    html << "<tr><td>verdict</td><td class=\"invalid\" id=\"verdict\">invalid: ["
+         << html_escape(r.error->rule) << "] " << html_escape(r.error->sentence()) << "</td></tr>";
     if (r.error->subgraph >= 0) {
       html << "<tr><td>where</td><td>subgraph " << r.error->subgraph;
       if (r.error->step)
@@ -101,7 +106,8 @@ std::string schedule_report_html(const ScheduleReportPage& page) {
     const WorkingSet& ws = *r.error->working_set;
     const double total = static_cast<double>(ws.total()), cap = r.error->capacity;
     const double scale = 900 / std::max(total, cap);
-    html << "<h2>Working set at the failing step (M20)</h2>\n<svg id=\"working-set\" width=\"960\" height=\"90\" "
+    html << "<h2>Working set at the failing step (M20)</h2>\n<svg id=\"working-set\" width=\"960\" "
+            "height=\"90\" "
             "viewBox=\"0 0 960 90\">\n";
     double x = 10;
     const char* colors[] = {"#8c6bb1", "#6baed6", "#fd8d3c"};
@@ -109,23 +115,25 @@ std::string schedule_report_html(const ScheduleReportPage& page) {
       const double w = static_cast<double>(term.elements) * scale;
       const int color = term.part == 'A' ? 0 : term.part == 'B' ? 1 : 2;
       html << "<rect class=\"ws-term\" x=\"" << x << "\" y=\"20\" width=\"" << std::max(w, 0.5)
-           << "\" height=\"36\" fill=\"" << colors[color] << "\" stroke=\"white\" data-tip=\"" << term.part << " T"
-           << term.tensor << " " << html_escape(to_string(term.region)) << ": " << format_display(term.elements)
-           << "\"/>\n";
+           << "\" height=\"36\" fill=\"" << colors[color] << "\" stroke=\"white\" data-tip=\"" << term.part
+           << " T" << term.tensor << " " << html_escape(to_string(term.region)) << ": "
+           << format_display(term.elements) << "\"/>\n";
       x += w;
     }
-    html << "<line class=\"capacity-line\" x1=\"" << 10 + cap * scale << "\" y1=\"8\" x2=\"" << 10 + cap * scale
-         << "\" y2=\"66\" stroke=\"#c62828\" stroke-width=\"2\"/><text x=\"" << 10 + cap * scale
-         << "\" y=\"82\" text-anchor=\"middle\" font-size=\"12\">capacity " << format_display(cap)
-         << "</text>\n<text x=\"10\" y=\"14\" font-size=\"12\">A retained-in " << format_display(ws.retained_in)
-         << " + B slices " << format_display(ws.slices) << " + C outputs " << format_display(ws.outputs) << " = "
-         << format_display(total) << "</text></svg>\n";
+    html << "<line class=\"capacity-line\" x1=\"" << 10 + cap * scale << "\" y1=\"8\" x2=\""
+         << 10 + cap * scale << "\" y2=\"66\" stroke=\"#c62828\" stroke-width=\"2\"/><text x=\""
+         << 10 + cap * scale << "\" y=\"82\" text-anchor=\"middle\" font-size=\"12\">capacity "
+         << format_display(cap) << "</text>\n<text x=\"10\" y=\"14\" font-size=\"12\">A retained-in "
+         << format_display(ws.retained_in) << " + B slices " << format_display(ws.slices) << " + C outputs "
+         << format_display(ws.outputs) << " = " << format_display(total) << "</text></svg>\n";
   }
 
   // The DAG.
   html << "<h2>DAG</h2>\n<p class=\"note\">Ops coloured by the first subgraph that runs them (double border: "
-          "recomputed); boxes with a folded corner are graph inputs (grey) and outputs (green); red edges carry "
-          "retained tensors.</p>\n<button id=\"dag-in\">zoom in</button><button id=\"dag-out\">zoom out</button>"
+          "recomputed); boxes with a folded corner are graph inputs (grey) and outputs (green); red edges "
+          "carry "
+          "retained tensors.</p>\n<button id=\"dag-in\">zoom in</button><button id=\"dag-out\">zoom "
+          "out</button>"
           "<button id=\"dag-fit\">fit width</button>\n<div class=\"scroll\" id=\"dag\">";
   try {
     html << dag_svg(p, *page.graph, *page.schedule);
@@ -138,31 +146,33 @@ std::string schedule_report_html(const ScheduleReportPage& page) {
   double total = 0;
   for (const SubgraphReport& sg : r.subgraphs) total += sg.latency;
   const double W = 1000, H = 70;
-  html << "<h2>Timeline</h2>\n<p class=\"note\">One bar per subgraph on the latency axis: dark = compute-bound "
+  html << "<h2>Timeline</h2>\n<p class=\"note\">One bar per subgraph on the latency axis: dark = "
+          "compute-bound "
           "steps, light = memory-bound steps. Wheel to zoom, drag to pan, double-click to reset.</p>\n"
-       << "<svg id=\"timeline\" width=\"100%\" height=\"" << H + 20 << "\" viewBox=\"0 0 " << W << " " << H + 20
-       << "\" preserveAspectRatio=\"none\">\n";
+       << "<svg id=\"timeline\" width=\"100%\" height=\"" << H + 20 << "\" viewBox=\"0 0 " << W << " "
+       << H + 20 << "\" preserveAspectRatio=\"none\">\n";
   double start = 0;
   for (const SubgraphReport& sg : r.subgraphs) {
     const double x = total > 0 ? start / total * W : 0, w = total > 0 ? sg.latency / total * W : 0;
     const double dark = sg.latency > 0 ? w * sg.compute_bound_latency / sg.latency : 0;
     const std::string color = subgraph_color(sg.index);
     std::ostringstream tip;
-    tip << "subgraph " << sg.index << ": ops " << ops_text(sg.ops) << "\ngranularity [" << sg.granularity.w << ", "
-        << sg.granularity.h << ", " << sg.granularity.k << "], grid " << sg.grid_rows << "x" << sg.grid_cols << "x"
-        << sg.k_steps << ", " << format_display(static_cast<double>(sg.steps)) << " steps\ncompute "
-        << format_display(sg.compute_time) << ", memory " << format_display(sg.memory_time) << ", latency "
-        << format_display(sg.latency) << " (" << std::lround(sg.latency > 0 ? 100 * sg.compute_bound_latency / sg.latency : 0)
+    tip << "subgraph " << sg.index << ": ops " << ops_text(sg.ops) << "\ngranularity [" << sg.granularity.w
+        << ", " << sg.granularity.h << ", " << sg.granularity.k << "], grid " << sg.grid_rows << "x"
+        << sg.grid_cols << "x" << sg.k_steps << ", " << format_display(static_cast<double>(sg.steps))
+        << " steps\ncompute " << format_display(sg.compute_time) << ", memory "
+        << format_display(sg.memory_time) << ", latency " << format_display(sg.latency) << " ("
+        << std::lround(sg.latency > 0 ? 100 * sg.compute_bound_latency / sg.latency : 0)
         << " % compute-bound)";
-    html << "<g class=\"timeline-bar\" data-subgraph=\"" << sg.index << "\" data-tip=\"" << html_escape(tip.str())
-         << "\"><rect x=\"" << x << "\" y=\"10\" width=\"" << std::max(dark, 0.0) << "\" height=\"" << H - 20
-         << "\" fill=\"#444\" opacity=\"0.85\"/><rect x=\"" << x + dark << "\" y=\"10\" width=\""
-         << std::max(w - dark, 0.0) << "\" height=\"" << H - 20 << "\" fill=\"" << color
-         << "\" stroke=\"white\" stroke-width=\"0.5\" vector-effect=\"non-scaling-stroke\"/></g>\n";
+    html << "<g class=\"timeline-bar\" data-subgraph=\"" << sg.index << "\" data-tip=\""
+         << html_escape(tip.str()) << "\"><rect x=\"" << x << "\" y=\"10\" width=\"" << std::max(dark, 0.0)
+         << "\" height=\"" << H - 20 << "\" fill=\"#444\" opacity=\"0.85\"/><rect x=\"" << x + dark
+         << "\" y=\"10\" width=\"" << std::max(w - dark, 0.0) << "\" height=\"" << H - 20 << "\" fill=\""
+         << color << "\" stroke=\"white\" stroke-width=\"0.5\" vector-effect=\"non-scaling-stroke\"/></g>\n";
     start += sg.latency;
   }
-  html << "<text x=\"2\" y=\"" << H + 14 << "\" font-size=\"11\">0</text><text x=\"" << W - 2 << "\" y=\"" << H + 14
-       << "\" font-size=\"11\" text-anchor=\"end\">" << format_display(total) << "</text></svg>\n";
+  html << "<text x=\"2\" y=\"" << H + 14 << "\" font-size=\"11\">0</text><text x=\"" << W - 2 << "\" y=\""
+       << H + 14 << "\" font-size=\"11\" text-anchor=\"end\">" << format_display(total) << "</text></svg>\n";
 
   // Occupancy over time, from the replay.
   html << "<h2>Fast-memory occupancy (SystemC replay)</h2>\n";
@@ -183,35 +193,42 @@ std::string schedule_report_html(const ScheduleReportPage& page) {
     double prev = 0;
     path << "0," << Y(0);
     for (const OccupancySample& s : samples) {
-      path << " " << X(s.time) << "," << Y(prev) << " " << X(s.time) << "," << Y(static_cast<double>(s.elements));
+      path << " " << X(s.time) << "," << Y(prev) << " " << X(s.time) << ","
+           << Y(static_cast<double>(s.elements));
       prev = static_cast<double>(s.elements);
     }
     path << " " << W << "," << Y(prev);
-    html << "<svg id=\"occupancy\" width=\"100%\" height=\"" << OH + 20 << "\" viewBox=\"0 0 " << W << " " << OH + 20
-         << "\" preserveAspectRatio=\"none\">\n<polyline class=\"occupancy\" fill=\"none\" stroke=\"#1f77b4\" "
-            "stroke-width=\"1.5\" vector-effect=\"non-scaling-stroke\" points=\""
-         << path.str() << "\"/>\n<line class=\"capacity-line\" x1=\"0\" y1=\"" << Y(p.fast_memory_capacity)
-         << "\" x2=\"" << W << "\" y2=\"" << Y(p.fast_memory_capacity)
-         << "\" stroke=\"#c62828\" stroke-dasharray=\"6,4\" vector-effect=\"non-scaling-stroke\" data-tip=\"capacity "
-         << format_display(p.fast_memory_capacity) << "\"/>\n<circle class=\"peak\" cx=\"" << X(peak_time)
-         << "\" cy=\"" << Y(static_cast<double>(peak)) << "\" r=\"4\" fill=\"#c62828\" data-tip=\"peak "
-         << format_display(static_cast<double>(peak)) << " at t = " << format_display(peak_time) << "\"/>\n"
-         << "<text x=\"4\" y=\"" << Y(p.fast_memory_capacity) - 4 << "\" font-size=\"11\" fill=\"#c62828\">capacity "
-         << format_display(p.fast_memory_capacity) << "</text><text x=\"4\" y=\"" << OH + 14
-         << "\" font-size=\"11\">peak " << format_display(static_cast<double>(peak)) << "</text></svg>\n";
+    html
+        << "<svg id=\"occupancy\" width=\"100%\" height=\"" << OH + 20 << "\" viewBox=\"0 0 " << W << " "
+        << OH + 20
+        << "\" preserveAspectRatio=\"none\">\n<polyline class=\"occupancy\" fill=\"none\" stroke=\"#1f77b4\" "
+           "stroke-width=\"1.5\" vector-effect=\"non-scaling-stroke\" points=\""
+        << path.str() << "\"/>\n<line class=\"capacity-line\" x1=\"0\" y1=\"" << Y(p.fast_memory_capacity)
+        << "\" x2=\"" << W << "\" y2=\"" << Y(p.fast_memory_capacity)
+        << "\" stroke=\"#c62828\" stroke-dasharray=\"6,4\" vector-effect=\"non-scaling-stroke\" "
+           "data-tip=\"capacity "
+        << format_display(p.fast_memory_capacity) << "\"/>\n<circle class=\"peak\" cx=\"" << X(peak_time)
+        << "\" cy=\"" << Y(static_cast<double>(peak)) << "\" r=\"4\" fill=\"#c62828\" data-tip=\"peak "
+        << format_display(static_cast<double>(peak)) << " at t = " << format_display(peak_time) << "\"/>\n"
+        << "<text x=\"4\" y=\"" << Y(p.fast_memory_capacity) - 4
+        << "\" font-size=\"11\" fill=\"#c62828\">capacity " << format_display(p.fast_memory_capacity)
+        << "</text><text x=\"4\" y=\"" << OH + 14 << "\" font-size=\"11\">peak "
+        << format_display(static_cast<double>(peak)) << "</text></svg>\n";
   }
 
   // The per-subgraph table.
-  html << "<h2>Subgraphs</h2>\n<table class=\"grid\"><tr><th>#</th><th>ops</th><th>[w, h, k]</th><th>grid</th>"
-          "<th>steps</th><th>compute</th><th>memory</th><th>latency</th><th>compute-bound</th><th>peak WS</th></tr>\n";
+  html
+      << "<h2>Subgraphs</h2>\n<table class=\"grid\"><tr><th>#</th><th>ops</th><th>[w, h, k]</th><th>grid</th>"
+         "<th>steps</th><th>compute</th><th>memory</th><th>latency</th><th>compute-bound</th><th>peak "
+         "WS</th></tr>\n";
   for (const SubgraphReport& sg : r.subgraphs)
-    html << "<tr><td>" << sg.index << "</td><td style=\"text-align:left\">" << ops_text(sg.ops) << "</td><td>["
-         << sg.granularity.w << ", " << sg.granularity.h << ", " << sg.granularity.k << "]</td><td>" << sg.grid_rows
-         << "x" << sg.grid_cols << "x" << sg.k_steps << "</td><td>" << format_display(static_cast<double>(sg.steps))
-         << "</td><td>" << format_display(sg.compute_time) << "</td><td>" << format_display(sg.memory_time)
-         << "</td><td>" << format_display(sg.latency) << "</td><td>"
-         << std::lround(sg.latency > 0 ? 100 * sg.compute_bound_latency / sg.latency : 0) << " %</td><td>"
-         << format_display(static_cast<double>(sg.peak_working_set)) << "</td></tr>\n";
+    html << "<tr><td>" << sg.index << "</td><td style=\"text-align:left\">" << ops_text(sg.ops)
+         << "</td><td>[" << sg.granularity.w << ", " << sg.granularity.h << ", " << sg.granularity.k
+         << "]</td><td>" << sg.grid_rows << "x" << sg.grid_cols << "x" << sg.k_steps << "</td><td>"
+         << format_display(static_cast<double>(sg.steps)) << "</td><td>" << format_display(sg.compute_time)
+         << "</td><td>" << format_display(sg.memory_time) << "</td><td>" << format_display(sg.latency)
+         << "</td><td>" << std::lround(sg.latency > 0 ? 100 * sg.compute_bound_latency / sg.latency : 0)
+         << " %</td><td>" << format_display(static_cast<double>(sg.peak_working_set)) << "</td></tr>\n";
   html << "</table>\n" << html_page_end(kScript);
   return html.str();
 }
@@ -239,7 +256,8 @@ void write_schedule_report(const std::string& path, const std::string& problem_n
     options.model = model;
     options.occupancy = &page.occupancy;
     replay_schedule(problem, graph, schedule, options);
-    if (page.occupancy.empty()) page.occupancy_note = "The replay allocated nothing (the schedule fails a static rule).";
+    if (page.occupancy.empty())
+      page.occupancy_note = "The replay allocated nothing (the schedule fails a static rule).";
   }
   write_file_atomic(path, schedule_report_html(page));
 }

@@ -50,12 +50,8 @@ json violation_to_json(const RuleViolation& v) {
                        {"rows", {t.region.r0, t.region.r1}},
                        {"cols", {t.region.c0, t.region.c1}},
                        {"elements", t.elements}});
-    j["working_set"] = {{"total", ws.total()},
-                        {"capacity", v.capacity},
-                        {"retained_in", ws.retained_in},
-                        {"slices", ws.slices},
-                        {"outputs", ws.outputs},
-                        {"terms", terms}};
+    j["working_set"] = {{"total", ws.total()}, {"capacity", v.capacity}, {"retained_in", ws.retained_in},
+                        {"slices", ws.slices}, {"outputs", ws.outputs},  {"terms", terms}};
   }
   return j;
 }
@@ -102,9 +98,11 @@ json report_to_json(const ScheduleReport& r, const LowerBound& lb, MatmulCompute
 }
 
 void print_report(std::ostream& out, const ScheduleReport& r, const LowerBound& lb, MatmulCompute model) {
-  out << std::left << std::setw(5) << "sg" << std::setw(18) << "ops" << std::setw(12) << "grid" << std::setw(8)
-      << "steps" << std::right << std::setw(20) << "compute" << std::setw(20) << "memory" << std::setw(20) << "latency"
-      << std::setw(20) << "reported" << std::setw(14) << "diff" << std::setw(26) << "peak WS / cap" << "\n";
+  out << std::left << std::setw(5) << "sg" << std::setw(18) << "ops" << std::setw(12) << "grid"
+      << std::setw(8) << "steps" << std::right << std::setw(20) << "compute" << std::setw(20) << "memory"
+      << std::setw(20) << "latency" << std::setw(20) << "reported" << std::setw(14) << "diff" << std::setw(26)
+      << "peak WS / cap"
+      << "\n";
   for (const auto& sg : r.subgraphs) {
     std::string ops;
     for (int o : sg.ops) ops += (ops.empty() ? "" : ",") + std::to_string(o);
@@ -113,12 +111,14 @@ void print_report(std::ostream& out, const ScheduleReport& r, const LowerBound& 
                              std::to_string(sg.k_steps);
     // Display figures (thousands separators, two decimals unless whole); the JSON report and the
     // "subgraph i:" / "total:" lines below keep full round-trip precision (M28).
-    out << std::left << std::setw(5) << sg.index << std::setw(18) << ops << std::setw(std::max<size_t>(12, grid.size() + 1))
-        << grid << std::setw(8) << format_display(static_cast<double>(sg.steps)) << std::right << std::setw(20)
+    out << std::left << std::setw(5) << sg.index << std::setw(18) << ops
+        << std::setw(std::max<size_t>(12, grid.size() + 1)) << grid << std::setw(8)
+        << format_display(static_cast<double>(sg.steps)) << std::right << std::setw(20)
         << format_display(sg.compute_time) << std::setw(20) << format_display(sg.memory_time) << std::setw(20)
         << format_display(sg.latency) << std::setw(20) << (sg.reported ? format_display(*sg.reported) : "-")
         << std::setw(14) << (sg.reported ? format_display(*sg.reported - sg.latency) : "-") << std::setw(26)
-        << (format_display(static_cast<double>(sg.peak_working_set)) + " / " + format_display(r.capacity)) << "\n";
+        << (format_display(static_cast<double>(sg.peak_working_set)) + " / " + format_display(r.capacity))
+        << "\n";
   }
   if (!r.valid) return;
   for (const auto& sg : r.subgraphs) out << "subgraph " << sg.index << ": " << format_number(sg.latency) << "\n";

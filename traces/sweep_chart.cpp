@@ -20,7 +20,8 @@ std::string label(double v) {
   return (v < 0 ? "-" : "") + digits;
 }
 
-const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2"};
+const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
+                         "#ff7f0e", "#17becf", "#8c564b", "#e377c2"};
 
 }  // namespace
 
@@ -28,7 +29,8 @@ bool is_pareto(const std::vector<SweepPoint>& points, size_t index) {
   const SweepPoint& p = points[index];
   if (!p.feasible) return false;
   for (const SweepPoint& q : points)
-    if (q.feasible && q.bandwidth == p.bandwidth && q.capacity < p.capacity && q.total <= p.total) return false;
+    if (q.feasible && q.bandwidth == p.bandwidth && q.capacity < p.capacity && q.total <= p.total)
+      return false;
   return true;
 }
 
@@ -46,12 +48,13 @@ std::string sweep_chart_svg(const std::vector<SweepPoint>& points) {
   if (points.empty()) cmin = cmax = 1;
   if (ymax <= 0) ymax = 1;
   ymax *= 1.08;
-  const double lmin = std::log10(cmin) - (cmin == cmax ? 0.5 : 0), lmax = std::log10(cmax) + (cmin == cmax ? 0.5 : 0);
+  const double lmin = std::log10(cmin) - (cmin == cmax ? 0.5 : 0),
+               lmax = std::log10(cmax) + (cmin == cmax ? 0.5 : 0);
   auto x = [&](double c) { return left + (std::log10(c) - lmin) / (lmax - lmin) * (width - left - right); };
   auto y = [&](double v) { return height - bottom - v / ymax * (height - top - bottom); };
   std::ostringstream svg;
-  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " << width << " " << height
-      << "\" width=\"" << width << "\" height=\"" << height << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
+  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " << width << " " << height << "\" width=\""
+      << width << "\" height=\"" << height << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
       << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   // Axes, capacity ticks at the swept values, five latency ticks.
   svg << "<line x1=\"" << left << "\" y1=\"" << y(0) << "\" x2=\"" << width - right << "\" y2=\"" << y(0)
@@ -67,12 +70,15 @@ std::string sweep_chart_svg(const std::vector<SweepPoint>& points) {
         << label(c) << "</text>\n";
   // Latency ticks at a round step (1, 2 or 5 times a power of ten), about five of them.
   const double raw = ymax / 5, magnitude = std::pow(10.0, std::floor(std::log10(raw)));
-  const double step = magnitude * (raw / magnitude <= 1 ? 1 : raw / magnitude <= 2 ? 2 : raw / magnitude <= 5 ? 5 : 10);
+  const double step = magnitude * (raw / magnitude <= 1   ? 1
+                                   : raw / magnitude <= 2 ? 2
+                                   : raw / magnitude <= 5 ? 5
+                                                          : 10);
   for (int i = 0; i * step <= ymax; ++i) {
     const double v = i * step;
-    svg << "<line x1=\"" << left - 5 << "\" y1=\"" << y(v) << "\" x2=\"" << width - right << "\" y2=\"" << y(v)
-        << "\" stroke=\"#ddd\"/><text x=\"" << left - 8 << "\" y=\"" << y(v) + 4 << "\" text-anchor=\"end\">"
-        << label(v) << "</text>\n";
+    svg << "<line x1=\"" << left - 5 << "\" y1=\"" << y(v) << "\" x2=\"" << width - right << "\" y2=\""
+        << y(v) << "\" stroke=\"#ddd\"/><text x=\"" << left - 8 << "\" y=\"" << y(v) + 4
+        << "\" text-anchor=\"end\">" << label(v) << "</text>\n";
   }
   svg << "<text x=\"" << (left + width - right) / 2 << "\" y=\"" << height - 15
       << "\" text-anchor=\"middle\">fast-memory capacity (elements, log scale)</text>\n"
@@ -86,8 +92,9 @@ std::string sweep_chart_svg(const std::vector<SweepPoint>& points) {
               [&](size_t a, size_t b) { return points[a].capacity < points[b].capacity; });
     const double bound = points[sorted.front()].lower_bound;
     svg << "<g class=\"bandwidth\" data-bandwidth=\"" << format_number(bandwidth) << "\">\n"
-        << "<line class=\"lower-bound\" x1=\"" << left << "\" y1=\"" << y(bound) << "\" x2=\"" << width - right
-        << "\" y2=\"" << y(bound) << "\" stroke=\"" << c << "\" stroke-dasharray=\"5,4\"><title>lower bound at "
+        << "<line class=\"lower-bound\" x1=\"" << left << "\" y1=\"" << y(bound) << "\" x2=\""
+        << width - right << "\" y2=\"" << y(bound) << "\" stroke=\"" << c
+        << "\" stroke-dasharray=\"5,4\"><title>lower bound at "
         << "bandwidth " << format_number(bandwidth) << ": " << format_number(bound) << "</title></line>\n";
     std::string path;
     for (size_t i : sorted)
@@ -95,8 +102,8 @@ std::string sweep_chart_svg(const std::vector<SweepPoint>& points) {
         path += (path.empty() ? "" : " ") + std::to_string(x(points[i].capacity)) + "," +
                 std::to_string(y(points[i].total));
     if (!path.empty())
-      svg << "<polyline class=\"curve\" fill=\"none\" stroke=\"" << c << "\" stroke-width=\"2\" points=\"" << path
-          << "\"/>\n";
+      svg << "<polyline class=\"curve\" fill=\"none\" stroke=\"" << c << "\" stroke-width=\"2\" points=\""
+          << path << "\"/>\n";
     for (size_t i : sorted) {
       const SweepPoint& p = points[i];
       std::ostringstream tip;
@@ -112,22 +119,23 @@ std::string sweep_chart_svg(const std::vector<SweepPoint>& points) {
           << ", compute-bound " << std::lround(100 * p.compute_bound_share) << " %, peak working set "
           << p.peak_working_set << (p.found_at == "here" ? "" : ", schedule found at " + p.found_at);
       const bool pareto = is_pareto(points, i);
-      svg << "<a href=\"" << html_escape(p.schedule_file) << "\"><circle class=\"point" << (pareto ? " pareto" : "")
-          << "\" cx=\"" << x(p.capacity) << "\" cy=\"" << y(p.total) << "\" r=\"" << (pareto ? 6 : 4)
-          << "\" fill=\"" << (pareto ? c : "white") << "\" stroke=\"" << c << "\" stroke-width=\"2\"><title>"
-          << html_escape(tip.str()) << "</title></circle></a>\n";
+      svg << "<a href=\"" << html_escape(p.schedule_file) << "\"><circle class=\"point"
+          << (pareto ? " pareto" : "") << "\" cx=\"" << x(p.capacity) << "\" cy=\"" << y(p.total) << "\" r=\""
+          << (pareto ? 6 : 4) << "\" fill=\"" << (pareto ? c : "white") << "\" stroke=\"" << c
+          << "\" stroke-width=\"2\"><title>" << html_escape(tip.str()) << "</title></circle></a>\n";
     }
     const double ly = top + 20 * color;
     svg << "<line x1=\"" << width - right + 15 << "\" y1=\"" << ly << "\" x2=\"" << width - right + 40
-        << "\" y2=\"" << ly << "\" stroke=\"" << c << "\" stroke-width=\"2\"/><text x=\"" << width - right + 45
-        << "\" y=\"" << ly + 4 << "\">bandwidth " << format_number(bandwidth) << "</text>\n</g>\n";
+        << "\" y2=\"" << ly << "\" stroke=\"" << c << "\" stroke-width=\"2\"/><text x=\""
+        << width - right + 45 << "\" y=\"" << ly + 4 << "\">bandwidth " << format_number(bandwidth)
+        << "</text>\n</g>\n";
   }
   const double ly = top + 20 * (color + 1);
   svg << "<circle cx=\"" << width - right + 27 << "\" cy=\"" << ly << "\" r=\"6\" fill=\"gray\"/><text x=\""
-      << width - right + 45 << "\" y=\"" << ly + 4 << "\">Pareto point</text>\n<line x1=\"" << width - right + 15
-      << "\" y1=\"" << ly + 20 << "\" x2=\"" << width - right + 40 << "\" y2=\"" << ly + 20
-      << "\" stroke=\"gray\" stroke-dasharray=\"5,4\"/><text x=\"" << width - right + 45 << "\" y=\"" << ly + 24
-      << "\">lower bound</text>\n</svg>\n";
+      << width - right + 45 << "\" y=\"" << ly + 4 << "\">Pareto point</text>\n<line x1=\""
+      << width - right + 15 << "\" y1=\"" << ly + 20 << "\" x2=\"" << width - right + 40 << "\" y2=\""
+      << ly + 20 << "\" stroke=\"gray\" stroke-dasharray=\"5,4\"/><text x=\"" << width - right + 45
+      << "\" y=\"" << ly + 24 << "\">lower bound</text>\n</svg>\n";
   return svg.str();
 }
 
@@ -139,8 +147,10 @@ std::string sweep_html(const std::string& problem_name, const std::vector<SweepP
           "of a point with less of both re-priced here if that is cheaper (so no curve rises with more "
           "memory). Filled points are Pareto points; click a point for its schedule.</p>\n"
        << sweep_chart_svg(points)
-       << "<table class=\"grid\"><tr><th>capacity</th><th>bandwidth</th><th>total</th><th>lower bound</th><th>gap</th>"
-          "<th>compute-bound</th><th>peak working set</th><th>solve s</th><th>schedule</th><th>found at</th></tr>\n";
+       << "<table class=\"grid\"><tr><th>capacity</th><th>bandwidth</th><th>total</th><th>lower "
+          "bound</th><th>gap</th>"
+          "<th>compute-bound</th><th>peak working set</th><th>solve s</th><th>schedule</th><th>found "
+          "at</th></tr>\n";
   for (size_t i = 0; i < points.size(); ++i) {
     const SweepPoint& p = points[i];
     html << "<tr" << (is_pareto(points, i) ? " class=\"pareto\"" : "") << "><td>" << format_number(p.capacity)
@@ -150,10 +160,11 @@ std::string sweep_html(const std::string& problem_name, const std::vector<SweepP
            << std::lround(100 * (p.total / p.lower_bound - 1)) << " %</td><td>"
            << std::lround(100 * p.compute_bound_share) << " %</td><td>" << p.peak_working_set << "</td>";
     else
-      html << "<td>no valid schedule</td><td>" << format_number(p.lower_bound) << "</td><td></td><td></td><td></td>";
+      html << "<td>no valid schedule</td><td>" << format_number(p.lower_bound)
+           << "</td><td></td><td></td><td></td>";
     html << "<td>" << format_number(std::round(p.solve_seconds * 100) / 100) << "</td><td>"
-         << (p.schedule_file.empty() ? "" : "<a href=\"" + html_escape(p.schedule_file) + "\">json</a>") << "</td><td>"
-         << html_escape(p.found_at) << "</td></tr>\n";
+         << (p.schedule_file.empty() ? "" : "<a href=\"" + html_escape(p.schedule_file) + "\">json</a>")
+         << "</td><td>" << html_escape(p.found_at) << "</td></tr>\n";
   }
   html << "</table>\n" << html_page_end();
   return html.str();

@@ -11,8 +11,8 @@ namespace {
 
 std::string plan_text(const Plan& p) {
   std::ostringstream out;
-  out << "F_op [" << p.f_op[0] << ", " << p.f_op[1] << ", " << p.f_op[2] << "], A " << p.am << "x" << p.ak << ", B "
-      << p.bk << "x" << p.bn << ", C " << p.cm << "x" << p.cn;
+  out << "F_op [" << p.f_op[0] << ", " << p.f_op[1] << ", " << p.f_op[2] << "], A " << p.am << "x" << p.ak
+      << ", B " << p.bk << "x" << p.bn << ", C " << p.cm << "x" << p.cn;
   return out.str();
 }
 
@@ -24,19 +24,23 @@ std::string plan_report_html(const PlanReportPage& page) {
   const Evaluation& e = *page.evaluation;
   const Derived& d = e.derived;
   std::ostringstream html;
-  html << html_page_start("T10 report: " + page.plan_name) << "<h1>T10 plan report</h1>\n<table class=\"summary\">"
-       << "<tr><td>problem</td><td>" << html_escape(page.problem_name) << ": C[" << pr.m << "x" << pr.n << "] = A["
-       << pr.m << "x" << pr.k << "] B[" << pr.k << "x" << pr.n << "] on " << html_escape(pr.chip.name) << " ("
-       << format_display(static_cast<double>(pr.chip.cores)) << " cores, "
-       << format_display(static_cast<double>(pr.chip.sram_bytes_per_core)) << " B SRAM each)</td></tr>"
-       << "<tr><td>plan</td><td id=\"plan\">" << html_escape(page.plan_name) << ": " << plan_text(plan) << "</td></tr>"
+  html << html_page_start("T10 report: " + page.plan_name)
+       << "<h1>T10 plan report</h1>\n<table class=\"summary\">"
+       << "<tr><td>problem</td><td>" << html_escape(page.problem_name) << ": C[" << pr.m << "x" << pr.n
+       << "] = A[" << pr.m << "x" << pr.k << "] B[" << pr.k << "x" << pr.n << "] on "
+       << html_escape(pr.chip.name) << " (" << format_display(static_cast<double>(pr.chip.cores))
+       << " cores, " << format_display(static_cast<double>(pr.chip.sram_bytes_per_core))
+       << " B SRAM each)</td></tr>"
+       << "<tr><td>plan</td><td id=\"plan\">" << html_escape(page.plan_name) << ": " << plan_text(plan)
+       << "</td></tr>"
        << "<tr><td>derived</td><td>" << format_display(static_cast<double>(d.cores)) << " cores, spatial ["
        << d.spatial[0] << ", " << d.spatial[1] << ", " << d.spatial[2] << "], " << d.steps << " steps, hot "
        << format_display(static_cast<double>(d.hot_bytes)) << " B, cold "
        << format_display(static_cast<double>(d.cold_bytes)) << " B per core</td></tr><tr><td>profile</td><td>"
        << html_escape(page.profile) << "</td></tr><tr><td>verdict</td><td id=\"verdict\" class=\""
        << (e.accepted ? "valid\">accepted" : "invalid\">rejected");
-  for (const Violation& v : e.violations) html << "<br>[" << html_escape(v.code) << "] " << html_escape(v.message);
+  for (const Violation& v : e.violations)
+    html << "<br>[" << html_escape(v.code) << "] " << html_escape(v.message);
   html << "</td></tr>";
   if (e.cost) html << "<tr><td>total</td><td>" << format_display(e.cost->total) << " cycles</td></tr>";
   if (e.score) html << "<tr><td>score</td><td>" << format_display(*e.score) << "</td></tr>";
@@ -44,8 +48,10 @@ std::string plan_report_html(const PlanReportPage& page) {
 
   if (e.cost) {
     const Cost& c = *e.cost;
-    const std::pair<const char*, double> parts[] = {{"compute", c.compute}, {"load", c.load},
-                                                    {"store", c.store},     {"shift", static_cast<double>(c.shift)},
+    const std::pair<const char*, double> parts[] = {{"compute", c.compute},
+                                                    {"load", c.load},
+                                                    {"store", c.store},
+                                                    {"shift", static_cast<double>(c.shift)},
                                                     {"broadcast", static_cast<double>(c.bcast)},
                                                     {"reduce", static_cast<double>(c.reduce)}};
     double largest = 1;
@@ -57,11 +63,11 @@ std::string plan_report_html(const PlanReportPage& page) {
     int row = 0;
     for (const auto& [name, v] : parts) {
       const double y = 6 + 28 * row++;
-      html << "<g class=\"cycle-part\" data-part=\"" << name << "\" data-tip=\"" << name << ": " << format_display(v)
-           << " cycles\"><text x=\"0\" y=\"" << y + 15 << "\" font-size=\"12\">" << name << "</text><rect x=\"90\" y=\""
-           << y << "\" width=\"" << 560 * v / largest << "\" height=\"20\" fill=\"#6baed6\"/><text x=\""
-           << 96 + 560 * v / largest << "\" y=\"" << y + 15 << "\" font-size=\"12\">" << format_display(v)
-           << "</text></g>\n";
+      html << "<g class=\"cycle-part\" data-part=\"" << name << "\" data-tip=\"" << name << ": "
+           << format_display(v) << " cycles\"><text x=\"0\" y=\"" << y + 15 << "\" font-size=\"12\">" << name
+           << "</text><rect x=\"90\" y=\"" << y << "\" width=\"" << 560 * v / largest
+           << "\" height=\"20\" fill=\"#6baed6\"/><text x=\"" << 96 + 560 * v / largest << "\" y=\"" << y + 15
+           << "\" font-size=\"12\">" << format_display(v) << "</text></g>\n";
     }
     html << "</svg>\n";
   }
@@ -77,7 +83,8 @@ std::string plan_report_html(const PlanReportPage& page) {
     const double cap = static_cast<double>(pr.chip.sram_bytes_per_core);
     const double top = std::max(cap, static_cast<double>(s.peak_bytes)) * 1.1, W = 760, H = 200;
     auto Y = [&](double v) { return H - v / top * (H - 10); };
-    html << "<p class=\"note\">Every core holds the same partitions, so one representative core's SRAM is shown, "
+    html << "<p class=\"note\">Every core holds the same partitions, so one representative core's SRAM is "
+            "shown, "
             "phase by phase; peak "
          << format_display(static_cast<double>(s.peak_bytes)) << " B.</p>\n<svg id=\"sram\" width=\"" << W
          << "\" height=\"" << H + 24 << "\" viewBox=\"0 0 " << W << " " << H + 24 << "\">\n";
@@ -89,14 +96,17 @@ std::string plan_report_html(const PlanReportPage& page) {
            << format_display(v) << " B\"/><text x=\"" << i * w + w / 2 << "\" y=\"" << H + 16
            << "\" text-anchor=\"middle\" font-size=\"12\">" << phases[i].first << "</text>\n";
     }
-    html << "<line class=\"capacity-line\" x1=\"0\" y1=\"" << Y(cap) << "\" x2=\"" << W << "\" y2=\"" << Y(cap)
-         << "\" stroke=\"#c62828\" stroke-dasharray=\"6,4\" data-tip=\"SRAM per core " << format_display(cap)
-         << " B\"/><text x=\"4\" y=\"" << Y(cap) - 4 << "\" font-size=\"11\" fill=\"#c62828\">capacity "
-         << format_display(cap) << " B</text></svg>\n<p>replay: " << format_display(s.total) << " cycles ("
-         << s.compute_steps << " compute steps, " << s.shift_events << " shift events)"
-         << (s.consistent ? "" : "; data consistency failed: " + html_escape(s.consistency_error)) << "</p>\n";
+    html << "<line class=\"capacity-line\" x1=\"0\" y1=\"" << Y(cap) << "\" x2=\"" << W << "\" y2=\""
+         << Y(cap) << "\" stroke=\"#c62828\" stroke-dasharray=\"6,4\" data-tip=\"SRAM per core "
+         << format_display(cap) << " B\"/><text x=\"4\" y=\"" << Y(cap) - 4
+         << "\" font-size=\"11\" fill=\"#c62828\">capacity " << format_display(cap)
+         << " B</text></svg>\n<p>replay: " << format_display(s.total) << " cycles (" << s.compute_steps
+         << " compute steps, " << s.shift_events << " shift events)"
+         << (s.consistent ? "" : "; data consistency failed: " + html_escape(s.consistency_error))
+         << "</p>\n";
   } else {
-    html << "<p class=\"note\" id=\"sram-note\">Not replayed: the plan has no defined cost under this profile.</p>\n";
+    html << "<p class=\"note\" id=\"sram-note\">Not replayed: the plan has no defined cost under this "
+            "profile.</p>\n";
   }
 
   html << "<h2>Best plans (t10 solve, " << html_escape(page.profile) << ")</h2>\n";

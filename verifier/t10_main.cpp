@@ -74,10 +74,12 @@ extern "C" int sc_main(int argc, char** argv) {
   common(simulate, true);
   simulate->add_option("--trace", trace_path, "write a Chrome/Perfetto trace-event JSON file");
   std::string out_path;
-  CLI::App* report = app.add_subcommand("report", "write an HTML report of a plan (breakdown, SRAM, best plans)");
+  CLI::App* report =
+      app.add_subcommand("report", "write an HTML report of a plan (breakdown, SRAM, best plans)");
   common(report, true);
   report->add_option("-o,--out", out_path, "HTML file to write")->required();
-  report->add_option("--top", top, "best plans of the search to list (default 10)")->check(CLI::Range(1, 1000));
+  report->add_option("--top", top, "best plans of the search to list (default 10)")
+      ->check(CLI::Range(1, 1000));
   CLI::App* solve = app.add_subcommand("solve", "exhaustive search for the fastest accepted plan");
   common(solve, false);
   solve->add_option("--top", top, "print the N best plans")->check(CLI::Range(1, 1000));

@@ -23,13 +23,15 @@ LowerBound lower_bound(const Problem& p, const Graph& g) {
 namespace {
 
 std::string step_budget_message(int64_t steps, int64_t budget, const std::string& what) {
-  return (steps == INT64_MAX ? std::string("more than 9.2e18") : std::to_string(steps)) + " steps, above the budget of " +
-         std::to_string(budget) + " steps for " + what + " (--max-steps raises it)";
+  return (steps == INT64_MAX ? std::string("more than 9.2e18") : std::to_string(steps)) +
+         " steps, above the budget of " + std::to_string(budget) + " steps for " + what +
+         " (--max-steps raises it)";
 }
 
 }  // namespace
 
-int64_t count_steps(const Problem& problem, const Graph& graph, const Schedule& schedule, const ModelOptions& model) {
+int64_t count_steps(const Problem& problem, const Graph& graph, const Schedule& schedule,
+                    const ModelOptions& model) {
   ScheduleWalk walk(problem, graph, schedule, model);
   int64_t total = 0;
   for (int i = 0; i < walk.size(); ++i) {
@@ -47,7 +49,8 @@ void check_step_budget(const Problem& problem, const Graph& graph, const Schedul
                        const std::string& file) {
   const int64_t steps = count_steps(problem, graph, schedule, model);
   if (steps > max_steps)
-    throw InputError(file, "--max-steps", "limits", "the schedule has " + step_budget_message(steps, max_steps, what));
+    throw InputError(file, "--max-steps", "limits",
+                     "the schedule has " + step_budget_message(steps, max_steps, what));
 }
 
 ScheduleReport verify_schedule(const Problem& problem, const Graph& graph, const Schedule& schedule,
@@ -88,10 +91,11 @@ ScheduleReport verify_schedule(const Problem& problem, const Graph& graph, const
     } else {
       result = model.evaluate_fast(SubgraphModel::Violations::Locate, options.max_walk_steps);
       if (result.walk_refused) {
-        report.refused = "subgraph " + std::to_string(i) +
-                         " can only be evaluated step by step (its regions need numeric M17 checks, or one tensor "
-                         "is read in two forms that may coincide): " +
-                         step_budget_message(result.steps, options.max_walk_steps, "the walk");
+        report.refused =
+            "subgraph " + std::to_string(i) +
+            " can only be evaluated step by step (its regions need numeric M17 checks, or one tensor "
+            "is read in two forms that may coincide): " +
+            step_budget_message(result.steps, options.max_walk_steps, "the walk");
         return report;
       }
     }

@@ -59,7 +59,8 @@ struct VerifyOptions {
 
 // Steps of the whole schedule (sum over subgraphs of tiles x k-steps, saturated at INT64_MAX), from the
 // compiled subgraphs, without walking; stops at the first subgraph that breaks a static rule.
-int64_t count_steps(const Problem& problem, const Graph& graph, const Schedule& schedule, const ModelOptions& model);
+int64_t count_steps(const Problem& problem, const Graph& graph, const Schedule& schedule,
+                    const ModelOptions& model);
 // Throws InputError (exit 2) naming the count, the budget and --max-steps when the schedule has more steps
 // than `max_steps` and `what` (e.g. "--replay") would walk them.
 void check_step_budget(const Problem& problem, const Graph& graph, const Schedule& schedule,

@@ -101,8 +101,8 @@ extern "C" int sc_main(int argc, char** argv) {
       if (r.error) std::cerr << "replay error: " << describe_error(*r.error) << "\n";
     }
     if (!html_path.empty())
-      write_schedule_report(html_path, problem_path, solution_path, problem, graph, schedule, report, options.model,
-                            max_steps);
+      write_schedule_report(html_path, problem_path, solution_path, problem, graph, schedule, report,
+                            options.model, max_steps);
     if (json_out) std::cout << json_report.dump(2) << "\n";
     for (const auto& w : report.warnings) std::cerr << "warning: " << w.describe() << "\n";
     if (report.error) std::cerr << "error: " << describe_error(*report.error) << "\n";

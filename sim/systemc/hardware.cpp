@@ -82,8 +82,8 @@ bool FastMemory::apply(int subgraph, const StepDetail& step) {
     if (extra <= 0) continue;
     if (static_cast<double>(used_ + extra) > capacity_) {
       std::ostringstream msg;
-      msg << "out of fast memory at t = " << now_units() << ": allocating " << w.part << " T" << w.tensor << " "
-          << to_string(w.region) << " (" << extra << " elements) raises occupancy " << used_ << " to "
+      msg << "out of fast memory at t = " << now_units() << ": allocating " << w.part << " T" << w.tensor
+          << " " << to_string(w.region) << " (" << extra << " elements) raises occupancy " << used_ << " to "
           << used_ + extra << " > capacity " << capacity_ << "; the step needs " << step.working_set.total()
           << " (A " << step.working_set.retained_in << " + B " << step.working_set.slices << " + C "
           << step.working_set.outputs << ")";

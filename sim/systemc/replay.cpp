@@ -29,7 +29,8 @@ class TraceSink : public hw::ActivitySink {
         compute_(trace ? trace->track("compute array") : 0) {}
   void transfer(const hw::Transfer& t, double start, double duration) override {
     if (!trace_) return;
-    trace_->span(link_, std::string(t.store ? "store " : "load ") + slice_name(t.tensor, t.region), start, duration,
+    trace_->span(link_, std::string(t.store ? "store " : "load ") + slice_name(t.tensor, t.region), start,
+                 duration,
                  {{"tensor", t.tensor},
                   {"rows", {t.region.r0, t.region.r1}},
                   {"cols", {t.region.c0, t.region.c1}},
@@ -39,21 +40,30 @@ class TraceSink : public hw::ActivitySink {
   void compute(const OpCompute& c, double start, double duration) override {
     if (!trace_) return;
     trace_->span(compute_, "op " + std::to_string(c.op), start, duration,
-                 {{"op", c.op}, {"rows", {c.region.r0, c.region.r1}}, {"cols", {c.region.c0, c.region.c1}},
+                 {{"op", c.op},
+                  {"rows", {c.region.r0, c.region.r1}},
+                  {"cols", {c.region.c0, c.region.c1}},
                   {"cost", c.cost}});
   }
   void occupancy(double time, int64_t elements, double capacity) override {
     if (occupancy_) {
-      if (!occupancy_->empty() && occupancy_->back().time == time) occupancy_->back().elements = elements;
-      else occupancy_->push_back({time, elements});
+      if (!occupancy_->empty() && occupancy_->back().time == time)
+        occupancy_->back().elements = elements;
+      else
+        occupancy_->push_back({time, elements});
     }
-    if (trace_) trace_->counter("fast memory (elements)", time, {{"occupancy", elements}, {"capacity", capacity}});
+    if (trace_)
+      trace_->counter("fast memory (elements)", time, {{"occupancy", elements}, {"capacity", capacity}});
   }
   void step(int subgraph, const StepDetail& d, double start, double duration) {
     if (!trace_) return;
     trace_->span(steps_, "step " + std::to_string(d.ref.position), start, duration,
-                 {{"subgraph", subgraph}, {"tile", d.ref.tile}, {"k_step", d.ref.k_step}, {"compute", d.compute},
-                  {"memory", d.memory_time}, {"working_set", d.working_set.total()}});
+                 {{"subgraph", subgraph},
+                  {"tile", d.ref.tile},
+                  {"k_step", d.ref.k_step},
+                  {"compute", d.compute},
+                  {"memory", d.memory_time},
+                  {"working_set", d.working_set.total()}});
   }
   void subgraph(int index, double start, double duration) {
     if (!trace_) return;
@@ -175,7 +185,8 @@ ReplayResult replay_schedule(const Problem& problem, const Graph& graph, const S
   prepare_systemc_kernel();
   ReplayResult result;
   std::unique_ptr<TraceSink> sink;
-  if (options.trace || options.occupancy) sink = std::make_unique<TraceSink>(options.trace, options.occupancy);
+  if (options.trace || options.occupancy)
+    sink = std::make_unique<TraceSink>(options.trace, options.occupancy);
   {
     auto link = std::make_unique<hw::SlowMemoryLink>("link", problem.slow_memory_bandwidth, sink.get());
     auto compute = std::make_unique<hw::ComputeArray>("compute", sink.get());

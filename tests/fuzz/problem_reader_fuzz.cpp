@@ -7,8 +7,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
-    const mlsys::Problem problem =
-        mlsys::parse_problem(mlsys::parse_json_text(mlsys::fuzz::text_of(data, size), "problem.json"), "problem.json");
+    const mlsys::Problem problem = mlsys::parse_problem(
+        mlsys::parse_json_text(mlsys::fuzz::text_of(data, size), "problem.json"), "problem.json");
     const mlsys::Graph graph = mlsys::analyze_graph(problem, "problem.json");
     (void)mlsys::lower_bound(problem, graph);  // verify --lower-bound reads nothing else
   } catch (const mlsys::InputError&) {

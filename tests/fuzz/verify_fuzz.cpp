@@ -17,8 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const mlsys::Problem problem =
         mlsys::parse_problem(mlsys::parse_json_text(text.substr(0, cut), "problem.json"), "problem.json");
     const mlsys::Graph graph = mlsys::analyze_graph(problem, "problem.json");
-    const mlsys::Schedule schedule =
-        mlsys::parse_schedule(mlsys::parse_json_text(text.substr(cut + 6), "solution.json"), "solution.json", problem);
+    const mlsys::Schedule schedule = mlsys::parse_schedule(
+        mlsys::parse_json_text(text.substr(cut + 6), "solution.json"), "solution.json", problem);
     const mlsys::LowerBound bound = mlsys::lower_bound(problem, graph);
     for (auto compute : {mlsys::MatmulCompute::FullK, mlsys::MatmulCompute::NativeK}) {
       mlsys::VerifyOptions options;
