@@ -146,9 +146,9 @@ std::string schedule_report_html(const ScheduleReportPage& page) {
   double total = 0;
   for (const SubgraphReport& sg : r.subgraphs) total += sg.latency;
   const double W = 1000, H = 70;
-  html << "<h2>Timeline</h2>\n<p class=\"note\">One bar per subgraph on the latency axis: dark = "
-          "compute-bound "
-          "steps, light = memory-bound steps. Wheel to zoom, drag to pan, double-click to reset.</p>\n"
+  html << "<h2>Timeline</h2>\n<p class=\"note\">One bar per subgraph on the latency axis, in its DAG colour; "
+          "the darkened lower half spans its compute-bound steps, the rest is memory-bound. Wheel to zoom, "
+          "drag to pan, double-click to reset.</p>\n"
        << "<svg id=\"timeline\" width=\"100%\" height=\"" << H + 20 << "\" viewBox=\"0 0 " << W << " "
        << H + 20 << "\" preserveAspectRatio=\"none\">\n";
   double start = 0;
@@ -165,10 +165,11 @@ std::string schedule_report_html(const ScheduleReportPage& page) {
         << std::lround(sg.latency > 0 ? 100 * sg.compute_bound_latency / sg.latency : 0)
         << " % compute-bound)";
     html << "<g class=\"timeline-bar\" data-subgraph=\"" << sg.index << "\" data-tip=\""
-         << html_escape(tip.str()) << "\"><rect x=\"" << x << "\" y=\"10\" width=\"" << std::max(dark, 0.0)
-         << "\" height=\"" << H - 20 << "\" fill=\"#444\" opacity=\"0.85\"/><rect x=\"" << x + dark
-         << "\" y=\"10\" width=\"" << std::max(w - dark, 0.0) << "\" height=\"" << H - 20 << "\" fill=\""
-         << color << "\" stroke=\"white\" stroke-width=\"0.5\" vector-effect=\"non-scaling-stroke\"/></g>\n";
+         << html_escape(tip.str()) << "\"><rect x=\"" << x << "\" y=\"10\" width=\"" << w << "\" height=\""
+         << H - 20 << "\" fill=\"" << color
+         << "\" stroke=\"white\" stroke-width=\"1\" vector-effect=\"non-scaling-stroke\"/><rect x=\"" << x
+         << "\" y=\"" << H / 2 << "\" width=\"" << std::max(dark, 0.0) << "\" height=\"" << H / 2 - 10
+         << "\" fill=\"#000\" opacity=\"0.45\"/></g>\n";
     start += sg.latency;
   }
   html << "<text x=\"2\" y=\"" << H + 14 << "\" font-size=\"11\">0</text><text x=\"" << W - 2 << "\" y=\""
