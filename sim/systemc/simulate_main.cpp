@@ -6,6 +6,7 @@
 #include "sim/json_io.hpp"
 #include "sim/systemc/replay.hpp"
 #include "traces/report.hpp"
+#include "verifier/cli_inputs.hpp"
 #include "verifier/verify.hpp"
 
 using namespace mlsys;
@@ -13,41 +14,32 @@ using namespace mlsys;
 extern "C" int sc_main(int argc, char** argv) {
   CLI::App app{"Replay an MLSys 2026 schedule in simulated time (SystemC) and write traces.\n"
                "Exit codes: 0 replayed, 1 the schedule breaks a rule (e.g. OOM), 2 malformed input or bad usage."};
-  std::string problem_path, solution_path, compute = "full-k", timing = "contest", trace_path, vcd_path;
-  bool supernative = false, json_out = false;
+  std::string problem_path, solution_path, timing = "contest", trace_path, vcd_path;
+  bool json_out = false;
+  ModelFlags flags;
   app.add_option("problem", problem_path, "problem JSON")->required();
   app.add_option("solution", solution_path, "solution JSON")->required();
-  app.add_option("--matmul-compute", compute, "full-k or native-k")->check(CLI::IsMember({"full-k", "native-k"}));
-  app.add_flag("--allow-supernative-k", supernative, "allow k above the native width");
+  flags.add_to(app, "the replay");
   app.add_option("--timing", timing,
                  "contest (the rule book) or overlapped (what-if: next step's loads overlap this step's compute)")
       ->check(CLI::IsMember({"contest", "overlapped"}));
   app.add_option("--trace", trace_path, "write a Chrome/Perfetto trace-event JSON file");
   app.add_option("--vcd", vcd_path, "write a VCD of occupancy, link busy and compute busy");
   app.add_flag("--json", json_out, "print a JSON report on stdout");
-  int64_t max_steps = kDefaultMaxSteps;
-  app.add_option("--max-steps", max_steps, "largest number of steps the replay walks")
-      ->check(CLI::PositiveNumber)
-      ->default_val(kDefaultMaxSteps);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   try {
-    const Problem problem = load_problem(problem_path);
-    const Graph graph = analyze_graph(problem, problem_path);
-    const Schedule schedule = load_schedule(solution_path, problem);
-    VerifyOptions vo;
-    vo.model.matmul_compute = compute == "native-k" ? MatmulCompute::NativeK : MatmulCompute::FullK;
-    vo.model.allow_supernative_k = supernative;
-    vo.max_walk_steps = max_steps;
-    check_step_budget(problem, graph, schedule, vo.model, max_steps, "the replay", solution_path);
-    const ScheduleReport analytic = verify_schedule(problem, graph, schedule, vo);
+    const ScheduleInputs in = read_schedule_inputs(problem_path, solution_path);
+    const VerifyOptions vo = flags.options();
+    check_step_budget(in.problem, in.graph, in.schedule, vo.model, flags.max_steps, "the replay", solution_path);
+    const ScheduleReport analytic = verify_schedule(in.problem, in.graph, in.schedule, vo);
     if (analytic.refused) throw InputError(solution_path, "--max-steps", "limits", *analytic.refused);
-    std::cerr << "replaying " << schedule.subgraphs.size() << " subgraphs...\n";
+    std::cerr << "replaying " << in.schedule.subgraphs.size() << " subgraphs...\n";
     const ReplayResult replay =
-        replay_to_files(problem, graph, schedule, vo.model, timing, trace_path, vcd_path, solution_path);
+        replay_to_files(in.problem, in.graph, in.schedule, vo.model, timing, trace_path, vcd_path, solution_path);
     const char* label = timing == "contest" ? "contest" : "overlapped (what-if, outside the contest model)";
     if (json_out) {
       nlohmann::json j{{"valid", replay.completed},
@@ -68,7 +60,7 @@ extern "C" int sc_main(int argc, char** argv) {
       if (analytic.valid) std::cout << "analytic total: " << format_number(analytic.total_latency) << "\n";
       std::cout << "replay total (" << label << "): " << format_number(replay.total_latency) << "\n"
                 << "peak fast-memory occupancy: " << replay.peak_occupancy << " / "
-                << format_number(problem.fast_memory_capacity) << "\n"
+                << format_number(in.problem.fast_memory_capacity) << "\n"
                 << "steps: " << replay.steps << "\n";
     }
     if (replay.error)
