@@ -691,16 +691,18 @@ double compute_floor(const Problem& problem, const Graph& graph, int op, MatmulC
   return problem.base_costs[op] * depth * tiles;
 }
 
-SubgraphResult SubgraphModel::simulate() const {
+SubgraphResult SubgraphModel::simulate(const std::function<void(const StepDetail&)>& on_step) const {
   SubgraphResult result;
   StepWalker walker(*this);
+  StepDetail detail;
   while (!walker.done()) {
-    const bool ok = walker.advance();
+    const bool ok = walker.advance(on_step ? &detail : nullptr);
     result.peak_working_set = std::max(result.peak_working_set, walker.last_working_set());
     if (!ok) {
       result.violation = walker.violation();
       return result;
     }
+    if (on_step) on_step(detail);
     result.latency += walker.last_latency();
     if (walker.last_compute() >= walker.last_memory_time())
       result.compute_bound_latency += walker.last_latency();
@@ -820,7 +822,7 @@ SubgraphResult SubgraphModel::evaluate_fast(Violations violations, int64_t walk_
   static const std::vector<StepWalker::NumSlice> no_previous;  // the step before a tile's predecessor: none
   struct Group {
     int64_t position, count;
-    int64_t row0, rows, col0, cols;  // raster representatives: the rectangle of tiles the group stands for
+    int64_t row0, col0, cols;  // raster representatives: the rectangle of tiles (count / cols rows) it stands for
   };
   thread_local std::vector<Group> groups;
   groups.clear();
@@ -851,10 +853,10 @@ SubgraphResult SubgraphModel::evaluate_fast(Violations violations, int64_t walk_
       for (int c = 0; c < cols.count; ++c)
         groups.push_back({rows.items[r].first * ncols_ + cols.items[c].first,
                           rows.items[r].second * cols.items[c].second, rows.items[r].first,
-                          rows.items[r].second, cols.items[c].first, cols.items[c].second});
+                          cols.items[c].first, cols.items[c].second});
   } else {
     groups.reserve(tiles());
-    for (int64_t p = 0; p < tiles(); ++p) groups.push_back({p, 1, 0, 0, 0, 0});
+    for (int64_t p = 0; p < tiles(); ++p) groups.push_back({p, 1, 0, 0, 0});
   }
   w.summarize_oom_ = violations == Violations::Summarize;
   // A search only needs to know that the subgraph does not fit: the class evaluation's own violation (its

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <variant>
 #include <vector>
@@ -105,8 +106,9 @@ class SubgraphModel {
   // search that tries several orders of one granularity compiles once.
   std::optional<RuleViolation> set_traversal(std::optional<std::vector<int64_t>> order);
 
-  // Step by step, in traversal order (M16). Stops at the first violation.
-  SubgraphResult simulate() const;
+  // Step by step, in traversal order (M16). Stops at the first violation. `on_step`, if set, receives every
+  // step that passed, with its full detail (verify --steps).
+  SubgraphResult simulate(const std::function<void(const StepDetail&)>& on_step = nullptr) const;
   // Same latency and peak working set; tiles with the same slice pattern are evaluated once and counted.
   // A violation is located exactly (by falling back to simulate()) unless the caller only needs to know that
   // the subgraph does not fit: a search rejects most candidates for OOM and has no use for the step.

@@ -59,7 +59,6 @@ ScheduleReport verify_schedule(const Problem& problem, const Graph& graph, const
   report.capacity = problem.fast_memory_capacity;
   ScheduleWalk walk(problem, graph, schedule, options.model);
   if ((report.error = walk.check_coverage())) return report;
-  StepDetail detail;
   for (int i = 0; i < walk.size(); ++i) {
     auto next = walk.next();
     if (auto* v = std::get_if<RuleViolation>(&next)) {
@@ -73,21 +72,7 @@ ScheduleReport verify_schedule(const Problem& problem, const Graph& graph, const
         report.refused = step_budget_message(model.num_steps(), options.max_walk_steps, "listing every step");
         return report;
       }
-      StepWalker walker(model);
-      while (!walker.done()) {
-        const bool ok = walker.advance(&detail);
-        result.peak_working_set = std::max(result.peak_working_set, walker.last_working_set());
-        if (!ok) {
-          result.violation = walker.violation();
-          break;
-        }
-        options.on_step(model, detail);
-        result.latency += detail.latency;
-        if (detail.compute >= detail.memory_time) result.compute_bound_latency += detail.latency;
-        result.compute_time += detail.compute;
-        result.memory_time += detail.memory_time;
-        ++result.steps;
-      }
+      result = model.simulate([&](const StepDetail& step) { options.on_step(model, step); });
     } else {
       result = model.evaluate_fast(SubgraphModel::Violations::Locate, options.max_walk_steps);
       if (result.walk_refused) {
