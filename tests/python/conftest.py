@@ -1,0 +1,59 @@
+"""Shared fixtures of the Python API tests. ctest sets PYTHONPATH to the build tree's python/ folder and
+MLSYS_BIN_DIR to the folder of the command-line programs; run by hand, the release build is the default."""
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+SOURCE_DIR = Path(os.environ.get("MLSYS_SOURCE_DIR", Path(__file__).resolve().parents[2]))
+BIN_DIR = Path(os.environ.get("MLSYS_BIN_DIR", SOURCE_DIR / "build" / "release"))
+GOLDEN_DIR = SOURCE_DIR / "tests" / "golden"
+BENCHMARKS = [SOURCE_DIR / "benchmarks" / f"mlsys-2026-{n}.json" for n in range(1, 25)]
+
+
+def run_cli(program, *args):
+    """Runs one of the command-line programs; returns (exit code, stdout, stderr)."""
+    done = subprocess.run([str(BIN_DIR / program), *map(str, args)], capture_output=True, text=True, timeout=300)
+    return done.returncode, done.stdout, done.stderr
+
+
+def cli_json(program, *args):
+    code, out, err = run_cli(program, *args)
+    assert out, f"{program} {args} printed nothing (exit {code}): {err}"
+    return code, json.loads(out)
+
+
+def cli_error(program, *args):
+    """The message a program prints for malformed input (exit 2), without its 'error: ' prefix."""
+    code, _, err = run_cli(program, *args)
+    assert code == 2, f"{program} {args}: exit {code}, stderr {err}"
+    line = err.strip().splitlines()[-1]
+    assert line.startswith("error: ")
+    return line[len("error: "):]
+
+
+def golden_cases():
+    return json.loads((GOLDEN_DIR / "cases.json").read_text())["cases"]
+
+
+def cli_options(case_options):
+    """The golden case's verifier flags as verify() keyword arguments."""
+    kwargs = {}
+    for i, arg in enumerate(case_options):
+        if arg == "--matmul-compute":
+            kwargs["compute"] = case_options[i + 1]
+        elif arg == "--allow-supernative-k":
+            kwargs["allow_supernative_k"] = True
+        elif arg == "--strict":
+            kwargs["strict"] = True
+    return kwargs
+
+
+@pytest.fixture(scope="session")
+def bench17():
+    import mlsys_sim
+
+    return mlsys_sim.Problem(SOURCE_DIR / "benchmarks" / "mlsys-2026-17.json")

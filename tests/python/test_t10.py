@@ -1,0 +1,58 @@
+"""T10 mode from Python: every vector of tests/golden/t10 evaluates to exactly what `t10 verify --json`
+prints, under both profiles; the search finds what `t10 solve` finds; bad input raises the CLI's message."""
+
+import json
+
+import pytest
+
+import mlsys_sim
+from conftest import GOLDEN_DIR, cli_error, cli_json
+
+VECTORS = json.loads((GOLDEN_DIR / "t10" / "cases.json").read_text())
+SEED = GOLDEN_DIR / "t10" / "seed_problem.json"
+
+
+@pytest.mark.parametrize("case", VECTORS["cases"], ids=lambda c: c["id"])
+def test_vector_matches_cli(case, tmp_path):
+    problem_doc = VECTORS["problems"][case["problem"]]
+    problem_path, plan_path = tmp_path / "problem.json", tmp_path / "plan.json"
+    problem_path.write_text(json.dumps(problem_doc))
+    plan_path.write_text(json.dumps(case["plan"]))
+    for profile in ("strict", "engdesign"):
+        evaluation = mlsys_sim.t10_evaluate(problem_doc, case["plan"], profile=profile)
+        assert evaluation.accepted == case[profile]["accepted"]
+        assert [code for code, _ in evaluation.violations] == [v["code"] for v in case[profile]["violations"]]
+        code, cli = cli_json("t10", "verify", problem_path, plan_path, "--profile", profile, "--json")
+        assert code == (0 if evaluation.accepted else 1)
+        assert evaluation.to_dict() == cli
+        if evaluation.total_cycles is not None and case.get("cost") and "total" in case["cost"]:
+            assert evaluation.total_cycles == pytest.approx(case["cost"]["total"], rel=1e-9)
+
+
+def test_search_matches_cli():
+    result = mlsys_sim.t10_search(SEED, top=3)
+    code, cli = cli_json("t10", "solve", SEED, "--json")
+    assert code == 0
+    best = result.top[0]
+    assert best.plan.to_dict() == mlsys_sim.T10Plan(cli["plan"]).to_dict()
+    assert best.total_cycles == cli["total_cycles"]
+    assert [p.total_cycles for p in result.top] == sorted(p.total_cycles for p in result.top)
+    assert result.accepted >= len(result.top) and result.evaluated > 0
+    assert best.total_cycles >= mlsys_sim.T10Problem(SEED).compute_lower_bound
+
+
+def test_bad_t10_input_raises_the_cli_message(tmp_path):
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(VECTORS["cases"][0]["plan"]))
+    bad_problem = tmp_path / "bad-problem.json"
+    bad_problem.write_text('{"op": "conv", "m": 32, "k": 5120, "n": 15360}')
+    with pytest.raises(ValueError) as caught:
+        mlsys_sim.t10_evaluate(bad_problem, plan)
+    assert str(caught.value) == cli_error("t10", "verify", bad_problem, plan)
+    truncated = tmp_path / "truncated.json"
+    truncated.write_text('{"F_op":[1,366,')
+    with pytest.raises(ValueError) as caught:
+        mlsys_sim.t10_evaluate(SEED, truncated)
+    assert str(caught.value) == cli_error("t10", "verify", SEED, truncated)
+    with pytest.raises(ValueError, match="profile"):
+        mlsys_sim.t10_evaluate(SEED, plan, profile="lenient")
