@@ -19,6 +19,12 @@ def test_vector_matches_cli(case, tmp_path):
     problem_path.write_text(json.dumps(problem_doc))
     plan_path.write_text(json.dumps(case["plan"]))
     for profile in ("strict", "engdesign"):
+        if [v["code"] for v in case[profile]["violations"]] == ["E_FORMAT"]:  # not a plan at all: exit 2
+            with pytest.raises(ValueError) as caught:
+                mlsys_sim.t10_evaluate(problem_doc, plan_path, profile=profile)
+            assert caught.value.rule == "E_FORMAT"
+            assert str(caught.value) == cli_error("t10", "verify", problem_path, plan_path, "--profile", profile)
+            continue
         evaluation = mlsys_sim.t10_evaluate(problem_doc, case["plan"], profile=profile)
         assert evaluation.accepted == case[profile]["accepted"]
         assert [code for code, _ in evaluation.violations] == [v["code"] for v in case[profile]["violations"]]
