@@ -7,6 +7,8 @@ import math
 import os
 import pickle
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -200,6 +202,28 @@ def test_replay_writes_traces(tmp_path):
     assert overlapped.total_latency <= result.total_latency
     with pytest.raises(ValueError, match="max_steps|--max-steps|steps"):
         mlsys_sim.replay(EX1, EX1A, max_steps=1)
+
+
+def test_cmake_install_gives_an_importable_package(tmp_path):
+    """`cmake --install --prefix DIR` lays out a package a fresh interpreter imports, with its type stub."""
+    build = os.environ.get("MLSYS_BUILD_DIR", str(SOURCE_DIR / "build" / "release"))
+    done = subprocess.run(["cmake", "--install", build, "--prefix", str(tmp_path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    site = next(tmp_path.glob("lib/python3*/dist-packages"))
+    assert {p.name for p in (site / "mlsys_sim").iterdir()} >= {"__init__.py", "__init__.pyi", "py.typed"}
+    check = subprocess.run(
+        [sys.executable, "-c", "import mlsys_sim; print(mlsys_sim.__file__); "
+         f"print(mlsys_sim.verify({str(EX1)!r}, {str(EX1A)!r}).total_latency)"],
+        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(site)})
+    assert check.returncode == 0, check.stderr
+    location, total = check.stdout.split()
+    assert location.startswith(str(site)) and float(total) == 6553.6
+
+
+def test_stub_names_what_the_module_has():
+    stub = (SOURCE_DIR / "python" / "mlsys_sim" / "__init__.pyi").read_text()
+    for name in mlsys_sim.__all__:
+        assert f"class {name}" in stub or f"def {name}(" in stub, name
 
 
 def test_pickle_round_trip():
