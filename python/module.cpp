@@ -379,6 +379,40 @@ PYBIND11_MODULE(_core, m) {
       (std::string(kSubgraphDoc) + "\n\nThe compiled structure is cached on the problem, so repeated questions "
                                    "about the same ops cost only the fast path.").c_str());
 
+  py::class_<SubgraphChoice>(m, "SubgraphChoice", "The oracle's best configuration of one subgraph.")
+      .def_property_readonly("granularity", [](const SubgraphChoice& c) {
+        return py::make_tuple(c.granularity.w, c.granularity.h, c.granularity.k);
+      })
+      .def_property_readonly("traversal", &SubgraphChoice::traversal_order, "tile order, or None for raster")
+      .def_property_readonly("grid", [](const SubgraphChoice& c) { return std::pair{c.grid_rows, c.grid_cols}; })
+      .def_readonly("latency", &SubgraphChoice::latency)
+      .def_readonly("peak_working_set", &SubgraphChoice::peak_working_set)
+      .def("__repr__", [](const SubgraphChoice& c) {
+        return "<SubgraphChoice [" + std::to_string(c.granularity.w) + ", " + std::to_string(c.granularity.h) +
+               ", " + std::to_string(c.granularity.k) + "]: " + format_number(c.latency) + ">";
+      });
+
+  m.def(
+      "best_subgraph",
+      [](const py::object& problem_source, const std::vector<int>& ops, const std::vector<int>& retained_in,
+         const std::vector<int>& retain, const std::string& compute, bool supernative) {
+        const ProblemHandle problem = as_problem(problem_source);
+        // The same index checks as a question about these ops (the oracle trusts its caller).
+        SubgraphQuery(*problem, nullptr, ops, retained_in, retain, model_options(compute, supernative), 0);
+        SubgraphOracle oracle(problem->problem, problem->graph, model_options(compute, supernative));
+        std::string reason;
+        std::optional<SubgraphChoice> choice;
+        {
+          py::gil_scoped_release release;
+          choice = oracle.best(ops, retained_in, retain, &reason);
+        }
+        return py::make_tuple(choice, choice ? std::string() : reason);
+      },
+      py::arg("problem"), py::arg("ops"), py::arg("retained_in") = std::vector<int>{},
+      py::arg("retain") = std::vector<int>{}, py::arg("compute") = "full-k", py::arg("allow_supernative_k") = false,
+      "The solver oracle's answer for one subgraph: (best SubgraphChoice, \"\") over the granularities and "
+      "traversals it tries, or (None, reason) naming the last rule that rejected every candidate.");
+
   bind_schedules(m);
   bind_t10(m);
 }

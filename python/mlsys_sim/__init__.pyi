@@ -143,6 +143,25 @@ def subgraph_cost(
 ) -> SubgraphCost:
     """The cost of one subgraph at one granularity (the oracle's fast path); structures cached per problem."""
 
+class SubgraphChoice:
+    """The oracle's best configuration of one subgraph."""
+
+    granularity: Tuple[int, int, int]
+    traversal: Optional[list[int]]
+    grid: Tuple[int, int]
+    latency: float
+    peak_working_set: int
+
+def best_subgraph(
+    problem: Union[Problem, JsonSource],
+    ops: Sequence[int],
+    retained_in: Sequence[int] = ...,
+    retain: Sequence[int] = ...,
+    compute: Compute = "full-k",
+    allow_supernative_k: bool = False,
+) -> Tuple[Optional[SubgraphChoice], str]:
+    """The solver oracle's best configuration, or (None, the rule that rejected every candidate)."""
+
 class SubgraphSpec:
     ops: list[int]
     granularity: Tuple[int, int, int]
