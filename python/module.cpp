@@ -129,7 +129,14 @@ class SubgraphQuery {
         throw py::value_error("traversal: expected None, \"raster\", \"row-snake\", \"column-snake\" or a list of "
                               "tile indices, got \"" + name + "\"");
     } else {
-      rejected = model_->set_granularity(g, traversal.cast<std::vector<int64_t>>());
+      std::vector<int64_t> order;
+      try {
+        order = traversal.cast<std::vector<int64_t>>();
+      } catch (const py::cast_error&) {
+        throw py::type_error("traversal: expected None, a name or a list of tile indices, got " +
+                             py::str(py::type::of(traversal).attr("__name__")).cast<std::string>());
+      }
+      rejected = model_->set_granularity(g, std::move(order));
     }
     if (!rejected && snake)
       rejected = model_->set_traversal(traversal_order(*snake, model_->grid_rows(), model_->grid_cols()));

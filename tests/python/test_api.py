@@ -2,6 +2,7 @@
 ValueError with the command line's message, violations as values, the subgraph question, lower bounds,
 replay traces, pickling, and solve() releasing the GIL and stopping on Ctrl-C."""
 
+import ast
 import json
 import math
 import os
@@ -175,6 +176,8 @@ def test_subgraph_question_rejects_bad_indices_and_breaks_rules_as_values():
         mlsys_sim.subgraph_cost(problem, [0], (128, 128))
     with pytest.raises(ValueError, match="traversal"):
         mlsys_sim.subgraph_cost(problem, [0], (128, 128, 1), traversal="zigzag")
+    with pytest.raises(TypeError, match="traversal"):
+        mlsys_sim.subgraph_cost(problem, [0], (128, 128, 1), traversal={"order": 1})
     bad_order = mlsys_sim.subgraph_cost(problem, [0], (64, 64, 1), traversal=[0, 1, 1, 2])
     assert not bad_order.feasible and bad_order.violation.rule == "M11"
     bad_w = mlsys_sim.subgraph_cost(problem, [0], (0, 64, 1))
@@ -241,6 +244,7 @@ def test_cmake_install_gives_an_importable_package(tmp_path):
 
 def test_stub_names_what_the_module_has():
     stub = (SOURCE_DIR / "python" / "mlsys_sim" / "__init__.pyi").read_text()
+    ast.parse(stub)  # a stub with a syntax error is no stub
     for name in mlsys_sim.__all__:
         assert f"class {name}" in stub or f"def {name}(" in stub, name
 
