@@ -195,7 +195,9 @@ std::vector<int> structure_key(const std::vector<int>& ops, const std::vector<in
   return key;
 }
 
-constexpr size_t kMaxCachedStructures = 1 << 16;  // a learned scheduler may ask about millions of subgraphs
+// A learned scheduler may ask about millions of subgraphs: the cache is emptied when it reaches this size
+// (a compiled structure takes a few kilobytes).
+constexpr size_t kMaxCachedStructures = 1 << 13;
 
 const char* kSubgraphDoc = R"(The cost of one subgraph at one granularity, or the rule it breaks.
 

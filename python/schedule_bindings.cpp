@@ -10,6 +10,7 @@
 
 #include "python/bindings.hpp"
 #include "sim/json_io.hpp"
+#include "sim/step_model.hpp"
 #include "sim/systemc/replay.hpp"
 #include "solver/search.hpp"
 #include "traces/report.hpp"
@@ -299,6 +300,55 @@ void bind_schedules(py::module_& m) {
       py::arg("allow_supernative_k") = false, py::arg("max_steps") = kDefaultMaxSteps,
       "Checks a schedule against every rule and sums its latency (the analytic evaluator, as `verify`). "
       "A broken rule is in the report; malformed input raises InputError (a ValueError).");
+
+  m.def(
+      "steps",
+      [](const py::object& problem_source, const py::object& schedule_source, const std::string& compute,
+         bool supernative, int64_t max_steps) {
+        const ProblemHandle problem = as_problem(problem_source);
+        const ScheduleHandle schedule = schedule_for(problem, schedule_source);
+        VerifyOptions options;
+        options.model = model_options(compute, supernative);
+        options.max_walk_steps = max_steps;
+        check_step_budget(problem->problem, problem->graph, schedule->schedule, options.model, max_steps,
+                          "steps()", schedule->source);
+        std::vector<std::pair<int, StepDetail>> walked;
+        options.on_step = [&](const SubgraphModel& model, const StepDetail& d) { walked.emplace_back(model.index(), d); };
+        {
+          py::gil_scoped_release release;
+          verify_schedule(problem->problem, problem->graph, schedule->schedule, options);
+        }
+        auto region = [](const Region& r) { return py::make_tuple(r.r0, r.r1, r.c0, r.c1); };
+        py::list rows;
+        for (const auto& [subgraph, d] : walked) {
+          py::list slices, computes, stores, terms;
+          for (const SliceUse& u : d.slices) slices.append(py::make_tuple(u.tensor, region(u.region), u.loaded));
+          for (const OpCompute& c : d.computes) computes.append(py::make_tuple(c.op, region(c.region), c.cost));
+          for (const Store& st : d.stores) stores.append(py::make_tuple(st.tensor, region(st.region)));
+          py::dict row;
+          row["subgraph"] = subgraph;
+          row["position"] = d.ref.position;
+          row["tile"] = d.ref.tile;
+          row["k_step"] = d.ref.k_step;
+          row["slices"] = slices;
+          row["computes"] = computes;
+          row["stores"] = stores;
+          row["load_elements"] = d.load_elements;
+          row["store_elements"] = d.store_elements;
+          row["compute"] = d.compute;
+          row["memory_time"] = d.memory_time;
+          row["latency"] = d.latency;
+          row["working_set"] = d.working_set;
+          rows.append(row);
+        }
+        return rows;
+      },
+      py::arg("problem"), py::arg("schedule"), py::arg("compute") = "full-k", py::arg("allow_supernative_k") = false,
+      py::arg("max_steps") = 1'000'000,
+      "Every step the schedule runs, as `verify --steps` lists them, up to the first violation: one dict per step "
+      "with subgraph, position, tile, k_step, slices [(tensor, region, loaded)], computes [(op, region, cost)], "
+      "stores [(tensor, region)], load/store elements, compute, memory_time, latency and the working set with "
+      "its terms. Regions are (row0, row1, col0, col1). Refuses (InputError) above max_steps steps.");
 
   py::class_<ReplayResult>(m, "ReplayResult", "A replay in simulated time on the SystemC hardware modules.")
       .def_readonly("completed", &ReplayResult::completed)

@@ -30,6 +30,7 @@ from ._core import (
     lower_bound,
     replay,
     solve,
+    steps,
     subgraph_cost,
     t10_evaluate,
     t10_search,

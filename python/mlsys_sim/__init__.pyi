@@ -231,6 +231,17 @@ def verify(
     max_steps: int = 10_000_000,
 ) -> Report: ...
 
+def steps(
+    problem: Union[Problem, JsonSource],
+    schedule: Union[Schedule, JsonSource],
+    compute: Compute = "full-k",
+    allow_supernative_k: bool = False,
+    max_steps: int = 1_000_000,
+) -> list[dict[str, Any]]:
+    """Every step, as `verify --steps` lists them (up to the first violation): subgraph, position, tile, k_step,
+    slices [(tensor, region, loaded)], computes [(op, region, cost)], stores [(tensor, region)], load_elements,
+    store_elements, compute, memory_time, latency, working_set."""
+
 class ReplayResult:
     completed: bool
     total_latency: float

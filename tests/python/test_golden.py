@@ -3,11 +3,12 @@ hand-derived figures and exactly the report `verify --json` prints; the subgraph
 agree with it subgraph by subgraph."""
 
 import math
+import re
 
 import mlsys_sim
 import pytest
 
-from conftest import GOLDEN_DIR, cli_json, cli_options, golden_cases
+from conftest import GOLDEN_DIR, cli_json, cli_options, golden_cases, run_cli
 
 CASES = golden_cases()
 
@@ -78,3 +79,28 @@ def test_replay_agrees_with_verify(case):
     assert result.completed
     assert result.total_latency == pytest.approx(case["expected_total"], rel=1e-9)
     assert result.subgraph_latencies == pytest.approx(case["expected_subgraph_latencies"], rel=1e-9)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_steps_add_up_to_the_report(case):
+    """steps() lists what `verify --steps` lists; each step is its roofline (M25) of its own transfers, and the
+    steps of a subgraph add up to its latency."""
+    problem, schedule = load_case(case)
+    options = cli_options(case["options"])
+    report = mlsys_sim.verify(problem, schedule, **options)
+    options.pop("strict", None)
+    listed = mlsys_sim.steps(problem, schedule, **options)
+    _, out, _ = run_cli("verify", GOLDEN_DIR / case["problem"], GOLDEN_DIR / case["solution"], "--steps",
+                        *case["options"])
+    assert len(listed) == sum(1 for line in out.splitlines() if re.match(r"sg \d+ step ", line))
+    for step in listed:
+        assert step["latency"] == max(step["compute"], step["memory_time"])
+        moved = step["load_elements"] + step["store_elements"]
+        assert step["memory_time"] == pytest.approx(moved / problem.slow_memory_bandwidth, rel=1e-12)
+        assert step["load_elements"] == sum((r[1] - r[0]) * (r[3] - r[2]) for _, r, loaded in step["slices"] if loaded)
+        assert step["working_set"].total <= problem.fast_memory_capacity
+    for sub in report.subgraphs:
+        mine = [s["latency"] for s in listed if s["subgraph"] == sub.index]
+        if report.error is None or report.error.subgraph != sub.index:
+            assert len(mine) == sub.steps
+            assert math.fsum(mine) == pytest.approx(sub.latency, rel=1e-9)
