@@ -13,7 +13,9 @@
 #include "traces/report.hpp"
 
 // libsystemc.so (the replay engine) refers to sc_main; a Python process never calls it.
-extern "C" __attribute__((visibility("default"))) int sc_main(int, char**) { return 1; }
+extern "C" __attribute__((visibility("default"))) int sc_main(int, char**) {
+  return 1;
+}
 
 namespace mlsys::python {
 
@@ -27,10 +29,13 @@ JsonSource read_json_source(const py::handle& source, const char* what) {
   if (py::isinstance<py::dict>(source) || py::isinstance<py::list>(source)) {
     std::string text;
     try {
-      text = py::module_::import("json").attr("dumps")(source, py::arg("allow_nan") = false).cast<std::string>();
+      text =
+          py::module_::import("json").attr("dumps")(source, py::arg("allow_nan") = false).cast<std::string>();
     } catch (py::error_already_set& e) {
-      if (!e.matches(PyExc_TypeError) && !e.matches(PyExc_ValueError) && !e.matches(PyExc_RecursionError)) throw;
-      throw InputError("<dict>", "", "M1", std::string("not JSON data: ") + e.value().attr("__str__")().cast<std::string>());
+      if (!e.matches(PyExc_TypeError) && !e.matches(PyExc_ValueError) && !e.matches(PyExc_RecursionError))
+        throw;
+      throw InputError("<dict>", "", "M1",
+                       std::string("not JSON data: ") + e.value().attr("__str__")().cast<std::string>());
     }
     return {parse_json_text(text, "<dict>"), "<dict>"};
   }
@@ -69,14 +74,17 @@ ProblemHandle as_problem(const py::handle& problem) {
 
 ModelOptions model_options(const std::string& compute, bool allow_supernative_k) {
   ModelOptions o;
-  if (compute == "native-k") o.matmul_compute = MatmulCompute::NativeK;
+  if (compute == "native-k")
+    o.matmul_compute = MatmulCompute::NativeK;
   else if (compute != "full-k")
     throw py::value_error("compute: expected \"full-k\" or \"native-k\", got \"" + compute + "\"");
   o.allow_supernative_k = allow_supernative_k;
   return o;
 }
 
-py::object to_python(const nlohmann::json& value) { return pyjson::from_json(value); }
+py::object to_python(const nlohmann::json& value) {
+  return pyjson::from_json(value);
+}
 
 // One subgraph (ops, what it receives retained, what it retains) compiled once; each question applies a
 // granularity and traversal in place and asks the fast path, as the solver's oracle does.
@@ -92,9 +100,12 @@ class SubgraphQuery {
     check_indices(ops, p.num_ops(), "ops", "op");
     check_indices(retained_in, p.num_tensors(), "retained_in", "tensor");
     check_indices(retain, p.num_tensors(), "retain", "tensor");
-    auto compiled = SubgraphModel::compile_structure(p, problem.graph, ops, retain, index, retained_in, options);
-    if (auto* v = std::get_if<RuleViolation>(&compiled)) structure_error_ = std::move(*v);
-    else model_.emplace(std::move(std::get<SubgraphModel>(compiled)));
+    auto compiled =
+        SubgraphModel::compile_structure(p, problem.graph, ops, retain, index, retained_in, options);
+    if (auto* v = std::get_if<RuleViolation>(&compiled))
+      structure_error_ = std::move(*v);
+    else
+      model_.emplace(std::move(std::get<SubgraphModel>(compiled)));
   }
 
   struct Cost {
@@ -123,11 +134,15 @@ class SubgraphQuery {
     } else if (py::isinstance<py::str>(traversal)) {
       const std::string name = traversal.cast<std::string>();
       rejected = model_->set_granularity(g);
-      if (name == "row-snake") snake = Traversal::RowSnake;
-      else if (name == "column-snake") snake = Traversal::ColumnSnake;
+      if (name == "row-snake")
+        snake = Traversal::RowSnake;
+      else if (name == "column-snake")
+        snake = Traversal::ColumnSnake;
       else if (name != "raster")
-        throw py::value_error("traversal: expected None, \"raster\", \"row-snake\", \"column-snake\" or a list of "
-                              "tile indices, got \"" + name + "\"");
+        throw py::value_error(
+            "traversal: expected None, \"raster\", \"row-snake\", \"column-snake\" or a list of "
+            "tile indices, got \"" +
+            name + "\"");
     } else {
       std::vector<int64_t> order;
       try {
@@ -233,17 +248,23 @@ PYBIND11_MODULE(_core, m) {
     }
   });
 
-  py::class_<LoadedProblem, ProblemHandle>(m, "Problem",
-                                           "A problem (rule book M1), its graph checked (M2) and analysed (M3).")
+  py::class_<LoadedProblem, ProblemHandle>(
+      m, "Problem", "A problem (rule book M1), its graph checked (M2) and analysed (M3).")
       .def(py::init([](const py::object& source) { return load_problem_from(source); }), py::arg("source"),
            "Reads a problem from a path, a JSON string or a dict.")
-      .def_static("from_file", [](const py::object& path) { return load_problem_from(path); }, py::arg("path"))
-      .def_static("from_json", [](const std::string& text) {
-        return problem_from_document({parse_json_text(text, "<json>"), "<json>"});
-      }, py::arg("text"))
-      .def_static("from_dict", [](const py::dict& d) { return load_problem_from(d); }, py::arg("data"))
-      .def("to_dict", [](const LoadedProblem& p) { return to_python(problem_to_json(p.problem)); },
-           "The problem as the rule book's JSON object.")
+      .def_static(
+          "from_file", [](const py::object& path) { return load_problem_from(path); }, py::arg("path"))
+      .def_static(
+          "from_json",
+          [](const std::string& text) {
+            return problem_from_document({parse_json_text(text, "<json>"), "<json>"});
+          },
+          py::arg("text"))
+      .def_static(
+          "from_dict", [](const py::dict& d) { return load_problem_from(d); }, py::arg("data"))
+      .def(
+          "to_dict", [](const LoadedProblem& p) { return to_python(problem_to_json(p.problem)); },
+          "The problem as the rule book's JSON object.")
       .def_property_readonly("source", [](const LoadedProblem& p) { return p.source; })
       .def_property_readonly("num_ops", [](const LoadedProblem& p) { return p.problem.num_ops(); })
       .def_property_readonly("num_tensors", [](const LoadedProblem& p) { return p.problem.num_tensors(); })
@@ -252,65 +273,85 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("inputs", [](const LoadedProblem& p) { return p.problem.inputs; })
       .def_property_readonly("outputs", [](const LoadedProblem& p) { return p.problem.outputs; })
       .def_property_readonly("base_costs", [](const LoadedProblem& p) { return p.problem.base_costs; })
-      .def_property_readonly("op_types", [](const LoadedProblem& p) {
-        std::vector<std::string> types;
-        for (OpType t : p.problem.op_types) types.push_back(t == OpType::MatMul ? "MatMul" : "Pointwise");
-        return types;
-      })
-      .def_property_readonly("fast_memory_capacity", [](const LoadedProblem& p) { return p.problem.fast_memory_capacity; })
-      .def_property_readonly("slow_memory_bandwidth", [](const LoadedProblem& p) { return p.problem.slow_memory_bandwidth; })
-      .def_property_readonly("native_granularity", [](const LoadedProblem& p) {
-        return std::pair{p.problem.native_w, p.problem.native_h};
-      })
-      .def_property_readonly("topological_order", [](const LoadedProblem& p) { return p.graph.topological_order; })
-      .def("subgraph",
-           [](const ProblemHandle& p, const std::vector<int>& ops, const std::vector<int>& retained_in,
-              const std::vector<int>& retain, const std::string& compute, bool supernative, int index) {
-             return std::make_shared<SubgraphQuery>(*p, p, ops, retained_in, retain, model_options(compute, supernative),
-                                                    index);
-           },
-           py::arg("ops"), py::arg("retained_in") = std::vector<int>{}, py::arg("retain") = std::vector<int>{},
-           py::arg("compute") = "full-k", py::arg("allow_supernative_k") = false, py::arg("index") = 0,
-           "Compiles one subgraph's structure once, for many cost questions (SubgraphQuery.cost).")
-      .def("__repr__", [](const LoadedProblem& p) {
-        return "<mlsys_sim.Problem " + p.source + ": " + std::to_string(p.problem.num_ops()) + " ops, " +
-               std::to_string(p.problem.num_tensors()) + " tensors>";
-      })
-      .def(py::pickle([](const LoadedProblem& p) { return py::make_tuple(problem_to_json(p.problem).dump(), p.source); },
-                      [](const py::tuple& t) {
-                        ProblemHandle p = load_problem_from(py::str(t[0]));
-                        p->source = t[1].cast<std::string>();
-                        return p;
-                      }));
+      .def_property_readonly("op_types",
+                             [](const LoadedProblem& p) {
+                               std::vector<std::string> types;
+                               for (OpType t : p.problem.op_types)
+                                 types.push_back(t == OpType::MatMul ? "MatMul" : "Pointwise");
+                               return types;
+                             })
+      .def_property_readonly("fast_memory_capacity",
+                             [](const LoadedProblem& p) { return p.problem.fast_memory_capacity; })
+      .def_property_readonly("slow_memory_bandwidth",
+                             [](const LoadedProblem& p) { return p.problem.slow_memory_bandwidth; })
+      .def_property_readonly("native_granularity",
+                             [](const LoadedProblem& p) {
+                               return std::pair{p.problem.native_w, p.problem.native_h};
+                             })
+      .def_property_readonly("topological_order",
+                             [](const LoadedProblem& p) { return p.graph.topological_order; })
+      .def(
+          "subgraph",
+          [](const ProblemHandle& p, const std::vector<int>& ops, const std::vector<int>& retained_in,
+             const std::vector<int>& retain, const std::string& compute, bool supernative, int index) {
+            return std::make_shared<SubgraphQuery>(*p, p, ops, retained_in, retain,
+                                                   model_options(compute, supernative), index);
+          },
+          py::arg("ops"), py::arg("retained_in") = std::vector<int>{}, py::arg("retain") = std::vector<int>{},
+          py::arg("compute") = "full-k", py::arg("allow_supernative_k") = false, py::arg("index") = 0,
+          "Compiles one subgraph's structure once, for many cost questions (SubgraphQuery.cost).")
+      .def("__repr__",
+           [](const LoadedProblem& p) {
+             return "<mlsys_sim.Problem " + p.source + ": " + std::to_string(p.problem.num_ops()) + " ops, " +
+                    std::to_string(p.problem.num_tensors()) + " tensors>";
+           })
+      .def(py::pickle(
+          [](const LoadedProblem& p) { return py::make_tuple(problem_to_json(p.problem).dump(), p.source); },
+          [](const py::tuple& t) {
+            ProblemHandle p = load_problem_from(py::str(t[0]));
+            p->source = t[1].cast<std::string>();
+            return p;
+          }));
 
   py::class_<LowerBound>(m, "LowerBound", "The rule book's lower bounds (section 8).")
       .def_readonly("compute_full_k", &LowerBound::compute_full_k)
       .def_readonly("compute_native_k", &LowerBound::compute_native_k)
       .def_readonly("io", &LowerBound::io)
-      .def("bound", [](const LowerBound& b, const std::string& compute) {
-        return b.bound(model_options(compute, false).matmul_compute);
-      }, py::arg("compute") = "full-k", "max(compute bound of the model, io bound)")
-      .def("to_dict", [](const LowerBound& b) {
-        return to_python({{"compute_full_k", b.compute_full_k}, {"compute_native_k", b.compute_native_k}, {"io", b.io}});
-      })
+      .def(
+          "bound",
+          [](const LowerBound& b, const std::string& compute) {
+            return b.bound(model_options(compute, false).matmul_compute);
+          },
+          py::arg("compute") = "full-k", "max(compute bound of the model, io bound)")
+      .def("to_dict",
+           [](const LowerBound& b) {
+             return to_python({{"compute_full_k", b.compute_full_k},
+                               {"compute_native_k", b.compute_native_k},
+                               {"io", b.io}});
+           })
       .def("__repr__", [](const LowerBound& b) {
         return "<LowerBound full-k " + format_number(b.compute_full_k) + ", native-k " +
                format_number(b.compute_native_k) + ", io " + format_number(b.io) + ">";
       });
-  m.def("lower_bound", [](const py::object& problem) { return as_problem(problem)->bound; }, py::arg("problem"),
-        "No valid schedule of the problem is cheaper (rule book section 8).");
+  m.def(
+      "lower_bound", [](const py::object& problem) { return as_problem(problem)->bound; }, py::arg("problem"),
+      "No valid schedule of the problem is cheaper (rule book section 8).");
 
   py::class_<WorkingSetTerm>(m, "WorkingSetTerm", "One term of a working set (M20).")
-      .def_property_readonly("part", [](const WorkingSetTerm& t) { return std::string(1, t.part); },
-                             "A retained-in, B slice, C output tile")
+      .def_property_readonly(
+          "part", [](const WorkingSetTerm& t) { return std::string(1, t.part); },
+          "A retained-in, B slice, C output tile")
       .def_readonly("tensor", &WorkingSetTerm::tensor)
-      .def_property_readonly("region", [](const WorkingSetTerm& t) {
-        return py::make_tuple(t.region.r0, t.region.r1, t.region.c0, t.region.c1);
-      }, "(row0, row1, col0, col1), half-open")
+      .def_property_readonly(
+          "region",
+          [](const WorkingSetTerm& t) {
+            return py::make_tuple(t.region.r0, t.region.r1, t.region.c0, t.region.c1);
+          },
+          "(row0, row1, col0, col1), half-open")
       .def_readonly("elements", &WorkingSetTerm::elements)
       .def("__repr__", [](const WorkingSetTerm& t) {
-        return "<" + std::string(1, t.part) + " tensor " + std::to_string(t.tensor) + " " + to_string(t.region) +
-               ": " + std::to_string(t.elements) + ">";
+        return "<" + std::string(1, t.part) + " tensor " + std::to_string(t.tensor) + " " +
+               to_string(t.region) + ": " + std::to_string(t.elements) + ">";
       });
   py::class_<WorkingSet>(m, "WorkingSet", "A step's working set (M20): A + B + C against the capacity.")
       .def_readonly("retained_in", &WorkingSet::retained_in)
@@ -322,19 +363,27 @@ PYBIND11_MODULE(_core, m) {
   py::class_<RuleViolation>(m, "Violation", "A rule the schedule breaks, where, and its terms.")
       .def_readonly("rule", &RuleViolation::rule)
       .def_readonly("subgraph", &RuleViolation::subgraph)
-      .def_property_readonly("position", [](const RuleViolation& v) {
-        return v.step ? py::object(py::int_(v.step->position)) : py::object(py::none());
-      }, "index of the step's tile in the traversal order, or None")
-      .def_property_readonly("tile", [](const RuleViolation& v) {
-        return v.step ? py::object(py::int_(v.step->tile)) : py::object(py::none());
-      }, "raster tile index, or None")
-      .def_property_readonly("k_step", [](const RuleViolation& v) {
-        return v.step ? py::object(py::int_(v.step->k_step)) : py::object(py::none());
-      })
-      .def_property_readonly("op", [](const RuleViolation& v) { return v.op < 0 ? py::object(py::none()) : py::int_(v.op); })
-      .def_property_readonly("tensor", [](const RuleViolation& v) {
-        return v.tensor < 0 ? py::object(py::none()) : py::int_(v.tensor);
-      })
+      .def_property_readonly(
+          "position",
+          [](const RuleViolation& v) {
+            return v.step ? py::object(py::int_(v.step->position)) : py::object(py::none());
+          },
+          "index of the step's tile in the traversal order, or None")
+      .def_property_readonly(
+          "tile",
+          [](const RuleViolation& v) {
+            return v.step ? py::object(py::int_(v.step->tile)) : py::object(py::none());
+          },
+          "raster tile index, or None")
+      .def_property_readonly("k_step",
+                             [](const RuleViolation& v) {
+                               return v.step ? py::object(py::int_(v.step->k_step)) : py::object(py::none());
+                             })
+      .def_property_readonly(
+          "op", [](const RuleViolation& v) { return v.op < 0 ? py::object(py::none()) : py::int_(v.op); })
+      .def_property_readonly(
+          "tensor",
+          [](const RuleViolation& v) { return v.tensor < 0 ? py::object(py::none()) : py::int_(v.tensor); })
       .def_property_readonly("message", &RuleViolation::sentence)
       .def_readonly("working_set", &RuleViolation::working_set, "for an out-of-memory (M20): its terms")
       .def_readonly("capacity", &RuleViolation::capacity)
@@ -351,12 +400,16 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("compute_bound_latency", &Cost::compute_bound_latency)
       .def_readonly("peak_working_set", &Cost::peak_working_set)
       .def_readonly("steps", &Cost::steps)
-      .def_property_readonly("grid", [](const Cost& c) { return std::pair{c.grid_rows, c.grid_cols}; })
+      .def_property_readonly("grid",
+                             [](const Cost& c) {
+                               return std::pair{c.grid_rows, c.grid_cols};
+                             })
       .def_readonly("k_steps", &Cost::k_steps)
       .def_readonly("violation", &Cost::violation)
       .def("__bool__", [](const Cost& c) { return c.feasible; })
       .def("__repr__", [](const Cost& c) {
-        return c.feasible ? "<SubgraphCost " + format_number(c.latency) + ", peak " + std::to_string(c.peak_working_set) + ">"
+        return c.feasible ? "<SubgraphCost " + format_number(c.latency) + ", peak " +
+                                std::to_string(c.peak_working_set) + ">"
                           : "<SubgraphCost infeasible: " + c.violation->describe() + ">";
       });
 
@@ -367,38 +420,47 @@ PYBIND11_MODULE(_core, m) {
 
   m.def(
       "subgraph_cost",
-      [](const py::object& problem_source, const std::vector<int>& ops, const std::vector<int64_t>& granularity,
-         const std::vector<int>& retained_in, const std::vector<int>& retain, const py::object& traversal,
-         const std::string& compute, bool supernative, bool locate, int index, int64_t max_steps) {
+      [](const py::object& problem_source, const std::vector<int>& ops,
+         const std::vector<int64_t>& granularity, const std::vector<int>& retained_in,
+         const std::vector<int>& retain, const py::object& traversal, const std::string& compute,
+         bool supernative, bool locate, int index, int64_t max_steps) {
         const ProblemHandle problem = as_problem(problem_source);
         const ModelOptions options = model_options(compute, supernative);
         auto key = structure_key(ops, retained_in, retain, options, index);
         auto it = problem->structures.find(key);
         if (it == problem->structures.end()) {
-          auto query = std::make_shared<SubgraphQuery>(*problem, nullptr, ops, retained_in, retain, options, index);
+          auto query =
+              std::make_shared<SubgraphQuery>(*problem, nullptr, ops, retained_in, retain, options, index);
           if (problem->structures.size() >= kMaxCachedStructures) problem->structures.clear();
           it = problem->structures.emplace(std::move(key), std::move(query)).first;
         }
         return it->second->evaluate(granularity, traversal, locate, max_steps);
       },
       py::arg("problem"), py::arg("ops"), py::arg("granularity"), py::arg("retained_in") = std::vector<int>{},
-      py::arg("retain") = std::vector<int>{}, py::arg("traversal") = py::none(), py::arg("compute") = "full-k",
-      py::arg("allow_supernative_k") = false, py::arg("locate") = true, py::arg("index") = 0,
-      py::arg("max_steps") = kDefaultMaxSteps,
-      (std::string(kSubgraphDoc) + "\n\nThe compiled structure is cached on the problem, so repeated questions "
-                                   "about the same ops cost only the fast path.").c_str());
+      py::arg("retain") = std::vector<int>{}, py::arg("traversal") = py::none(),
+      py::arg("compute") = "full-k", py::arg("allow_supernative_k") = false, py::arg("locate") = true,
+      py::arg("index") = 0, py::arg("max_steps") = kDefaultMaxSteps,
+      (std::string(kSubgraphDoc) +
+       "\n\nThe compiled structure is cached on the problem, so repeated questions "
+       "about the same ops cost only the fast path.")
+          .c_str());
 
   py::class_<SubgraphChoice>(m, "SubgraphChoice", "The oracle's best configuration of one subgraph.")
-      .def_property_readonly("granularity", [](const SubgraphChoice& c) {
-        return py::make_tuple(c.granularity.w, c.granularity.h, c.granularity.k);
-      })
+      .def_property_readonly("granularity",
+                             [](const SubgraphChoice& c) {
+                               return py::make_tuple(c.granularity.w, c.granularity.h, c.granularity.k);
+                             })
       .def_property_readonly("traversal", &SubgraphChoice::traversal_order, "tile order, or None for raster")
-      .def_property_readonly("grid", [](const SubgraphChoice& c) { return std::pair{c.grid_rows, c.grid_cols}; })
+      .def_property_readonly("grid",
+                             [](const SubgraphChoice& c) {
+                               return std::pair{c.grid_rows, c.grid_cols};
+                             })
       .def_readonly("latency", &SubgraphChoice::latency)
       .def_readonly("peak_working_set", &SubgraphChoice::peak_working_set)
       .def("__repr__", [](const SubgraphChoice& c) {
-        return "<SubgraphChoice [" + std::to_string(c.granularity.w) + ", " + std::to_string(c.granularity.h) +
-               ", " + std::to_string(c.granularity.k) + "]: " + format_number(c.latency) + ">";
+        return "<SubgraphChoice [" + std::to_string(c.granularity.w) + ", " +
+               std::to_string(c.granularity.h) + ", " + std::to_string(c.granularity.k) +
+               "]: " + format_number(c.latency) + ">";
       });
 
   m.def(
@@ -418,7 +480,8 @@ PYBIND11_MODULE(_core, m) {
         return py::make_tuple(choice, choice ? std::string() : reason);
       },
       py::arg("problem"), py::arg("ops"), py::arg("retained_in") = std::vector<int>{},
-      py::arg("retain") = std::vector<int>{}, py::arg("compute") = "full-k", py::arg("allow_supernative_k") = false,
+      py::arg("retain") = std::vector<int>{}, py::arg("compute") = "full-k",
+      py::arg("allow_supernative_k") = false,
       "The solver oracle's answer for one subgraph: (best SubgraphChoice, \"\") over the granularities and "
       "traversals it tries, or (None, reason) naming the last rule that rejected every candidate.");
 

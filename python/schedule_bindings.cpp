@@ -72,12 +72,14 @@ struct SolveEvent {
 };
 
 SolveResult solve_in_background(const py::object& problem_source, std::optional<double> timeout, int threads,
-                                uint64_t seed, int64_t max_orders, bool exhaustive, const std::string& compute,
-                                bool supernative, const py::object& on_improvement, bool progress) {
+                                uint64_t seed, int64_t max_orders, bool exhaustive,
+                                const std::string& compute, bool supernative,
+                                const py::object& on_improvement, bool progress) {
   const ProblemHandle problem = as_problem(problem_source);
   SolveOptions options;
   options.model = model_options(compute, supernative);
-  if (threads < 1 || threads > 256) throw py::value_error("threads: expected 1 to 256, got " + std::to_string(threads));
+  if (threads < 1 || threads > 256)
+    throw py::value_error("threads: expected 1 to 256, got " + std::to_string(threads));
   if (max_orders < 0) throw py::value_error("max_orders: expected 0 (no budget) or more");
   if (timeout && !(*timeout > 0)) throw py::value_error("timeout: expected seconds > 0");
   options.threads = threads;
@@ -87,7 +89,9 @@ SolveResult solve_in_background(const py::object& problem_source, std::optional<
   if (exhaustive)
     if (auto why = exhaustive_search_impossible(problem->problem, problem->graph))
       throw InputError(problem->source, "exhaustive", "", *why + "; run the timed search instead");
-  const double limit = timeout ? *timeout : exhaustive ? 1e9 : default_timeout_seconds(problem->problem.num_ops());
+  const double limit = timeout      ? *timeout
+                       : exhaustive ? 1e9
+                                    : default_timeout_seconds(problem->problem.num_ops());
   options.timeout_seconds = search_seconds_within(limit);
 
   std::mutex mutex;
@@ -105,7 +109,9 @@ SolveResult solve_in_background(const py::object& problem_source, std::optional<
     events.push_back(std::move(e));
     wake.notify_all();
   };
-  auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  auto seconds = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
   if (progress) options.on_progress = [&](const std::string& line) { post({{}, 0, {}, line}); };
   ImprovementCallback improved = [&](const Schedule& s, double cost, const std::string& strategy, int64_t) {
     if (!want_schedules && !progress) return;
@@ -143,7 +149,8 @@ SolveResult solve_in_background(const py::object& problem_source, std::optional<
       for (SolveEvent& e : batch) {
         if (!e.line.empty()) write_stderr(e.line + "\n");
         if (e.schedule) {
-          auto s = std::make_shared<LoadedSchedule>(LoadedSchedule{std::move(*e.schedule), problem, "<solve>"});
+          auto s =
+              std::make_shared<LoadedSchedule>(LoadedSchedule{std::move(*e.schedule), problem, "<solve>"});
           on_improvement(py::cast(s), e.cost, e.strategy);
         }
       }
@@ -178,45 +185,65 @@ std::mutex& systemc_kernel_mutex() {  // one SystemC simulation context per proc
 void bind_schedules(py::module_& m) {
   py::class_<SubgraphSpec>(m, "SubgraphSpec", "One subgraph of a schedule (M4).")
       .def_readonly("ops", &SubgraphSpec::ops)
-      .def_property_readonly("granularity", [](const SubgraphSpec& s) {
-        return py::make_tuple(s.granularity.w, s.granularity.h, s.granularity.k);
-      }, "(w, h, k)")
+      .def_property_readonly(
+          "granularity",
+          [](const SubgraphSpec& s) {
+            return py::make_tuple(s.granularity.w, s.granularity.h, s.granularity.k);
+          },
+          "(w, h, k)")
       .def_readonly("retain", &SubgraphSpec::retain)
       .def_readonly("traversal", &SubgraphSpec::traversal, "tile order, or None for raster");
 
   py::class_<LoadedSchedule, ScheduleHandle>(m, "Schedule", "A schedule (M4), read against its problem.")
       .def(py::init([](const py::object& source, const py::object& problem) {
-        return load_schedule_from(source, problem);
-      }), py::arg("source"), py::arg("problem"), "Reads a schedule from a path, a JSON string or a dict.")
-      .def_static("from_file", [](const py::object& path, const py::object& problem) {
-        return load_schedule_from(path, problem);
-      }, py::arg("path"), py::arg("problem"))
-      .def_static("from_json", [](const std::string& text, const py::object& problem) {
-        auto loaded = std::make_shared<LoadedSchedule>();
-        loaded->problem = as_problem(problem);
-        loaded->schedule = parse_schedule(parse_json_text(text, "<json>"), "<json>", loaded->problem->problem);
-        loaded->source = "<json>";
-        return loaded;
-      }, py::arg("text"), py::arg("problem"))
-      .def_static("from_dict", [](const py::dict& d, const py::object& problem) { return load_schedule_from(d, problem); },
-                  py::arg("data"), py::arg("problem"))
-      .def("to_dict", [](const LoadedSchedule& s) { return to_python(schedule_to_json(s.schedule)); },
-           "The rule book's solution object (M29): all five keys.")
+             return load_schedule_from(source, problem);
+           }),
+           py::arg("source"), py::arg("problem"), "Reads a schedule from a path, a JSON string or a dict.")
+      .def_static(
+          "from_file",
+          [](const py::object& path, const py::object& problem) { return load_schedule_from(path, problem); },
+          py::arg("path"), py::arg("problem"))
+      .def_static(
+          "from_json",
+          [](const std::string& text, const py::object& problem) {
+            auto loaded = std::make_shared<LoadedSchedule>();
+            loaded->problem = as_problem(problem);
+            loaded->schedule =
+                parse_schedule(parse_json_text(text, "<json>"), "<json>", loaded->problem->problem);
+            loaded->source = "<json>";
+            return loaded;
+          },
+          py::arg("text"), py::arg("problem"))
+      .def_static(
+          "from_dict",
+          [](const py::dict& d, const py::object& problem) { return load_schedule_from(d, problem); },
+          py::arg("data"), py::arg("problem"))
+      .def(
+          "to_dict", [](const LoadedSchedule& s) { return to_python(schedule_to_json(s.schedule)); },
+          "The rule book's solution object (M29): all five keys.")
       .def("to_json", [](const LoadedSchedule& s) { return schedule_to_json(s.schedule).dump(1) + "\n"; })
-      .def("save", [](const LoadedSchedule& s, const py::object& path) {
-        write_file_atomic(py::module_::import("os").attr("fspath")(path).cast<std::string>(),
-                          schedule_to_json(s.schedule).dump(1) + "\n");
-      }, py::arg("path"), "Writes the solution JSON atomically (temporary file, then rename).")
+      .def(
+          "save",
+          [](const LoadedSchedule& s, const py::object& path) {
+            write_file_atomic(py::module_::import("os").attr("fspath")(path).cast<std::string>(),
+                              schedule_to_json(s.schedule).dump(1) + "\n");
+          },
+          py::arg("path"), "Writes the solution JSON atomically (temporary file, then rename).")
       .def_property_readonly("problem", [](const LoadedSchedule& s) { return s.problem; })
       .def_property_readonly("source", [](const LoadedSchedule& s) { return s.source; })
       .def_property_readonly("subgraphs", [](const LoadedSchedule& s) { return s.schedule.subgraphs; })
-      .def_property_readonly("reported_latencies", [](const LoadedSchedule& s) { return s.schedule.reported_latencies; })
+      .def_property_readonly("reported_latencies",
+                             [](const LoadedSchedule& s) { return s.schedule.reported_latencies; })
       .def("__len__", [](const LoadedSchedule& s) { return s.schedule.subgraphs.size(); })
-      .def("__repr__", [](const LoadedSchedule& s) {
-        return "<mlsys_sim.Schedule " + s.source + ": " + std::to_string(s.schedule.subgraphs.size()) + " subgraphs>";
-      })
+      .def("__repr__",
+           [](const LoadedSchedule& s) {
+             return "<mlsys_sim.Schedule " + s.source + ": " + std::to_string(s.schedule.subgraphs.size()) +
+                    " subgraphs>";
+           })
       .def(py::pickle(
-          [](const LoadedSchedule& s) { return py::make_tuple(schedule_to_json(s.schedule).dump(), s.problem, s.source); },
+          [](const LoadedSchedule& s) {
+            return py::make_tuple(schedule_to_json(s.schedule).dump(), s.problem, s.source);
+          },
           [](const py::tuple& t) {
             ScheduleHandle s = load_schedule_from(py::str(t[0]), t[1]);
             s->source = t[2].cast<std::string>();
@@ -226,10 +253,14 @@ void bind_schedules(py::module_& m) {
   py::class_<SubgraphReport>(m, "SubgraphReport", "One subgraph as the verifier evaluated it.")
       .def_readonly("index", &SubgraphReport::index)
       .def_readonly("ops", &SubgraphReport::ops)
-      .def_property_readonly("granularity", [](const SubgraphReport& s) {
-        return py::make_tuple(s.granularity.w, s.granularity.h, s.granularity.k);
-      })
-      .def_property_readonly("grid", [](const SubgraphReport& s) { return std::pair{s.grid_rows, s.grid_cols}; })
+      .def_property_readonly("granularity",
+                             [](const SubgraphReport& s) {
+                               return py::make_tuple(s.granularity.w, s.granularity.h, s.granularity.k);
+                             })
+      .def_property_readonly("grid",
+                             [](const SubgraphReport& s) {
+                               return std::pair{s.grid_rows, s.grid_cols};
+                             })
       .def_readonly("k_steps", &SubgraphReport::k_steps)
       .def_readonly("steps", &SubgraphReport::steps)
       .def_readonly("latency", &SubgraphReport::latency)
@@ -243,39 +274,52 @@ void bind_schedules(py::module_& m) {
       .def_property_readonly("valid", [](const VerifyReport& r) { return r.report.valid; })
       .def_property_readonly("total_latency", [](const VerifyReport& r) { return r.report.total_latency; })
       .def_property_readonly("capacity", [](const VerifyReport& r) { return r.report.capacity; })
-      .def_property_readonly("subgraphs", [](const VerifyReport& r) { return r.report.subgraphs; },
-                             "the subgraphs evaluated (up to the first violation)")
-      .def_property_readonly("subgraph_latencies", [](const VerifyReport& r) {
-        std::vector<double> l;
-        for (const auto& s : r.report.subgraphs) l.push_back(s.latency);
-        return l;
-      })
-      .def_property_readonly("peak_working_set", [](const VerifyReport& r) {
-        int64_t peak = 0;
-        for (const auto& s : r.report.subgraphs) peak = std::max(peak, s.peak_working_set);
-        return peak;
-      })
-      .def_property_readonly("error", [](const VerifyReport& r) { return r.report.error; }, "the first violated rule")
-      .def_property_readonly("warnings", [](const VerifyReport& r) { return r.report.warnings; },
-                             "M27 mismatches (errors under strict=True)")
-      .def_property_readonly("violations", [](const VerifyReport& r) {
-        std::vector<RuleViolation> all;
-        if (r.report.error) all.push_back(*r.report.error);
-        all.insert(all.end(), r.report.warnings.begin(), r.report.warnings.end());
-        return all;
-      }, "the error (if any), then the warnings")
+      .def_property_readonly(
+          "subgraphs", [](const VerifyReport& r) { return r.report.subgraphs; },
+          "the subgraphs evaluated (up to the first violation)")
+      .def_property_readonly("subgraph_latencies",
+                             [](const VerifyReport& r) {
+                               std::vector<double> l;
+                               for (const auto& s : r.report.subgraphs) l.push_back(s.latency);
+                               return l;
+                             })
+      .def_property_readonly("peak_working_set",
+                             [](const VerifyReport& r) {
+                               int64_t peak = 0;
+                               for (const auto& s : r.report.subgraphs)
+                                 peak = std::max(peak, s.peak_working_set);
+                               return peak;
+                             })
+      .def_property_readonly(
+          "error", [](const VerifyReport& r) { return r.report.error; }, "the first violated rule")
+      .def_property_readonly(
+          "warnings", [](const VerifyReport& r) { return r.report.warnings; },
+          "M27 mismatches (errors under strict=True)")
+      .def_property_readonly(
+          "violations",
+          [](const VerifyReport& r) {
+            std::vector<RuleViolation> all;
+            if (r.report.error) all.push_back(*r.report.error);
+            all.insert(all.end(), r.report.warnings.begin(), r.report.warnings.end());
+            return all;
+          },
+          "the error (if any), then the warnings")
       .def_property_readonly("lower_bound", [](const VerifyReport& r) { return r.bound.bound(r.model); })
-      .def("to_dict", [](const VerifyReport& r) { return to_python(report_to_json(r.report, r.bound, r.model)); },
-           "The report exactly as `verify --json` prints it.")
+      .def(
+          "to_dict",
+          [](const VerifyReport& r) { return to_python(report_to_json(r.report, r.bound, r.model)); },
+          "The report exactly as `verify --json` prints it.")
       .def("__bool__", [](const VerifyReport& r) { return r.report.valid; })
-      .def("__str__", [](const VerifyReport& r) {
-        std::ostringstream out;
-        print_report(out, r.report, r.bound, r.model);
-        return out.str();
-      })
+      .def("__str__",
+           [](const VerifyReport& r) {
+             std::ostringstream out;
+             print_report(out, r.report, r.bound, r.model);
+             return out.str();
+           })
       .def("__repr__", [](const VerifyReport& r) {
-        return r.report.valid ? "<Report valid, total " + format_number(r.report.total_latency) + ">"
-                              : "<Report invalid: " + (r.report.error ? r.report.error->describe() : "") + ">";
+        return r.report.valid
+                   ? "<Report valid, total " + format_number(r.report.total_latency) + ">"
+                   : "<Report invalid: " + (r.report.error ? r.report.error->describe() : "") + ">";
       });
 
   m.def(
@@ -313,7 +357,9 @@ void bind_schedules(py::module_& m) {
         check_step_budget(problem->problem, problem->graph, schedule->schedule, options.model, max_steps,
                           "steps()", schedule->source);
         std::vector<std::pair<int, StepDetail>> walked;
-        options.on_step = [&](const SubgraphModel& model, const StepDetail& d) { walked.emplace_back(model.index(), d); };
+        options.on_step = [&](const SubgraphModel& model, const StepDetail& d) {
+          walked.emplace_back(model.index(), d);
+        };
         {
           py::gil_scoped_release release;
           verify_schedule(problem->problem, problem->graph, schedule->schedule, options);
@@ -322,8 +368,10 @@ void bind_schedules(py::module_& m) {
         py::list rows;
         for (const auto& [subgraph, d] : walked) {
           py::list slices, computes, stores, terms;
-          for (const SliceUse& u : d.slices) slices.append(py::make_tuple(u.tensor, region(u.region), u.loaded));
-          for (const OpCompute& c : d.computes) computes.append(py::make_tuple(c.op, region(c.region), c.cost));
+          for (const SliceUse& u : d.slices)
+            slices.append(py::make_tuple(u.tensor, region(u.region), u.loaded));
+          for (const OpCompute& c : d.computes)
+            computes.append(py::make_tuple(c.op, region(c.region), c.cost));
           for (const Store& st : d.stores) stores.append(py::make_tuple(st.tensor, region(st.region)));
           py::dict row;
           row["subgraph"] = subgraph;
@@ -343,11 +391,14 @@ void bind_schedules(py::module_& m) {
         }
         return rows;
       },
-      py::arg("problem"), py::arg("schedule"), py::arg("compute") = "full-k", py::arg("allow_supernative_k") = false,
-      py::arg("max_steps") = 1'000'000,
-      "Every step the schedule runs, as `verify --steps` lists them, up to the first violation: one dict per step "
-      "with subgraph, position, tile, k_step, slices [(tensor, region, loaded)], computes [(op, region, cost)], "
-      "stores [(tensor, region)], load/store elements, compute, memory_time, latency and the working set with "
+      py::arg("problem"), py::arg("schedule"), py::arg("compute") = "full-k",
+      py::arg("allow_supernative_k") = false, py::arg("max_steps") = 1'000'000,
+      "Every step the schedule runs, as `verify --steps` lists them, up to the first violation: one dict per "
+      "step "
+      "with subgraph, position, tile, k_step, slices [(tensor, region, loaded)], computes [(op, region, "
+      "cost)], "
+      "stores [(tensor, region)], load/store elements, compute, memory_time, latency and the working set "
+      "with "
       "its terms. Regions are (row0, row1, col0, col1). Refuses (InputError) above max_steps steps.");
 
   py::class_<ReplayResult>(m, "ReplayResult", "A replay in simulated time on the SystemC hardware modules.")
@@ -374,27 +425,29 @@ void bind_schedules(py::module_& m) {
         if (timing != "contest" && timing != "overlapped")
           throw py::value_error("timing: expected \"contest\" or \"overlapped\", got \"" + timing + "\"");
         auto path = [](const py::object& p) {
-          return p.is_none() ? std::string() : py::module_::import("os").attr("fspath")(p).cast<std::string>();
+          return p.is_none() ? std::string()
+                             : py::module_::import("os").attr("fspath")(p).cast<std::string>();
         };
         const std::string trace_path = path(trace), vcd_path = path(vcd);
         check_step_budget(problem->problem, problem->graph, schedule->schedule, model, max_steps, "replay",
                           schedule->source);
         py::gil_scoped_release release;
         std::lock_guard lock(systemc_kernel_mutex());
-        return replay_to_files(problem->problem, problem->graph, schedule->schedule, model, timing, trace_path,
-                               vcd_path, schedule->source);
+        return replay_to_files(problem->problem, problem->graph, schedule->schedule, model, timing,
+                               trace_path, vcd_path, schedule->source);
       },
-      py::arg("problem"), py::arg("schedule"), py::arg("compute") = "full-k", py::arg("allow_supernative_k") = false,
-      py::arg("timing") = "contest", py::arg("trace") = py::none(), py::arg("vcd") = py::none(),
-      py::arg("max_steps") = kDefaultMaxSteps,
+      py::arg("problem"), py::arg("schedule"), py::arg("compute") = "full-k",
+      py::arg("allow_supernative_k") = false, py::arg("timing") = "contest", py::arg("trace") = py::none(),
+      py::arg("vcd") = py::none(), py::arg("max_steps") = kDefaultMaxSteps,
       "Replays the schedule step by step on SystemC modules (DMA link, fast memory, compute array). `trace` "
       "writes a Perfetto trace, `vcd` a VCD; timing=\"overlapped\" is a what-if outside the contest model.");
 
   py::class_<SolveResult>(m, "SolveResult", "The best schedule the search found, and how it went.")
       .def_readonly("schedule", &SolveResult::schedule, "None when no valid schedule exists")
-      .def_property_readonly("cost", [](const SolveResult& r) {
-        return r.schedule ? py::object(py::float_(r.cost)) : py::object(py::none());
-      })
+      .def_property_readonly("cost",
+                             [](const SolveResult& r) {
+                               return r.schedule ? py::object(py::float_(r.cost)) : py::object(py::none());
+                             })
       .def_readonly("lower_bound", &SolveResult::lower_bound)
       .def_readonly("elapsed", &SolveResult::elapsed, "seconds")
       .def_property_readonly("time_to_best", [](const SolveResult& r) { return r.stats.time_to_best; })
@@ -404,22 +457,25 @@ void bind_schedules(py::module_& m) {
       .def_property_readonly("improvements", [](const SolveResult& r) { return r.stats.improvements; })
       .def_property_readonly("best_strategy", [](const SolveResult& r) { return r.stats.best_strategy; })
       .def_property_readonly("stopped_by", [](const SolveResult& r) { return r.stats.stopped_by; })
-      .def_property_readonly("infeasible_reason", [](const SolveResult& r) { return r.stats.infeasible_reason; })
-      .def_property_readonly("exhaustive_complete", [](const SolveResult& r) { return r.stats.exhaustive_complete; })
+      .def_property_readonly("infeasible_reason",
+                             [](const SolveResult& r) { return r.stats.infeasible_reason; })
+      .def_property_readonly("exhaustive_complete",
+                             [](const SolveResult& r) { return r.stats.exhaustive_complete; })
       .def("__repr__", [](const SolveResult& r) {
         return r.schedule ? "<SolveResult cost " + format_number(r.cost) + " (lower bound " +
                                 format_number(r.lower_bound) + "), stopped by " + r.stats.stopped_by + ">"
                           : "<SolveResult no valid schedule: " + r.stats.infeasible_reason + ">";
       });
 
-  m.def("solve", &solve_in_background, py::arg("problem"), py::arg("timeout") = py::none(),
-        py::arg("threads") = 2, py::arg("seed") = 1, py::arg("max_orders") = 0, py::arg("exhaustive") = false,
-        py::arg("compute") = "full-k", py::arg("allow_supernative_k") = false,
-        py::arg("on_improvement") = py::none(), py::arg("progress") = false,
-        "Searches for the cheapest schedule (as `mlsys`). `timeout` is the wall-clock limit in seconds "
-        "(default: the contest's, by op count). Runs without the GIL; Ctrl-C stops the search threads and "
-        "raises KeyboardInterrupt. `on_improvement(schedule, cost, strategy)` is called in the calling thread "
-        "for every verified improvement; `progress` prints them on sys.stderr.");
+  m.def(
+      "solve", &solve_in_background, py::arg("problem"), py::arg("timeout") = py::none(),
+      py::arg("threads") = 2, py::arg("seed") = 1, py::arg("max_orders") = 0, py::arg("exhaustive") = false,
+      py::arg("compute") = "full-k", py::arg("allow_supernative_k") = false,
+      py::arg("on_improvement") = py::none(), py::arg("progress") = false,
+      "Searches for the cheapest schedule (as `mlsys`). `timeout` is the wall-clock limit in seconds "
+      "(default: the contest's, by op count). Runs without the GIL; Ctrl-C stops the search threads and "
+      "raises KeyboardInterrupt. `on_improvement(schedule, cost, strategy)` is called in the calling thread "
+      "for every verified improvement; `progress` prints them on sys.stderr.");
 }
 
 }  // namespace mlsys::python

@@ -28,7 +28,8 @@ struct T10Evaluation {
 // The t10 command line's message for a file that is not a problem or plan: "FILE: [CODE] message".
 template <class T>
 T or_raise(std::variant<T, t10::InputFault> parsed, const std::string& source) {
-  if (auto* fault = std::get_if<t10::InputFault>(&parsed)) throw InputError(source, "", fault->code, fault->message);
+  if (auto* fault = std::get_if<t10::InputFault>(&parsed))
+    throw InputError(source, "", fault->code, fault->message);
   return std::get<T>(std::move(parsed));
 }
 
@@ -52,7 +53,8 @@ t10::Profile profile_named(const std::string& name) {
 
 // T3, as `t10` checks it when it reads the problem for a profile.
 void check_profile_of(const T10Problem& p, t10::Profile profile) {
-  if (auto fault = t10::check_profile(p.problem, profile)) throw InputError(p.source, "", fault->code, fault->message);
+  if (auto fault = t10::check_profile(p.problem, profile))
+    throw InputError(p.source, "", fault->code, fault->message);
 }
 
 }  // namespace
@@ -65,11 +67,13 @@ void bind_t10(py::module_& m) {
       .def_property_readonly("k", [](const T10Problem& p) { return p.problem.k; })
       .def_property_readonly("n", [](const T10Problem& p) { return p.problem.n; })
       .def_property_readonly("cores", [](const T10Problem& p) { return p.problem.chip.cores; })
-      .def_property_readonly("sram_bytes_per_core", [](const T10Problem& p) { return p.problem.chip.sram_bytes_per_core; })
+      .def_property_readonly("sram_bytes_per_core",
+                             [](const T10Problem& p) { return p.problem.chip.sram_bytes_per_core; })
       .def_property_readonly("name", [](const T10Problem& p) { return p.problem.name; })
       .def_property_readonly("source", [](const T10Problem& p) { return p.source; })
-      .def_property_readonly("compute_lower_bound", [](const T10Problem& p) { return t10::compute_lower_bound(p.problem); },
-                             "T41: no plan computes faster")
+      .def_property_readonly(
+          "compute_lower_bound", [](const T10Problem& p) { return t10::compute_lower_bound(p.problem); },
+          "T41: no plan computes faster")
       .def("__repr__", [](const T10Problem& p) {
         return "<mlsys_sim.T10Problem " + p.source + ": " + std::to_string(p.problem.m) + "x" +
                std::to_string(p.problem.k) + "x" + std::to_string(p.problem.n) + ">";
@@ -80,24 +84,37 @@ void bind_t10(py::module_& m) {
            "Reads a plan from a path, a JSON string or a dict (the {\"config\": ...} wrapper is accepted).")
       .def_property_readonly("f_op", [](const T10Plan& p) { return p.plan.f_op; })
       .def("to_dict", [](const T10Plan& p) { return to_python(t10::plan_to_json(p.plan)); })
-      .def("__repr__", [](const T10Plan& p) { return "<mlsys_sim.T10Plan " + t10::plan_to_json(p.plan).dump() + ">"; });
+      .def("__repr__",
+           [](const T10Plan& p) { return "<mlsys_sim.T10Plan " + t10::plan_to_json(p.plan).dump() + ">"; });
 
-  py::class_<T10Evaluation>(m, "T10Evaluation", "A plan under a profile: accepted or the rules it breaks, and its cost.")
+  py::class_<T10Evaluation>(m, "T10Evaluation",
+                            "A plan under a profile: accepted or the rules it breaks, and its cost.")
       .def_property_readonly("accepted", [](const T10Evaluation& e) { return e.evaluation.accepted; })
-      .def_property_readonly("total_cycles", [](const T10Evaluation& e) {
-        return e.evaluation.cost ? py::object(py::float_(e.evaluation.cost->total)) : py::object(py::none());
-      }, "None when the cost is undefined (E4, E6)")
+      .def_property_readonly(
+          "total_cycles",
+          [](const T10Evaluation& e) {
+            return e.evaluation.cost ? py::object(py::float_(e.evaluation.cost->total))
+                                     : py::object(py::none());
+          },
+          "None when the cost is undefined (E4, E6)")
       .def_property_readonly("score", [](const T10Evaluation& e) { return e.evaluation.score; })
-      .def_property_readonly("violations", [](const T10Evaluation& e) {
-        std::vector<std::pair<std::string, std::string>> v;
-        for (const auto& x : e.evaluation.violations) v.emplace_back(x.code, x.message);
-        return v;
-      }, "(code, message) of each rule the active profile rejects, in rule book order")
-      .def_property_readonly("hot_bytes", [](const T10Evaluation& e) { return e.evaluation.derived.hot_bytes; })
+      .def_property_readonly(
+          "violations",
+          [](const T10Evaluation& e) {
+            std::vector<std::pair<std::string, std::string>> v;
+            for (const auto& x : e.evaluation.violations) v.emplace_back(x.code, x.message);
+            return v;
+          },
+          "(code, message) of each rule the active profile rejects, in rule book order")
+      .def_property_readonly("hot_bytes",
+                             [](const T10Evaluation& e) { return e.evaluation.derived.hot_bytes; })
       .def_property_readonly("cores", [](const T10Evaluation& e) { return e.evaluation.derived.cores; })
-      .def("to_dict", [](const T10Evaluation& e) {
-        return to_python(t10::evaluation_to_json(e.problem, e.plan, e.evaluation, e.profile));
-      }, "Exactly what `t10 verify --json` prints.")
+      .def(
+          "to_dict",
+          [](const T10Evaluation& e) {
+            return to_python(t10::evaluation_to_json(e.problem, e.plan, e.evaluation, e.profile));
+          },
+          "Exactly what `t10 verify --json` prints.")
       .def("__bool__", [](const T10Evaluation& e) { return e.evaluation.accepted; });
 
   m.def(
@@ -110,7 +127,8 @@ void bind_t10(py::module_& m) {
         return T10Evaluation{p.problem, plan.plan, t10::evaluate(p.problem, plan.plan, profile), profile};
       },
       py::arg("problem"), py::arg("plan"), py::arg("profile") = "strict",
-      "Every rule of the profile (strict: SRAM, chains, splits; engdesign: the benchmark's grader) and the cost.");
+      "Every rule of the profile (strict: SRAM, chains, splits; engdesign: the benchmark's grader) and the "
+      "cost.");
 
   py::class_<t10::RankedPlan>(m, "T10RankedPlan")
       .def_property_readonly("plan", [](const t10::RankedPlan& r) { return T10Plan{r.plan}; })
