@@ -12,6 +12,7 @@
 
 #include "sim/graph.hpp"
 #include "sim/problem.hpp"
+#include "solver/oracle.hpp"
 #include "verifier/verify.hpp"
 
 namespace mlsys::python {
@@ -28,10 +29,7 @@ struct LoadedProblem {
   std::string source;  // file name, "<json>" or "<dict>": what messages name
   LowerBound bound;
 
-  struct KeyHash {
-    size_t operator()(const std::vector<int>& key) const;
-  };
-  std::unordered_map<std::vector<int>, std::shared_ptr<SubgraphQuery>, KeyHash> structures;
+  std::unordered_map<std::vector<int>, std::shared_ptr<SubgraphQuery>, SubgraphKeyHash> structures;
 };
 using ProblemHandle = std::shared_ptr<LoadedProblem>;
 

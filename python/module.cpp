@@ -19,12 +19,6 @@ extern "C" __attribute__((visibility("default"))) int sc_main(int, char**) {
 
 namespace mlsys::python {
 
-size_t LoadedProblem::KeyHash::operator()(const std::vector<int>& key) const {
-  size_t h = key.size();
-  for (int v : key) h = h * 1000003u ^ static_cast<size_t>(v + 17);
-  return h;
-}
-
 JsonSource read_json_source(const py::handle& source, const char* what) {
   if (py::isinstance<py::dict>(source) || py::isinstance<py::list>(source)) {
     std::string text;
@@ -86,6 +80,23 @@ py::object to_python(const nlohmann::json& value) {
   return pyjson::from_json(value);
 }
 
+// The index ranges a subgraph question needs before anything is compiled (the step model and the oracle trust
+// their callers, as they trust the schedule reader).
+void check_subgraph_indices(const Problem& p, const std::vector<int>& ops,
+                            const std::vector<int>& retained_in, const std::vector<int>& retain) {
+  auto check = [](const std::vector<int>& list, int count, const char* field, const char* what) {
+    for (size_t i = 0; i < list.size(); ++i)
+      if (list[i] < 0 || list[i] >= count)
+        throw InputError("<subgraph>", std::string(field) + "[" + std::to_string(i) + "]", "M4",
+                         std::string(what) + " index " + std::to_string(list[i]) + " out of range [0, " +
+                             std::to_string(count) + ")");
+  };
+  if (ops.empty()) throw InputError("<subgraph>", "ops", "M4", "a subgraph needs at least one op");
+  check(ops, p.num_ops(), "ops", "op");
+  check(retained_in, p.num_tensors(), "retained_in", "tensor");
+  check(retain, p.num_tensors(), "retain", "tensor");
+}
+
 // One subgraph (ops, what it receives retained, what it retains) compiled once; each question applies a
 // granularity and traversal in place and asks the fast path, as the solver's oracle does.
 class SubgraphQuery {
@@ -96,10 +107,7 @@ class SubgraphQuery {
                 std::vector<int> retained_in, std::vector<int> retain, const ModelOptions& options, int index)
       : keep_alive_(std::move(keep_alive)) {
     const Problem& p = problem.problem;
-    if (ops.empty()) throw InputError("<subgraph>", "ops", "M4", "a subgraph needs at least one op");
-    check_indices(ops, p.num_ops(), "ops", "op");
-    check_indices(retained_in, p.num_tensors(), "retained_in", "tensor");
-    check_indices(retain, p.num_tensors(), "retain", "tensor");
+    check_subgraph_indices(p, ops, retained_in, retain);
     auto compiled =
         SubgraphModel::compile_structure(p, problem.graph, ops, retain, index, retained_in, options);
     if (auto* v = std::get_if<RuleViolation>(&compiled))
@@ -183,14 +191,6 @@ class SubgraphQuery {
   }
 
  private:
-  static void check_indices(const std::vector<int>& list, int count, const char* field, const char* what) {
-    for (size_t i = 0; i < list.size(); ++i)
-      if (list[i] < 0 || list[i] >= count)
-        throw InputError("<subgraph>", std::string(field) + "[" + std::to_string(i) + "]", "M4",
-                         std::string(what) + " index " + std::to_string(list[i]) + " out of range [0, " +
-                             std::to_string(count) + ")");
-  }
-
   ProblemHandle keep_alive_;
   std::optional<SubgraphModel> model_;
   std::optional<RuleViolation> structure_error_;
@@ -468,8 +468,7 @@ PYBIND11_MODULE(_core, m) {
       [](const py::object& problem_source, const std::vector<int>& ops, const std::vector<int>& retained_in,
          const std::vector<int>& retain, const std::string& compute, bool supernative) {
         const ProblemHandle problem = as_problem(problem_source);
-        // The same index checks as a question about these ops (the oracle trusts its caller).
-        SubgraphQuery(*problem, nullptr, ops, retained_in, retain, model_options(compute, supernative), 0);
+        check_subgraph_indices(problem->problem, ops, retained_in, retain);
         SubgraphOracle oracle(problem->problem, problem->graph, model_options(compute, supernative));
         std::string reason;
         std::optional<SubgraphChoice> choice;

@@ -27,13 +27,17 @@ struct LoadedSchedule {
 };
 using ScheduleHandle = std::shared_ptr<LoadedSchedule>;
 
-ScheduleHandle load_schedule_from(const py::handle& source, const py::handle& problem) {
+ScheduleHandle schedule_from_document(JsonSource in, ProblemHandle problem) {
   auto loaded = std::make_shared<LoadedSchedule>();
-  loaded->problem = as_problem(problem);
-  JsonSource in = read_json_source(source, "schedule");
-  loaded->schedule = parse_schedule(in.doc, in.name, loaded->problem->problem);
+  loaded->schedule = parse_schedule(in.doc, in.name, problem->problem);
+  loaded->problem = std::move(problem);
   loaded->source = std::move(in.name);
   return loaded;
+}
+
+ScheduleHandle load_schedule_from(const py::handle& source, const py::handle& problem) {
+  ProblemHandle p = as_problem(problem);
+  return schedule_from_document(read_json_source(source, "schedule"), std::move(p));
 }
 
 // The schedule as it applies to `problem`: a Schedule object read against another problem is read again
@@ -42,11 +46,7 @@ ScheduleHandle schedule_for(const ProblemHandle& problem, const py::handle& sche
   if (py::isinstance<LoadedSchedule>(schedule)) {
     ScheduleHandle s = schedule.cast<ScheduleHandle>();
     if (s->problem == problem) return s;
-    auto again = std::make_shared<LoadedSchedule>();
-    again->problem = problem;
-    again->source = s->source;
-    again->schedule = parse_schedule(schedule_to_json(s->schedule), s->source, problem->problem);
-    return again;
+    return schedule_from_document({schedule_to_json(s->schedule), s->source}, problem);
   }
   return load_schedule_from(schedule, py::cast(problem));
 }
@@ -206,12 +206,7 @@ void bind_schedules(py::module_& m) {
       .def_static(
           "from_json",
           [](const std::string& text, const py::object& problem) {
-            auto loaded = std::make_shared<LoadedSchedule>();
-            loaded->problem = as_problem(problem);
-            loaded->schedule =
-                parse_schedule(parse_json_text(text, "<json>"), "<json>", loaded->problem->problem);
-            loaded->source = "<json>";
-            return loaded;
+            return schedule_from_document({parse_json_text(text, "<json>"), "<json>"}, as_problem(problem));
           },
           py::arg("text"), py::arg("problem"))
       .def_static(

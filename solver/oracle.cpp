@@ -41,7 +41,7 @@ std::optional<std::vector<int64_t>> SubgraphChoice::traversal_order() const {
   return mlsys::traversal_order(traversal, grid_rows, grid_cols);
 }
 
-size_t OracleCache::KeyHash::operator()(const std::vector<int>& key) const {
+size_t SubgraphKeyHash::operator()(const std::vector<int>& key) const {
   uint64_t h = 1469598103934665603ull;  // FNV-1a over the entries
   for (int x : key) h = (h ^ static_cast<uint32_t>(x)) * 1099511628211ull;
   return static_cast<size_t>(h);

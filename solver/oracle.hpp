@@ -35,6 +35,11 @@ struct SubgraphChoice {
   std::optional<std::vector<int64_t>> traversal_order() const;
 };
 
+// Hash of a subgraph key (op and tensor indices with negative separators), for caches of subgraph answers.
+struct SubgraphKeyHash {
+  size_t operator()(const std::vector<int>& key) const;
+};
+
 // Answers already found, shared by the oracles of all search threads: different strategies propose many of
 // the same subgraphs. Key: ops | -1 | retained_in | -2 | retain | -3 - breadth.
 class OracleCache {
@@ -44,10 +49,7 @@ class OracleCache {
 
  private:
   mutable std::mutex mutex_;
-  struct KeyHash {
-    size_t operator()(const std::vector<int>& key) const;
-  };
-  std::unordered_map<std::vector<int>, std::optional<SubgraphChoice>, KeyHash> answers_;
+  std::unordered_map<std::vector<int>, std::optional<SubgraphChoice>, SubgraphKeyHash> answers_;
 };
 
 class SubgraphOracle {
