@@ -340,7 +340,7 @@ PYBIND11_MODULE(_core, m) {
   py::class_<WorkingSetTerm>(m, "WorkingSetTerm", "One term of a working set (M20).")
       .def_property_readonly(
           "part", [](const WorkingSetTerm& t) { return std::string(1, t.part); },
-          "A retained-in, B slice, C output tile")
+          "A retained-in, B slice, C output tile, D split-K partial sum without a host")
       .def_readonly("tensor", &WorkingSetTerm::tensor)
       .def_property_readonly(
           "region",
@@ -353,10 +353,11 @@ PYBIND11_MODULE(_core, m) {
         return "<" + std::string(1, t.part) + " tensor " + std::to_string(t.tensor) + " " +
                to_string(t.region) + ": " + std::to_string(t.elements) + ">";
       });
-  py::class_<WorkingSet>(m, "WorkingSet", "A step's working set (M20): A + B + C against the capacity.")
+  py::class_<WorkingSet>(m, "WorkingSet", "A step's working set (M20): A + B + C + D against the capacity.")
       .def_readonly("retained_in", &WorkingSet::retained_in)
       .def_readonly("slices", &WorkingSet::slices)
       .def_readonly("outputs", &WorkingSet::outputs)
+      .def_readonly("accumulators", &WorkingSet::accumulators)
       .def_property_readonly("total", &WorkingSet::total)
       .def_readonly("terms", &WorkingSet::terms);
 

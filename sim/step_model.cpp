@@ -146,6 +146,38 @@ std::optional<RuleViolation> SubgraphModel::set_granularity(const Granularity& g
   return apply_granularity(g, std::move(traversal));
 }
 
+namespace {
+// M20 D: hosts the partial sums of `guests` (MatMul ops) in the output tensors each reaches, one per output
+// tile, as many as possible (Kuhn's augmenting paths: a handful of MatMuls per subgraph), and returns the
+// output tensors of the guests left without a host.
+std::vector<int> partial_sums_without_host(const Problem& p, const std::vector<int>& guests,
+                                       const std::vector<std::vector<int>>& reaches) {
+  std::vector<int> host_of_guest(guests.size(), -1);
+  std::vector<int> guest_of_host(p.num_tensors(), -1);
+  std::vector<bool> visited;
+  std::function<bool(size_t)> place = [&](size_t g) {
+    for (int h : reaches[g]) {
+      if (visited[h]) continue;
+      visited[h] = true;
+      if (guest_of_host[h] == -1 || place(static_cast<size_t>(guest_of_host[h]))) {
+        guest_of_host[h] = static_cast<int>(g);
+        host_of_guest[g] = h;
+        return true;
+      }
+    }
+    return false;
+  };
+  std::vector<int> unhosted;
+  for (size_t g = 0; g < guests.size(); ++g) {
+    visited.assign(p.num_tensors(), false);
+    place(g);
+  }
+  for (size_t g = 0; g < guests.size(); ++g)
+    if (host_of_guest[g] == -1) unhosted.push_back(p.outputs[guests[g]][0]);
+  return unhosted;
+}
+}  // namespace
+
 std::variant<SubgraphModel, RuleViolation> SubgraphModel::compile_structure(
     const Problem& p, const Graph& graph, const std::vector<int>& ops, const std::vector<int>& spec_retain,
     int index, const std::vector<int>& retained_in, const ModelOptions& options) {
@@ -337,6 +369,40 @@ std::variant<SubgraphModel, RuleViolation> SubgraphModel::compile_structure(
   // ---- M13 facts: a middle MatMul
   m.facts_.has_middle =
       std::any_of(matmuls.begin(), matmuls.end(), [&](int o) { return is_head[o] && is_tail[o]; });
+
+  // ---- M20 D: split-K partial sums that need a buffer of their own
+  // Every MatMul that is not a head reduces over Kr(ks) and keeps a partial sum of its tile from the first
+  // k-step to the last. One with a non-ephemeral output accumulates in that output's tile (counted in C).
+  // One with an ephemeral output (a split-K epilogue follows) "may accumulate in the tile of one
+  // non-ephemeral output that is reached from it through Pointwise ops of the subgraph only", and "an output
+  // tile hosts at most one accumulator": as many as possible are hosted (a maximum matching of these MatMuls
+  // to the outputs they reach), and each one left over is D.
+  {
+    std::vector<int> guests;                // MatMuls whose partial sum needs a host
+    std::vector<std::vector<int>> reaches;  // per guest: the non-ephemeral outputs it reaches
+    for (int o : matmuls) {
+      const int y = p.outputs[o][0];
+      if (is_head[o] || !is_ephemeral(y)) continue;
+      std::vector<int> hosts, stack{y};
+      std::vector<bool> seen(p.num_tensors(), false);
+      while (!stack.empty()) {
+        const int u = stack.back();
+        stack.pop_back();
+        for (const Consumer& c : internal_consumers(u)) {
+          if (p.is_matmul(c.op)) continue;  // through Pointwise ops only
+          for (int v : p.outputs[c.op]) {
+            if (seen[v]) continue;
+            seen[v] = true;
+            if (!is_ephemeral(v)) hosts.push_back(v);
+            stack.push_back(v);
+          }
+        }
+      }
+      guests.push_back(o);
+      reaches.push_back(hosts);
+    }
+    m.accumulators_ = partial_sums_without_host(p, guests, reaches);
+  }
 
   // ---- M14 facts: prologues (Pointwise ops that are not in-chain) whose output a MatMul reads directly
   for (int o : ops) {
@@ -617,6 +683,9 @@ bool StepWalker::evaluate(const Coord& c, const std::vector<NumSlice>& prev, std
   ws.slices = slice_area;
   ws.outputs = tile_area * static_cast<int64_t>(m.nonephemeral_.size()) +
                finished_area * static_cast<int64_t>(m.retained_.size());
+  // D: a partial sum lives from ks = 0 to the last k-step; with nk = 1 there is none.
+  const bool split_k = m.nk_ > 1;
+  ws.accumulators = split_k ? tile_area * static_cast<int64_t>(m.accumulators_.size()) : 0;
   const int64_t total_ws = ws.total();
   // M25 latency.
   const double memory = static_cast<double>(load + store) / m.bandwidth_;
@@ -634,6 +703,8 @@ bool StepWalker::evaluate(const Coord& c, const std::vector<NumSlice>& prev, std
       const bool grows = std::find(m.retained_.begin(), m.retained_.end(), t) != m.retained_.end();
       ws.terms.push_back({'C', t, c.tile_region, tile_area + (grows ? finished_area : 0)});
     }
+    if (split_k)
+      for (int t : m.accumulators_) ws.terms.push_back({'D', t, c.tile_region, tile_area});
   }
   if (detail) {
     detail->ref = ref;

@@ -138,6 +138,8 @@ class SubgraphModel {
   const std::vector<int>& evicted() const { return evicted_; }       // written to slow memory (M22, M26)
   const std::vector<int>& retained() const { return retained_; }     // R_i, deduplicated
   const std::vector<int>& retained_in() const { return retained_in_; }
+  // M20 D: split-K partial sums without a host (counted only while the reduction is split, nk > 1).
+  size_t unhosted_accumulators() const { return accumulators_.size(); }
   double capacity() const { return capacity_; }
 
  private:
@@ -229,6 +231,7 @@ class SubgraphModel {
   std::vector<SliceForm> forms_;
   std::vector<RegionCheck> checks_;
   std::vector<int> evicted_, retained_, retained_in_, nonephemeral_;
+  std::vector<int> accumulators_;  // M20 D: output tensors of the MatMuls whose partial sum has no host
   std::vector<std::pair<int, int>> external_inputs_;
   std::vector<Region> retained_in_regions_;  // whole tensors (M20 A)
   int64_t retained_in_elements_ = 0;

@@ -19,7 +19,8 @@ std::string RuleViolation::sentence() const {
   const WorkingSet& ws = *working_set;
   std::ostringstream out;
   out << "out of fast memory: working set " << ws.total() << " > capacity " << capacity << " (A retained-in "
-      << ws.retained_in << " + B slices " << ws.slices << " + C outputs " << ws.outputs << ")";
+      << ws.retained_in << " + B slices " << ws.slices << " + C outputs " << ws.outputs << " + D accumulators "
+      << ws.accumulators << ")";
   return out.str();
 }
 

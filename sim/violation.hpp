@@ -30,16 +30,18 @@ std::string to_string(const Region& r);
 
 // One term of a working set (M20): which part, which tensor, which region, how many elements.
 struct WorkingSetTerm {
-  char part = 'B';  // A retained-in, B slice, C output tile(s) (a split-K accumulator is its tile)
+  // A retained-in, B slice, C output tile(s) (a hosted split-K accumulator is its tile), D a split-K partial
+  // sum without a host (its tensor is the MatMul's output).
+  char part = 'B';
   int tensor = -1;
   Region region;
   int64_t elements = 0;
 };
 
 struct WorkingSet {
-  int64_t retained_in = 0, slices = 0, outputs = 0;
+  int64_t retained_in = 0, slices = 0, outputs = 0, accumulators = 0;
   std::vector<WorkingSetTerm> terms;
-  int64_t total() const { return retained_in + slices + outputs; }
+  int64_t total() const { return retained_in + slices + outputs + accumulators; }
 };
 
 struct RuleViolation {

@@ -221,9 +221,10 @@ std::optional<SubgraphChoice> SubgraphOracle::best(const std::vector<int>& ops, 
   // One probe at the smallest tiles and k = 1 settles most of the subgraphs the DP proposes (hundreds of
   // candidates each otherwise):
   // - the working set grows with w, h and k (slices are k wide, output tiles w x h), and nk = 1 only adds to
-  //   a step (a prologue's and an epilogue's inputs then meet at one step); since the 2026-11-23 revision
-  //   there is no accumulator term that nk = 1 would drop (M20). So if k = 1 overflows, every k does. (k = 1,
-  //   not the smallest candidate: the bisection below reaches under the candidates.)
+  //   a step (a prologue's and an epilogue's inputs then meet at one step), except that nk = 1 drops the
+  //   partial sums without a host (M20 D, revision of 2026-11-24). So if k = 1 overflows, every k with
+  //   nk > 1 does; with unhosted partial sums only the largest k (nk = 1 if it reaches K_s) is left to try.
+  //   (k = 1, not the smallest candidate: the bisection below reaches under the candidates.)
   // - M13's rule for nk > 1 depends only on the subgraph's MatMul structure: if k = 1 (which splits the
   //   reduction unless K_s = 1) breaks it, only the largest k (nk = 1, if it reaches K_s) can work.
   const Outcome small_k = try_granularity(ws.back(), hs.back(), 1);
@@ -231,8 +232,11 @@ std::optional<SubgraphChoice> SubgraphOracle::best(const std::vector<int>& ops, 
   if (small_k == Outcome::Rejected && last_violation && last_violation->rule == "M13" && ks.size() > 1)
     ks = {ks.front()};
   if (small_k == Outcome::OutOfMemory) {
-    if (reason && last_violation) *reason = last_violation->describe();
-    return answer();
+    if (model.unhosted_accumulators() == 0 || ks.size() == 1) {
+      if (reason && last_violation) *reason = last_violation->describe();
+      return answer();
+    }
+    ks = {ks.front()};
   }
   // Each op whose output leaves the subgraph runs on every grid tile and pays at least one native tile's
   // compute there (M23, M24: smaller tiles are padded): a floor that grows with the number of tiles.

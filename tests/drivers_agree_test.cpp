@@ -183,5 +183,72 @@ TEST_F(ThreeDrivers, AgreeOnRandomSchedules) {
     EXPECT_TRUE(rules.count(rule)) << rule << " never fired";
 }
 
+// The same agreement on subgraphs with 2 or 3 split-K MatMuls feeding one or several epilogues (M20 D): the
+// SystemC fast memory allocates each partial sum without a host, so an OOM from D happens at its allocation.
+TEST_F(ThreeDrivers, AgreeWithSeveralSplitKAccumulators) {
+  std::mt19937 rng(20261124);
+  int valid = 0, oom = 0, oom_with_d = 0;
+  for (int trial = 0; trial < 600; ++trial) {
+    const RandomSplitK sk = random_split_k(rng);
+    const Problem problem = parse_problem(sk.problem, "split-k.json");
+    const Graph graph = analyze_graph(problem, "split-k.json");
+    // The subgraph, then every op outside it (readers of retained outputs) on its own.
+    Schedule schedule;
+    SubgraphSpec group;
+    group.ops = sk.ops;
+    group.retain = sk.retain;
+    const int64_t k_max = std::min(problem.native_w, sk.K);
+    group.granularity = {problem.native_w / (1 + static_cast<int64_t>(rng() % 2)),
+                         problem.native_h / (1 + static_cast<int64_t>(rng() % 2)),
+                         rng() % 4 == 0 ? k_max : 1 + static_cast<int64_t>(rng() % k_max)};
+    schedule.subgraphs.push_back(group);
+    for (int o = 0; o < problem.num_ops(); ++o)
+      if (std::find(sk.ops.begin(), sk.ops.end(), o) == sk.ops.end()) {
+        SubgraphSpec alone;
+        alone.ops = {o};
+        alone.granularity = {problem.native_w, problem.native_h, problem.native_w};
+        schedule.subgraphs.push_back(alone);
+      }
+    for (MatmulCompute compute : {MatmulCompute::FullK, MatmulCompute::NativeK}) {
+      VerifyOptions analytic_options;
+      analytic_options.model.matmul_compute = compute;
+      const ScheduleReport analytic = verify_schedule(problem, graph, schedule, analytic_options);
+      VerifyOptions walk_options = analytic_options;
+      walk_options.on_step = [](const SubgraphModel&, const StepDetail&) {};
+      const ScheduleReport walk = verify_schedule(problem, graph, schedule, walk_options);
+      ReplayOptions replay_options;
+      replay_options.model.matmul_compute = compute;
+      const ReplayResult replay = replay_schedule(problem, graph, schedule, replay_options);
+      const std::string where = "trial " + std::to_string(trial) + ": " + sk.problem.dump() + " " +
+                                schedule_to_json(schedule).dump();
+      ASSERT_EQ(analytic.valid, walk.valid) << where;
+      ASSERT_EQ(analytic.valid, replay.completed) << where << (replay.error ? replay.error->describe() : "");
+      if (analytic.valid) {
+        ++valid;
+        EXPECT_NEAR(analytic.total_latency, walk.total_latency, 1e-9 * analytic.total_latency) << where;
+        EXPECT_NEAR(analytic.total_latency, replay.total_latency, 1e-9 * analytic.total_latency) << where;
+        int64_t peak = 0;
+        for (const SubgraphReport& sg : analytic.subgraphs) peak = std::max(peak, sg.peak_working_set);
+        EXPECT_EQ(peak, replay.peak_occupancy) << where;
+        continue;
+      }
+      ASSERT_TRUE(analytic.error && walk.error && replay.error) << where;
+      EXPECT_EQ(analytic.error->describe(), walk.error->describe()) << where;
+      ASSERT_EQ(analytic.error->rule, replay.error->rule) << where;
+      if (analytic.error->rule != "M20") continue;
+      ++oom;
+      ASSERT_TRUE(replay.error->step && replay.error->working_set) << where;
+      EXPECT_EQ(analytic.error->step->position, replay.error->step->position) << where;
+      EXPECT_EQ(analytic.error->step->k_step, replay.error->step->k_step) << where;
+      EXPECT_EQ(analytic.error->working_set->total(), replay.error->working_set->total()) << where;
+      EXPECT_EQ(analytic.error->working_set->accumulators, replay.error->working_set->accumulators) << where;
+      oom_with_d += analytic.error->working_set->accumulators > 0;
+    }
+  }
+  EXPECT_GT(valid, 300);
+  EXPECT_GT(oom, 100);
+  EXPECT_GT(oom_with_d, 50);
+}
+
 }  // namespace
 }  // namespace mlsys::test

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <random>
 
@@ -350,6 +351,80 @@ TEST(FastPath, EqualsStepByStepOnChainsThroughPointwiseOps) {
   EXPECT_GT(binary, 300);
   EXPECT_GT(clipped, 300);
   EXPECT_GT(counted, 500);
+}
+
+// Several split-K MatMuls of equal K feeding one or several epilogues (M20 D, revision of 2026-11-24): the
+// fast path equals the walk, and every step's D term is the number of partial sums without a host (derived
+// by hand for each generated shape) times the tile, while the reduction is split, and 0 with nk = 1.
+TEST(FastPath, EqualsStepByStepWithSeveralSplitKAccumulators) {
+  std::mt19937 rng(20261124);
+  int compared = 0, infeasible = 0, with_d = 0, single_k = 0, three = 0, retained = 0;
+  std::array<int, 6> shapes{};
+  for (int trial = 0; trial < 3000; ++trial) {
+    const RandomSplitK sk = random_split_k(rng);
+    Problem problem = parse_problem(sk.problem, "split-k");
+    const Graph graph = analyze_graph(problem, "split-k");
+    SubgraphSpec spec;
+    spec.ops = sk.ops;
+    spec.retain = sk.retain;
+    const int64_t k_max = std::min(problem.native_w, sk.K);
+    spec.granularity = {rng() % 2 ? problem.native_w : std::uniform_int_distribution<int64_t>(1, problem.native_w)(rng),
+                        rng() % 2 ? problem.native_h : std::uniform_int_distribution<int64_t>(1, problem.native_h)(rng),
+                        rng() % 4 == 0 ? k_max : std::uniform_int_distribution<int64_t>(1, k_max)(rng)};
+    auto compiled = SubgraphModel::compile(problem, graph, spec, 0, {}, {});
+    // With nk = 1, three MatMuls need w = k = K (M13): the one rejection the generator allows.
+    if (auto* v = std::get_if<RuleViolation>(&compiled); v && v->rule == "M13" && spec.granularity.k == sk.K &&
+                                                         sk.matmuls == 3)
+      continue;
+    ASSERT_TRUE(std::holds_alternative<SubgraphModel>(compiled))
+        << std::get<RuleViolation>(compiled).describe() << "\n" << sk.problem.dump();
+    auto& model = std::get<SubgraphModel>(compiled);
+    ASSERT_EQ(model.unhosted_accumulators(), static_cast<size_t>(sk.unhosted)) << "shape " << sk.shape;
+    if (model.num_steps() > 20000) continue;
+    if (rng() % 2) {
+      ASSERT_FALSE(model.set_traversal(make_order(1 + rng() % 3, model.grid_rows(), model.grid_cols(), rng)));
+    }
+    const bool split = model.k_steps() > 1;
+    int64_t checked_steps = 0;
+    const SubgraphResult slow = model.simulate([&](const StepDetail& d) {
+      int64_t tile_area = 0, d_terms = 0;
+      for (const WorkingSetTerm& t : d.working_set.terms) {
+        if (t.part == 'C') tile_area = t.region.area();
+        if (t.part == 'D') ++d_terms;
+      }
+      EXPECT_EQ(d_terms, split ? sk.unhosted : 0);
+      EXPECT_EQ(d.working_set.accumulators, (split ? sk.unhosted : 0) * tile_area);
+      ++checked_steps;
+    });
+    const SubgraphResult fast = model.evaluate_fast();
+    const SubgraphResult summary = model.evaluate_fast(SubgraphModel::Violations::Summarize);
+    ASSERT_EQ(slow.violation.has_value(), fast.violation.has_value()) << sk.problem.dump();
+    ASSERT_EQ(slow.violation.has_value(), summary.violation.has_value()) << sk.problem.dump();
+    if (slow.violation) {
+      ++infeasible;
+      EXPECT_EQ(slow.violation->describe(), fast.violation->describe());
+      if (slow.violation->working_set) {
+        EXPECT_EQ(slow.violation->working_set->accumulators, fast.violation->working_set->accumulators);
+      }
+      continue;
+    }
+    ++compared;
+    EXPECT_GT(checked_steps, 0);
+    EXPECT_NEAR(slow.latency, fast.latency, 1e-9 * slow.latency) << sk.problem.dump();
+    EXPECT_EQ(slow.peak_working_set, fast.peak_working_set) << sk.problem.dump();
+    with_d += split && sk.unhosted > 0;
+    single_k += !split;
+    three += sk.matmuls == 3;
+    retained += !sk.retain.empty();
+    ++shapes[sk.shape];
+  }
+  EXPECT_GT(compared, 1000);
+  EXPECT_GT(infeasible, 100);
+  EXPECT_GT(with_d, 500);
+  EXPECT_GT(single_k, 30);
+  EXPECT_GT(three, 400);
+  EXPECT_GT(retained, 400);
+  for (int shape = 0; shape < 6; ++shape) EXPECT_GT(shapes[shape], 100) << "shape " << shape;
 }
 
 TEST(FastPath, SetTraversalChecksM11LikeCompile) {

@@ -107,8 +107,10 @@ TEST(GoldenCases, LowerBoundIsAFloorOfEveryValidCase) {
   EXPECT_GE(checked, 25);
 }
 
-TEST(GoldenCases, RevisionOf20261123HasFortyCases) {
-  EXPECT_EQ(40u, cases().size());
+TEST(GoldenCases, RevisionOf20261124HasFortyThreeCases) {
+  EXPECT_EQ(43u, cases().size());
+  for (const char* id : {"x14-two-accumulators-one-output", "x14-two-accumulators-oom", "x14-two-epilogues"})
+    EXPECT_NO_THROW(find_case(id)) << id;
 }
 
 // The CLI gives the exit code of M28 and tags every error with its rule.

@@ -125,7 +125,7 @@ TEST_F(Traces, PerfettoReadsBackToTheModelsNumbers) {
   std::map<int, std::string> tracks;
   std::vector<double> steps;
   double subgraph_total = 0, capacity = 0, compute_time = 0;
-  int64_t loaded = 0, stored = 0, peak = 0;
+  int64_t loaded = 0, stored = 0, peak = 0, by_part_peak = 0;
   for (const json& e : doc.at("traceEvents")) {
     const std::string ph = e.at("ph");
     ASSERT_TRUE(ph == "M" || ph == "X" || ph == "C") << e.dump();
@@ -137,8 +137,16 @@ TEST_F(Traces, PerfettoReadsBackToTheModelsNumbers) {
     ASSERT_TRUE(e.at("ts").is_number());
     EXPECT_GE(e.at("ts").get<double>(), 0);
     if (ph == "C") {
-      peak = std::max(peak, e.at("args").at("occupancy").get<int64_t>());
-      capacity = e.at("args").at("capacity");
+      const json& args = e.at("args");
+      if (e.at("name") == "fast memory by part (elements)") {  // A + B + C + D (M20)
+        int64_t sum = 0;
+        for (const char* part : {"A retained-in", "B slices", "C outputs", "D accumulators"})
+          sum += args.at(part).get<int64_t>();
+        by_part_peak = std::max(by_part_peak, sum);
+        continue;
+      }
+      peak = std::max(peak, args.at("occupancy").get<int64_t>());
+      capacity = args.at("capacity");
       continue;
     }
     ASSERT_TRUE(e.at("dur").is_number());
@@ -157,7 +165,50 @@ TEST_F(Traces, PerfettoReadsBackToTheModelsNumbers) {
   EXPECT_EQ(8192 * 5, loaded);
   EXPECT_EQ(4096 * 4, stored);
   EXPECT_EQ(20480, peak);
+  EXPECT_EQ(20480, by_part_peak);
   EXPECT_DOUBLE_EQ(25000, capacity);
+}
+
+TEST_F(Traces, PerfettoCountsThePartialSumWithoutAHost) {
+  // x14-two-accumulators-one-output (rule book): at every step B 24,576 + C 16,384 + D 16,384 = 57,344; the
+  // fast memory holds the second partial sum (T4, the MatMul op 1's output) as its own buffer.
+  const Loaded l = load(source_path("tests/golden/x14_problem.json"), source_path("tests/golden/x14_solution.json"));
+  PerfettoTrace trace("test");
+  ReplayOptions ro;
+  ro.trace = &trace;
+  const ReplayResult r = replay_schedule(l.problem, l.graph, l.schedule, ro);
+  ASSERT_TRUE(r.completed);
+  EXPECT_EQ(57344, r.peak_occupancy);
+  const std::string path = temp_dir("trace-d") + "/trace.json";
+  trace.write(path);
+  std::ifstream in(path);
+  const json doc = json::parse(in);
+  int64_t d_peak = 0, c_peak = 0, b_peak = 0;
+  for (const json& e : doc.at("traceEvents"))
+    if (e.at("ph") == "C" && e.at("name") == "fast memory by part (elements)") {
+      d_peak = std::max(d_peak, e.at("args").at("D accumulators").get<int64_t>());
+      c_peak = std::max(c_peak, e.at("args").at("C outputs").get<int64_t>());
+      b_peak = std::max(b_peak, e.at("args").at("B slices").get<int64_t>());
+    }
+  EXPECT_EQ(16384, d_peak);
+  EXPECT_EQ(16384, c_peak);
+  EXPECT_EQ(24576, b_peak);
+}
+
+TEST_F(Traces, ReplayRunsOutOfMemoryAtThePartialSumsAllocation) {
+  // x14-two-accumulators-oom: at capacity 50,000 the step's B and C (40,960) fit; the partial sum without a
+  // host (D, 16,384) is the allocation that fails, at tile 0, k-step 0.
+  const Loaded l =
+      load(source_path("tests/golden/x14_tight_problem.json"), source_path("tests/golden/x14_solution.json"));
+  const ReplayResult r = replay_schedule(l.problem, l.graph, l.schedule, {});
+  ASSERT_FALSE(r.completed);
+  ASSERT_TRUE(r.error && r.error->step && r.error->working_set);
+  EXPECT_EQ("M20", r.error->rule);
+  EXPECT_EQ(0, r.error->step->k_step);
+  EXPECT_EQ(4, r.error->tensor);
+  EXPECT_EQ(16384, r.error->working_set->accumulators);
+  EXPECT_EQ(57344, r.error->working_set->total());
+  EXPECT_NE(std::string::npos, r.error->message.find("allocating D T4")) << r.error->message;
 }
 
 TEST_F(Traces, VcdHasTheThreeSignals) {

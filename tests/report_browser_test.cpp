@@ -68,7 +68,7 @@ TEST(ReportBrowser, OutOfMemoryCaseDrawsItsWorkingSet) {
   expect_clean_page(page);
   EXPECT_NE(std::string::npos, page.out.find("[M20]"));
   EXPECT_EQ(4u, count(page.out, "class=\"ws-term\""));
-  EXPECT_NE(std::string::npos, page.out.find("B slices 32,768 + C outputs 16,384 = 49,152"));
+  EXPECT_NE(std::string::npos, page.out.find("B slices 32,768 + C outputs 16,384 + D accumulators 0 = 49,152"));
   EXPECT_EQ(2u, count(page.out, "id=\"op-"));
   EXPECT_GE(count(page.out, "class=\"capacity-line\""), 1u);
 }

@@ -208,9 +208,9 @@ TEST(Rules, MatMulPointwiseMatMulIsOneChain) {
   EXPECT_DOUBLE_EQ(30, r.subgraphs[0].compute_time);
 }
 
-TEST(Rules, SplitKOomHasNoAccumulatorTerm) {
-  // x7 at capacity 45000, ks 3 (M20 since 2026-11-23): B = T0[:,Kr] 8192 + T1[Kr,:] 8192 + T3 16384, C = T4
-  // tile 16384 (also the accumulator of ephemeral T2): 49152 = A 0 + B 32768 + C 16384.
+TEST(Rules, SplitKOomWithOneHostedAccumulatorHasNoDTerm) {
+  // x7 at capacity 45000, ks 3 (M20): B = T0[:,Kr] 8192 + T1[Kr,:] 8192 + T3 16384, C = T4 tile 16384 (also
+  // the accumulator of ephemeral T2, its one guest): 49152 = A 0 + B 32768 + C 16384 + D 0.
   const Loaded l =
       load(source_path("tests/golden/x7_tight_problem.json"), source_path("tests/golden/x7_solution.json"));
   const ScheduleReport r = verify_schedule(l.problem, l.graph, l.schedule, {});
@@ -220,10 +220,59 @@ TEST(Rules, SplitKOomHasNoAccumulatorTerm) {
   EXPECT_EQ(32768, ws.slices);
   EXPECT_EQ(16384, ws.outputs);
   EXPECT_EQ(0, ws.retained_in);
+  EXPECT_EQ(0, ws.accumulators);
   for (const WorkingSetTerm& t : ws.terms) EXPECT_NE(std::string::npos, std::string("ABC").find(t.part));
   const std::string text = r.error->describe();
-  EXPECT_NE(std::string::npos, text.find("C outputs 16384")) << text;
-  EXPECT_EQ(std::string::npos, text.find("accumulator")) << text;
+  EXPECT_NE(std::string::npos, text.find("C outputs 16384 + D accumulators 0")) << text;
+}
+
+TEST(Rules, TwoPartialSumsInOneOutputTileAreAnOomWithTheirDTerm) {
+  // x14-two-accumulators-oom (revision of 2026-11-24): T5 = P(T0 @ T1, T0 @ T3), [128, 128, 64], capacity
+  // 50,000. ks 0: B = T0[:, 0:64] 8192 + T1[0:64, :] 8192 + T3[0:64, :] 8192, C = T5's tile 16384 (hosting
+  // T2's partial sum), D = T4's partial sum 16384: 57,344.
+  const Loaded l =
+      load(source_path("tests/golden/x14_tight_problem.json"), source_path("tests/golden/x14_solution.json"));
+  const ScheduleReport r = verify_schedule(l.problem, l.graph, l.schedule, {});
+  ASSERT_FALSE(r.valid);
+  ASSERT_EQ("M20", r.error->rule);
+  const WorkingSet& ws = *r.error->working_set;
+  EXPECT_EQ(24576, ws.slices);
+  EXPECT_EQ(16384, ws.outputs);
+  EXPECT_EQ(16384, ws.accumulators);
+  int d_terms = 0;
+  for (const WorkingSetTerm& t : ws.terms)
+    if (t.part == 'D') {
+      ++d_terms;
+      EXPECT_EQ(4, t.tensor);
+      EXPECT_EQ((Region{0, 128, 0, 128}), t.region);
+    }
+  EXPECT_EQ(1, d_terms);
+  EXPECT_NE(std::string::npos, r.error->describe().find("D accumulators 16384")) << r.error->describe();
+}
+
+TEST(Rules, PartialSumsAreHostedByAMaximumMatching) {
+  // T2 = T0 @ T1, T4 = T0 @ T3 (K = 256), T5 = P(T2, T4), T6 = Q(T2): T2 reaches T5 and T6, T4 only T5.
+  // Hosting T2 in T5 first (the first it reaches) would leave T4 without a host; the maximum matching puts
+  // T2 in T6 and T4 in T5, so D = 0 (M20: "as many as possible are hosted"). [128, 128, 64], nk = 4:
+  // WS = B 3 x 8192 + C 2 x 16384 = 57,344 <= 60,000 (73,728 with a D tile). Latency: ks 0-2 compute
+  // 2 x 10000 x 64/256 = 5000 > loads 24576/10; ks 3: compute 5000 + 300 + 300 = 5600 < loads 2457.6 +
+  // stores 2 x 1638.4 = 5734.4. Total 3 x 5000 + 5734.4 = 20,734.4.
+  const Problem p = parse_problem(nlohmann::json::parse(R"({
+    "widths": [256, 128, 128, 128, 128, 128, 128], "heights": [128, 256, 128, 256, 128, 128, 128],
+    "inputs": [[0, 1], [0, 3], [2, 4], [2]], "outputs": [[2], [4], [5], [6]],
+    "base_costs": [10000, 10000, 300, 300], "op_types": ["MatMul", "MatMul", "Pointwise", "Pointwise"],
+    "fast_memory_capacity": 60000, "slow_memory_bandwidth": 10, "native_granularity": [128, 128]})"),
+                                  "matching.json");
+  const Graph g = analyze_graph(p, "matching.json");
+  Schedule s;
+  SubgraphSpec sg;
+  sg.ops = {0, 1, 2, 3};
+  sg.granularity = {128, 128, 64};
+  s.subgraphs.push_back(sg);
+  const ScheduleReport r = verify_schedule(p, g, s, {});
+  ASSERT_TRUE(r.valid) << r.error->describe();
+  EXPECT_NEAR(20734.4, r.total_latency, 1e-9 * 20734.4);
+  EXPECT_EQ(57344, r.subgraphs[0].peak_working_set);
 }
 
 TEST(Rules, ReportedLatencyWarnsByDefault) {

@@ -53,3 +53,106 @@ void write_text(const std::string& path, const std::string& text) {
 }
 
 }  // namespace mlsys::test
+
+namespace mlsys::test {
+
+RandomSplitK random_split_k(std::mt19937& rng) {
+  const int64_t sides[] = {40, 64, 96, 100, 128, 160, 200, 256};
+  auto side = [&] { return sides[rng() % 8]; };
+  RandomSplitK c;
+  std::vector<int64_t> widths, heights;
+  auto tensor = [&](int64_t rows, int64_t cols) {
+    heights.push_back(rows);
+    widths.push_back(cols);
+    return static_cast<int>(widths.size()) - 1;
+  };
+  nlohmann::json inputs = nlohmann::json::array(), outputs = nlohmann::json::array(), types, bases;
+  auto op = [&](const char* type, std::vector<int> in, int out, bool in_subgraph = true) {
+    inputs.push_back(in);
+    outputs.push_back({out});
+    types.push_back(type);
+    bases.push_back(std::uniform_int_distribution<int>(1, 4000)(rng));
+    if (in_subgraph) c.ops.push_back(static_cast<int>(types.size()) - 1);
+  };
+  const int64_t rows = side(), cols = side();
+  c.K = side() + 64;  // above both natives' k limit (64, 128) often enough to split
+  c.matmuls = 2 + static_cast<int>(rng() % 2);
+  // The MatMuls share their LHS or their RHS, so that the subgraph is connected (M7) whatever the epilogues.
+  const bool shared_lhs = rng() % 2 == 0;
+  const int shared = shared_lhs ? tensor(rows, c.K) : tensor(c.K, cols);
+  std::vector<int> x;  // the MatMuls' outputs
+  for (int i = 0; i < c.matmuls; ++i) {
+    const int a = shared_lhs ? shared : tensor(rows, c.K), b = shared_lhs ? tensor(c.K, cols) : shared;
+    x.push_back(tensor(rows, cols));
+    op("MatMul", {a, b}, x.back());
+  }
+  // An epilogue of `in`: unary, or binary with an extra graph input (loaded at the last k-step).
+  auto epilogue = [&](std::vector<int> in) {
+    if (rng() % 2) in.push_back(tensor(rows, cols));
+    const int y = tensor(rows, cols);
+    op("Pointwise", in, y);
+    return y;
+  };
+  // Outputs a later op outside the subgraph reads, so that they may be retained (M9).
+  std::vector<int> retainable;
+  const int n = c.matmuls;
+  c.shape = static_cast<int>(rng() % 6);
+  switch (c.shape) {
+    case 0:  // one op over every partial sum: one host for n accumulators
+      retainable.push_back(epilogue(x));
+      c.unhosted = n - 1;
+      break;
+    case 1:  // one epilogue each: every accumulator has its own host
+      for (int t : x) retainable.push_back(epilogue({t}));
+      c.unhosted = 0;
+      break;
+    case 2:  // the first two share an epilogue, the rest have their own
+      retainable.push_back(epilogue({x[0], x[1]}));
+      for (int i = 2; i < n; ++i) retainable.push_back(epilogue({x[i]}));
+      c.unhosted = 1;
+      break;
+    case 3: {  // an ephemeral epilogue chain: Z = P(x0, x1), Y = Q(Z, x2...): one host for all
+      const int z = tensor(rows, cols);
+      op("Pointwise", {x[0], x[1]}, z);
+      std::vector<int> rest{z};
+      for (int i = 2; i < n; ++i) rest.push_back(x[i]);
+      retainable.push_back(epilogue(rest));
+      c.unhosted = n - 1;
+      break;
+    }
+    case 4: {  // the chain with Z retained: Z and Y are both hosts, reached by x0 and x1; x2 reaches Y only
+      const int z = tensor(rows, cols);
+      op("Pointwise", {x[0], x[1]}, z);
+      c.retain.push_back(z);
+      std::vector<int> rest{z};
+      for (int i = 2; i < n; ++i) rest.push_back(x[i]);
+      retainable.push_back(epilogue(rest));
+      c.unhosted = n - 2;
+      break;
+    }
+    case 5:  // the first MatMul's output leaves the subgraph (its tile is its accumulator); the rest share one
+      retainable.push_back(epilogue(std::vector<int>(x.begin() + 1, x.end())));
+      retainable.push_back(x[0]);
+      c.unhosted = n - 2;
+      break;
+  }
+  // Half the time each output gets a reader outside the subgraph and is retained.
+  for (int y : retainable)
+    if (rng() % 2) {
+      op("Pointwise", {y}, tensor(rows, cols), false);
+      c.retain.push_back(y);
+    }
+  const int64_t natives[] = {64, 128};
+  c.problem = {{"widths", widths},
+               {"heights", heights},
+               {"inputs", inputs},
+               {"outputs", outputs},
+               {"base_costs", bases},
+               {"op_types", types},
+               {"fast_memory_capacity", rng() % 3 ? 5000 + static_cast<int>(rng() % 120000) : 1e15},
+               {"slow_memory_bandwidth", 1 + static_cast<int>(rng() % 40)},
+               {"native_granularity", {natives[rng() % 2], natives[rng() % 2]}}};
+  return c;
+}
+
+}  // namespace mlsys::test

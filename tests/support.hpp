@@ -30,3 +30,28 @@ std::string temp_dir(const std::string& name);
 void write_text(const std::string& path, const std::string& text);
 
 }  // namespace mlsys::test
+
+#include <nlohmann/json.hpp>
+#include <random>
+#include <vector>
+
+namespace mlsys::test {
+
+// A random subgraph of 2 or 3 split-K MatMuls of equal K (sometimes sharing their LHS) whose outputs reach
+// the subgraph's outputs through Pointwise epilogues of several shapes (M20 D, revision of 2026-11-24): one op
+// over all partial sums, one epilogue each, a pair and a single, an epilogue chain, a retained intermediate
+// output, a MatMul without an epilogue. Unary and binary (extra input) epilogues; some outputs retained.
+// `unhosted` is the number of partial sums without a host, derived by hand for each shape (not by the
+// matching the step model runs).
+struct RandomSplitK {
+  nlohmann::json problem;
+  std::vector<int> ops;     // the subgraph, in declared order (the problem may hold more ops)
+  std::vector<int> retain;  // outputs of the subgraph to retain
+  int shape = 0;
+  int matmuls = 2;
+  int unhosted = 0;
+  int64_t K = 0;
+};
+RandomSplitK random_split_k(std::mt19937& rng);
+
+}  // namespace mlsys::test

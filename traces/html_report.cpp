@@ -110,10 +110,10 @@ std::string schedule_report_html(const ScheduleReportPage& page) {
             "height=\"90\" "
             "viewBox=\"0 0 960 90\">\n";
     double x = 10;
-    const char* colors[] = {"#8c6bb1", "#6baed6", "#fd8d3c"};
+    const char* colors[] = {"#8c6bb1", "#6baed6", "#fd8d3c", "#e7298a"};
     for (const WorkingSetTerm& term : ws.terms) {
       const double w = static_cast<double>(term.elements) * scale;
-      const int color = term.part == 'A' ? 0 : term.part == 'B' ? 1 : 2;
+      const int color = term.part == 'A' ? 0 : term.part == 'B' ? 1 : term.part == 'C' ? 2 : 3;
       html << "<rect class=\"ws-term\" x=\"" << x << "\" y=\"20\" width=\"" << std::max(w, 0.5)
            << "\" height=\"36\" fill=\"" << colors[color] << "\" stroke=\"white\" data-tip=\"" << term.part
            << " T" << term.tensor << " " << html_escape(to_string(term.region)) << ": "
@@ -125,7 +125,8 @@ std::string schedule_report_html(const ScheduleReportPage& page) {
          << 10 + cap * scale << "\" y=\"82\" text-anchor=\"middle\" font-size=\"12\">capacity "
          << format_display(cap) << "</text>\n<text x=\"10\" y=\"14\" font-size=\"12\">A retained-in "
          << format_display(ws.retained_in) << " + B slices " << format_display(ws.slices) << " + C outputs "
-         << format_display(ws.outputs) << " = " << format_display(total) << "</text></svg>\n";
+         << format_display(ws.outputs) << " + D accumulators " << format_display(ws.accumulators) << " = "
+         << format_display(total) << "</text></svg>\n";
   }
 
   // The DAG.

@@ -51,7 +51,8 @@ json violation_to_json(const RuleViolation& v) {
                        {"cols", {t.region.c0, t.region.c1}},
                        {"elements", t.elements}});
     j["working_set"] = {{"total", ws.total()}, {"capacity", v.capacity}, {"retained_in", ws.retained_in},
-                        {"slices", ws.slices}, {"outputs", ws.outputs},  {"terms", terms}};
+                        {"slices", ws.slices}, {"outputs", ws.outputs},  {"accumulators", ws.accumulators},
+                        {"terms", terms}};
   }
   return j;
 }

@@ -75,9 +75,10 @@ class LowerBound:
 def lower_bound(problem: Union[Problem, JsonSource]) -> LowerBound: ...
 
 class WorkingSetTerm:
-    """One term of a working set (M20): part A retained-in, B slice, C output tile."""
+    """One term of a working set (M20): part A retained-in, B slice, C output tile, D split-K partial sum
+    without a host."""
 
-    part: Literal["A", "B", "C"]
+    part: Literal["A", "B", "C", "D"]
     tensor: int
     region: Tuple[int, int, int, int]
     elements: int
@@ -86,6 +87,7 @@ class WorkingSet:
     retained_in: int
     slices: int
     outputs: int
+    accumulators: int
     total: int
     terms: list[WorkingSetTerm]
 

@@ -86,7 +86,7 @@ bool FastMemory::apply(int subgraph, const StepDetail& step) {
           << " " << to_string(w.region) << " (" << extra << " elements) raises occupancy " << used_ << " to "
           << used_ + extra << " > capacity " << capacity_ << "; the step needs " << step.working_set.total()
           << " (A " << step.working_set.retained_in << " + B " << step.working_set.slices << " + C "
-          << step.working_set.outputs << ")";
+          << step.working_set.outputs << " + D " << step.working_set.accumulators << ")";
       RuleViolation v;
       v.rule = "M20";
       v.subgraph = subgraph;
@@ -103,16 +103,26 @@ bool FastMemory::apply(int subgraph, const StepDetail& step) {
     else have->elements = w.elements;
   }
   peak_ = std::max(peak_, used_);
-  occupancy.write(used_);
-  if (sink_) sink_->occupancy(now_units(), used_, capacity_);
+  report_occupancy();
   return true;
+}
+
+void FastMemory::report_occupancy() {
+  occupancy.write(used_);
+  if (!sink_) return;
+  Occupancy parts;
+  for (const WorkingSetTerm& t : resident_) {
+    int64_t& part = t.part == 'A' ? parts.retained_in : t.part == 'B' ? parts.slices
+                    : t.part == 'C' ? parts.outputs : parts.accumulators;
+    part += t.elements;
+  }
+  sink_->occupancy(now_units(), parts, capacity_);
 }
 
 void FastMemory::clear() {
   resident_.clear();
   used_ = 0;
-  occupancy.write(0);
-  if (sink_) sink_->occupancy(now_units(), 0, capacity_);
+  report_occupancy();
 }
 
 }  // namespace mlsys::hw

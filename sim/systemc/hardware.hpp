@@ -22,12 +22,18 @@ struct Transfer {
   Region region;
 };
 
+// Fast-memory occupancy by working-set part (M20: A retained-in, B slices, C outputs, D accumulators).
+struct Occupancy {
+  int64_t retained_in = 0, slices = 0, outputs = 0, accumulators = 0;
+  int64_t total() const { return retained_in + slices + outputs + accumulators; }
+};
+
 // Optional observer of what the modules do (the Perfetto writer implements it).
 struct ActivitySink {
   virtual ~ActivitySink() = default;
   virtual void transfer(const Transfer& t, double start, double duration) = 0;
   virtual void compute(const OpCompute& c, double start, double duration) = 0;
-  virtual void occupancy(double time, int64_t elements, double capacity) = 0;
+  virtual void occupancy(double time, const Occupancy& parts, double capacity) = 0;
 };
 
 // The DMA channel between slow and fast memory: `bandwidth` elements per unit, one transfer at a time.
@@ -82,6 +88,7 @@ class FastMemory : public sc_core::sc_module {
   std::vector<WorkingSetTerm> resident_;
   int64_t used_ = 0, peak_ = 0;
   std::optional<RuleViolation> violation_;
+  void report_occupancy();
 };
 
 }  // namespace mlsys::hw

@@ -45,15 +45,23 @@ class TraceSink : public hw::ActivitySink {
                   {"cols", {c.region.c0, c.region.c1}},
                   {"cost", c.cost}});
   }
-  void occupancy(double time, int64_t elements, double capacity) override {
+  void occupancy(double time, const hw::Occupancy& parts, double capacity) override {
+    const int64_t elements = parts.total();
     if (occupancy_) {
       if (!occupancy_->empty() && occupancy_->back().time == time)
         occupancy_->back().elements = elements;
       else
         occupancy_->push_back({time, elements});
     }
-    if (trace_)
+    if (trace_) {
       trace_->counter("fast memory (elements)", time, {{"occupancy", elements}, {"capacity", capacity}});
+      // The same occupancy by working-set part (M20), one stacked track each.
+      trace_->counter("fast memory by part (elements)", time,
+                      {{"A retained-in", parts.retained_in},
+                       {"B slices", parts.slices},
+                       {"C outputs", parts.outputs},
+                       {"D accumulators", parts.accumulators}});
+    }
   }
   void step(int subgraph, const StepDetail& d, double start, double duration) {
     if (!trace_) return;

@@ -36,7 +36,9 @@ def test_matches_rule_book_and_cli(case):
         if case["expect"] == "oom":
             assert (report.error.tile, report.error.k_step) == (where["tile"], where["k_step"])
             ws = report.error.working_set
-            assert ws.total == ws.retained_in + ws.slices + ws.outputs
+            assert ws.total == ws.retained_in + ws.slices + ws.outputs + ws.accumulators
+            assert ws.total == where["working_set"]
+            assert ws.accumulators == sum(t.elements for t in ws.terms if t.part == "D")
             assert ws.total > report.error.capacity
             assert sum(t.elements for t in ws.terms) == ws.total
     code, cli = cli_json("verify", GOLDEN_DIR / case["problem"], GOLDEN_DIR / case["solution"], "--json",
