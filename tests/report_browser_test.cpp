@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "sim/json_io.hpp"
@@ -39,6 +40,21 @@ void expect_clean_page(const CommandResult& r) {
     EXPECT_EQ(std::string::npos, r.out.find(fetch)) << fetch;
 }
 
+TEST(ReportBrowser, OutOfMemoryFromAPartialSumDrawsItsDTerm) {
+  // x14-two-accumulators-oom (rule book): B 3 x 8,192 + C 16,384 + D 16,384 = 57,344 > 50,000.
+  const std::string dir = temp_dir("report-oom-d");
+  const CommandResult made = run_command(
+      MLSYS_REPORT_BIN, source_path("tests/golden/x14_tight_problem.json") + " " +
+                            source_path("tests/golden/x14_solution.json") + " -o " + dir + "/r.html");
+  EXPECT_EQ(1, made.exit_code) << made.err;
+  const CommandResult page = open_in_chromium(dir + "/r.html");
+  expect_clean_page(page);
+  EXPECT_EQ(5u, count(page.out, "class=\"ws-term\""));
+  EXPECT_NE(std::string::npos, page.out.find("data-tip=\"D T4 rows [0,128) x cols [0,128): 16,384\""));
+  EXPECT_NE(std::string::npos,
+            page.out.find("B slices 24,576 + C outputs 16,384 + D accumulators 16,384 = 57,344"));
+}
+
 TEST(ReportBrowser, Benchmark17) {
   const std::string dir = temp_dir("report17");
   const std::string problem = source_path("benchmarks/mlsys-2026-17.json");
@@ -66,7 +82,18 @@ TEST(ReportBrowser, OutOfMemoryCaseDrawsItsWorkingSet) {
   EXPECT_EQ(1, made.exit_code) << made.err;  // the schedule breaks M20; the report is still written
   const CommandResult page = open_in_chromium(dir + "/r.html");
   expect_clean_page(page);
-  EXPECT_NE(std::string::npos, page.out.find("[M20]"));
+  // The rule id links to its heading in the model's documentation, and the link resolves.
+  const std::string link = "class=\"rule\" href=\"";
+  const size_t at = page.out.find(link);
+  ASSERT_NE(std::string::npos, at) << page.out;
+  const std::string href = page.out.substr(at + link.size(), page.out.find('"', at + link.size()) - at - link.size());
+  ASSERT_GT(href.size(), std::string("model.md#m20").size());
+  EXPECT_EQ("model.md#m20", href.substr(href.size() - 12)) << href;
+  const std::filesystem::path target = std::filesystem::path(dir) / href.substr(0, href.size() - 4);
+  std::ifstream doc(target);
+  ASSERT_TRUE(doc.good()) << target;
+  EXPECT_NE(std::string::npos, std::string(std::istreambuf_iterator<char>(doc), {}).find("<a id=\"m20\"></a>"));
+  EXPECT_NE(std::string::npos, page.out.find(">M20</a>]"));
   EXPECT_EQ(4u, count(page.out, "class=\"ws-term\""));
   EXPECT_NE(std::string::npos, page.out.find("B slices 32,768 + C outputs 16,384 + D accumulators 0 = 49,152"));
   EXPECT_EQ(2u, count(page.out, "id=\"op-"));

@@ -213,7 +213,7 @@ double solve_benchmark(int number, const char* options) {
 TEST(SolverQuality, SigtermDuringAnExhaustiveSearchKeepsTheOtherThreadsSchedule) {
   // Benchmark 15's exhaustive search takes minutes. While it runs, the second thread runs the usual jobs, so
   // a signal leaves their schedule, below the first-place contest schedule's 1,765,433.6
-  // (../shared/anchors/peer-results.md; every op alone costs more), and is answered at once, not after the
+  // (tests/data/peer-results.md; every op alone costs more), and is answered at once, not after the
   // DP's current state.
   const std::string problem = source_path("benchmarks/mlsys-2026-15.json");
   const std::string out = temp_dir("exhaustive-sigterm") + "/solution.json";
@@ -279,7 +279,9 @@ TEST(SolverQuality, Benchmark10GroupsOneLayerOfItsSixBranchesPerSubgraph) {
   //   and the k-wide slices leave room for k <= 113; the cost does not depend on k.
   //   64 x 50,790.4 = 3,250,585.6.
   // - The six second MatMuls with the Pointwise sum tree (ops 18-22): twelve strips per tile, 78,643.2, one
-  //   stored tile, 819.2: 64 x 79,462.4 = 5,085,593.6.
+  //   stored tile, 819.2: 64 x 79,462.4 = 5,085,593.6. The six partial sums reach one output, so five are
+  //   D (M20, revision of 2026-11-24): 12 x 128 k + 16,384 + 5 x 16,384 <= 200,000 holds for k <= 66 (the
+  //   solver takes 64); the cost does not depend on k.
   // - The two last MatMuls with their epilogues at [128,128,128]: two strips and one store per tile,
   //   64 x (13,107.2 + 819.2) = 891,289.6 each.
   // Total 10,118,758.4. The plan's level order (ops by their longest path from the graph inputs, 14th job)
@@ -303,7 +305,7 @@ TEST(SolverQuality, Benchmark13LoadsW0OnceForAllSixteenBranches) {
   //   running sum is fused as its epilogue and retained (no store); the first chain stores its output
   //   (+327.68) and the last sum loads it and stores the result (655.36).
   // Total 5,872,025.6 + 356,843.52 + 15 x 356,515.84 + 655.36 = 11,577,262.08. The first-place schedule
-  // costs 22,160,015 (../shared/anchors/peer-results.md); groups of at most ten siblings gave about 12.3 M.
+  // costs 22,160,015 (tests/data/peer-results.md); groups of at most ten siblings gave about 12.3 M.
   // The siblings-first order is among the first 16 of the plan.
   EXPECT_LE(solve_benchmark(13, "--threads 1 --orders 16 --seed 1 --timeout 120"), 11577262.08 * (1 + 1e-9));
 }

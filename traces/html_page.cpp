@@ -1,5 +1,10 @@
 #include "traces/html_page.hpp"
 
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
+
 namespace mlsys {
 
 std::string html_escape(const std::string& text) {
@@ -46,6 +51,24 @@ std::string html_page_end(const std::string& extra_script) {
          "    tip.style.left=(e.clientX+14)+'px';tip.style.top=(e.clientY+14)+'px';});\n" +
          extra_script +
          "  document.documentElement.setAttribute('data-ready','1');\n})();\n</script>\n</body></html>\n";
+}
+
+std::string docs_location(const std::string& output_path) {
+  if (const char* url = std::getenv("MLSYS_DOCS_URL"); url && *url) return url;
+  namespace fs = std::filesystem;
+  std::error_code error;
+  const fs::path folder = fs::weakly_canonical(fs::absolute(output_path, error), error).parent_path();
+  const fs::path relative = fs::path(MLSYS_DOCS_DIR).lexically_relative(folder);
+  return relative.empty() ? std::string(MLSYS_DOCS_DIR) : relative.generic_string();
+}
+
+std::string rule_link(const std::string& rule, const std::string& docs) {
+  const bool id = rule.size() >= 2 && (rule[0] == 'M' || rule[0] == 'T') &&
+                  std::all_of(rule.begin() + 1, rule.end(), [](unsigned char c) { return std::isdigit(c); });
+  if (!id) return html_escape(rule);
+  const std::string file = rule[0] == 'M' ? "model.md" : "t10-model.md";
+  const std::string anchor = std::string(1, static_cast<char>(std::tolower(rule[0]))) + rule.substr(1);
+  return "<a class=\"rule\" href=\"" + html_escape(docs + "/" + file + "#" + anchor) + "\">" + rule + "</a>";
 }
 
 }  // namespace mlsys

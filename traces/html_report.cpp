@@ -81,7 +81,8 @@ std::string schedule_report_html(const ScheduleReportPage& page) {
        << "</td></tr>"
        << "<tr><td>schedule</td><td>" << html_escape(page.solution_name) << ": "
        << page.schedule->subgraphs.size() << " subgraphs</td></tr><tr><td>model</td><td>" << to_string(model)
-       << (page.model.allow_supernative_k ? ", --allow-supernative-k" : "") << "</td></tr>";
+       << (page.model.allow_supernative_k ? ", --allow-supernative-k" : "") << " (<a href=\""
+       << html_escape(page.docs + "/model.md") << "\">the cost model</a>)</td></tr>";
   if (r.valid) {
     html << "<tr><td>verdict</td><td class=\"valid\" id=\"verdict\">valid</td></tr><tr><td>total "
             "latency</td><td>"
@@ -90,7 +91,7 @@ std::string schedule_report_html(const ScheduleReportPage& page) {
          << " %)</td></tr>";
   } else if (r.error) {
     html << "<tr><td>verdict</td><td class=\"invalid\" id=\"verdict\">invalid: ["
-         << html_escape(r.error->rule) << "] " << html_escape(r.error->sentence()) << "</td></tr>";
+         << rule_link(r.error->rule, page.docs) << "] " << html_escape(r.error->sentence()) << "</td></tr>";
     if (r.error->subgraph >= 0) {
       html << "<tr><td>where</td><td>subgraph " << r.error->subgraph;
       if (r.error->step)
@@ -106,7 +107,8 @@ std::string schedule_report_html(const ScheduleReportPage& page) {
     const WorkingSet& ws = *r.error->working_set;
     const double total = static_cast<double>(ws.total()), cap = r.error->capacity;
     const double scale = 900 / std::max(total, cap);
-    html << "<h2>Working set at the failing step (M20)</h2>\n<svg id=\"working-set\" width=\"960\" "
+    html << "<h2>Working set at the failing step (" << rule_link("M20", page.docs)
+         << ")</h2>\n<svg id=\"working-set\" width=\"960\" "
             "height=\"90\" "
             "viewBox=\"0 0 960 90\">\n";
     double x = 10;
@@ -248,6 +250,7 @@ void write_schedule_report(const std::string& path, const std::string& problem_n
   page.report = &report;
   page.bound = lower_bound(problem, graph);
   page.model = model;
+  page.docs = docs_location(path);
   const int64_t steps = count_steps(problem, graph, schedule, model);
   if (steps > max_steps) {
     page.occupancy_note = "Not replayed: the schedule has " + format_display(static_cast<double>(steps)) +

@@ -24,6 +24,7 @@ struct ScheduleReportPage {
   ModelOptions model;
   std::vector<OccupancySample> occupancy;  // from the replay; empty if it was not run
   std::string occupancy_note;              // why there is no occupancy chart, if there is none
+  std::string docs = "docs";               // where rule ids link to (docs_location)
 };
 
 std::string schedule_report_html(const ScheduleReportPage& page);

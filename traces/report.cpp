@@ -134,7 +134,9 @@ void print_step(std::ostream& out, int subgraph, const StepDetail& s, double cap
   for (const auto& c : s.computes) out << " | op" << c.op << " " << format_number(c.cost);
   for (const auto& st : s.stores) out << " | store " << slice_text(st.tensor, st.region);
   out << " | compute " << format_number(s.compute) << " memory " << format_number(s.memory_time) << " latency "
-      << format_number(s.latency) << " | WS " << s.working_set.total() << "/" << format_number(capacity) << "\n";
+      << format_number(s.latency) << " | WS " << s.working_set.total() << "/" << format_number(capacity) << " (A "
+      << s.working_set.retained_in << " + B " << s.working_set.slices << " + C " << s.working_set.outputs << " + D "
+      << s.working_set.accumulators << ")\n";
 }
 
 }  // namespace mlsys

@@ -57,7 +57,8 @@ std::string plan_report_html(const PlanReportPage& page) {
     double largest = 1;
     for (const auto& [name, v] : parts) largest = std::max(largest, v);
     html << "<h2>Cycle breakdown</h2>\n<p class=\"note\">total " << format_display(c.total)
-         << " cycles, composed from these terms by rules T11-T21 of the T10 rule book (comp = "
+         << " cycles, composed from these terms by rules " << rule_link("T11", page.docs) << "-"
+         << rule_link("T21", page.docs) << " of the T10 rule book (comp = "
          << format_display(c.comp) << ").</p>\n<svg id=\"cycles\" width=\"760\" height=\"" << 28 * 6 + 10
          << "\" viewBox=\"0 0 760 " << 28 * 6 + 10 << "\">\n";
     int row = 0;

@@ -21,6 +21,7 @@ struct PlanReportPage {
   std::optional<ReplaySummary> replay;  // none when the plan has no defined cost
   std::vector<RankedPlan> top;          // of t10 solve, best first
   std::string profile;
+  std::string docs = "docs";  // where rule ids link to (docs_location)
 };
 
 std::string plan_report_html(const PlanReportPage& page);

@@ -1,4 +1,4 @@
-// `t10`: verify, replay and search compute-shift plans (rule book ../shared/spec/t10-model.md).
+// `t10`: verify, replay and search compute-shift plans (rule book docs/t10-model.md).
 //   t10 verify PROBLEM.json PLAN.json [--profile strict|engdesign] [--json]
 //   t10 simulate PROBLEM.json PLAN.json [--profile ...] [--trace F.json] [--json]
 //   t10 solve PROBLEM.json [--profile ...] [--top N] [--json]
@@ -13,6 +13,7 @@
 #include "solver/t10_search.hpp"
 #include "traces/perfetto_trace.hpp"
 #include "traces/report.hpp"
+#include "traces/html_page.hpp"
 #include "traces/t10_report.hpp"
 
 using namespace mlsys;
@@ -133,6 +134,7 @@ extern "C" int sc_main(int argc, char** argv) {
       if (e.cost) page.replay = replay_plan(problem, plan);
       std::cerr << "searching the best plans for the report...\n";
       page.top = search(problem, profile, top > 1 ? top : 10).top;
+      page.docs = docs_location(out_path);
       write_file_atomic(out_path, plan_report_html(page));
       std::cout << out_path << "\n";
       for (const auto& v : e.violations) std::cerr << "error: [" << v.code << "] " << v.message << "\n";

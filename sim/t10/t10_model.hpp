@@ -1,4 +1,4 @@
-// T10 mode: compute-shift plans for one MatMul on an IPU-style chip (rule book ../shared/spec/t10-model.md,
+// T10 mode: compute-shift plans for one MatMul on an IPU-style chip (rule book docs/t10-model.md,
 // rules T1-T41). Everything here is plain data and formulas; the replay (t10_replay) and the search
 // (t10_search) call it and never recompute a cost.
 #pragma once

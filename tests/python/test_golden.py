@@ -94,7 +94,15 @@ def test_steps_add_up_to_the_report(case):
     listed = mlsys_sim.steps(problem, schedule, **options)
     _, out, _ = run_cli("verify", GOLDEN_DIR / case["problem"], GOLDEN_DIR / case["solution"], "--steps",
                         *case["options"])
-    assert len(listed) == sum(1 for line in out.splitlines() if re.match(r"sg \d+ step ", line))
+    lines = [line for line in out.splitlines() if re.match(r"sg \d+ step ", line)]
+    assert len(listed) == len(lines)
+    for step, line in zip(listed, lines):
+        ws = step["working_set"]
+        parts = (ws.retained_in, ws.slices, ws.outputs, ws.accumulators)
+        printed = re.search(r"\| WS (\d+)/\S+ \(A (\d+) \+ B (\d+) \+ C (\d+) \+ D (\d+)\)$", line)
+        assert printed, line
+        assert tuple(int(x) for x in printed.groups()) == (ws.total, *parts), line
+        assert sum(parts) == ws.total == sum(t.elements for t in ws.terms)
     for step in listed:
         assert step["latency"] == max(step["compute"], step["memory_time"])
         moved = step["load_elements"] + step["store_elements"]
