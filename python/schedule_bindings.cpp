@@ -13,6 +13,7 @@
 #include "sim/step_model.hpp"
 #include "sim/systemc/replay.hpp"
 #include "solver/search.hpp"
+#include "traces/replay_files.hpp"
 #include "traces/report.hpp"
 
 namespace mlsys::python {

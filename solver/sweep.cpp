@@ -9,16 +9,11 @@
 
 #include "sim/json_io.hpp"
 #include "sim/violation.hpp"
-#include "traces/report.hpp"
-#include "traces/sweep_chart.hpp"
+#include "sim/number_format.hpp"
 #include "verifier/verify.hpp"
 
 namespace mlsys {
 namespace {
-
-const char* kCsvHeader =
-    "capacity,bandwidth,status,total,lower_bound,compute_bound_share,peak_working_set,solve_seconds,schedule,"
-    "found_at";
 
 double parse_positive(const std::string& text, const std::string& option) {
   size_t used = 0;
@@ -38,6 +33,10 @@ std::string point_name(const SweepPoint& p) {
 }
 
 }  // namespace
+
+const char* const kSweepCsvHeader =
+    "capacity,bandwidth,status,total,lower_bound,compute_bound_share,peak_working_set,solve_seconds,schedule,"
+    "found_at";
 
 bool price_at_point(const Problem& base, const Graph& graph, const ModelOptions& model,
                     const Schedule& schedule, SweepPoint& point) {
@@ -171,37 +170,14 @@ int reprice_dominated(const Problem& problem, const Graph& graph, const ModelOpt
   return improved;
 }
 
-void write_sweep(const std::string& dir, const std::string& problem_name,
-                 const std::vector<SweepPoint>& points) {
-  std::filesystem::create_directories(std::filesystem::path(dir) / "schedules");
-  std::ostringstream csv;
-  csv << kCsvHeader << "\n";
-  std::vector<SweepPoint> named = points;
-  for (SweepPoint& p : named) {
-    if (p.feasible && p.schedule) {
-      p.schedule_file = "schedules/capacity-" + format_number(p.capacity) + "-bandwidth-" +
-                        format_number(p.bandwidth) + ".json";
-      write_file_atomic(dir + "/" + p.schedule_file, schedule_to_json(*p.schedule).dump(1) + "\n");
-    }
-    csv << format_number(p.capacity) << "," << format_number(p.bandwidth) << ","
-        << (p.feasible ? "ok" : "infeasible") << "," << (p.feasible ? format_number(p.total) : "") << ","
-        << format_number(p.lower_bound) << "," << (p.feasible ? format_number(p.compute_bound_share) : "")
-        << "," << (p.feasible ? std::to_string(p.peak_working_set) : "") << ","
-        << format_number(p.solve_seconds) << "," << p.schedule_file << "," << p.found_at << "\n";
-  }
-  write_file_atomic(dir + "/sweep.csv", csv.str());
-  write_file_atomic(dir + "/sweep.html", sweep_html(problem_name, named));
-  write_file_atomic(dir + "/sweep.svg", sweep_chart_svg(named));  // the chart alone, e.g. for a README
-}
-
 std::vector<SweepPoint> read_sweep(const std::string& dir, const Problem& problem) {
   const std::string path = dir + "/sweep.csv";
   std::ifstream in(path);
   if (!in) throw InputError(path, "", "", "cannot open file");
   std::string line;
-  if (!std::getline(in, line) || line != kCsvHeader)
+  if (!std::getline(in, line) || line != kSweepCsvHeader)
     throw InputError(path, "line 1", "",
-                     "not a sweep.csv (expected the header " + std::string(kCsvHeader) + ")");
+                     "not a sweep.csv (expected the header " + std::string(kSweepCsvHeader) + ")");
   std::vector<SweepPoint> points;
   for (int number = 2; std::getline(in, line); ++number) {
     if (line.empty()) continue;

@@ -62,10 +62,8 @@ std::vector<SweepPoint> run_sweep(const Problem& problem, const Graph& graph, co
 int reprice_dominated(const Problem& problem, const Graph& graph, const ModelOptions& model,
                       std::vector<SweepPoint>& points);
 
-// DIR/sweep.csv, DIR/schedules/*.json, DIR/sweep.html and the chart alone as DIR/sweep.svg, each written
-// atomically.
-void write_sweep(const std::string& dir, const std::string& problem_name,
-                 const std::vector<SweepPoint>& points);
+// The columns of DIR/sweep.csv (traces/sweep_report writes it, read_sweep reads it back).
+extern const char* const kSweepCsvHeader;
 // Reads DIR/sweep.csv and the schedules it names (for merging shards).
 std::vector<SweepPoint> read_sweep(const std::string& dir, const Problem& problem);
 

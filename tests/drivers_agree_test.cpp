@@ -26,54 +26,38 @@ using nlohmann::json;
 Problem random_problem(std::mt19937& rng) {
   const int64_t sides[] = {32, 48, 64, 96, 100, 128, 160};
   auto side = [&] { return sides[rng() % 7]; };
-  json widths = json::array(), heights = json::array(), inputs = json::array(), outputs = json::array(),
-       types = json::array(), bases = json::array();
-  auto tensor = [&](int64_t rows, int64_t cols) {
-    heights.push_back(rows);
-    widths.push_back(cols);
-    return static_cast<int>(widths.size()) - 1;
-  };
-  std::vector<int> made{tensor(side(), side())};
+  ProblemBuilder b;
+  std::vector<int> made{b.tensor(side(), side())};
   const int ops = 2 + static_cast<int>(rng() % 6);
   for (int o = 0; o < ops; ++o) {
     const int x = made[rng() % made.size()];
-    const int64_t rows = heights[x], cols = widths[x];
+    const int64_t rows = b.rows(x), cols = b.cols(x);
+    std::vector<int> in;
+    const char* type = "Pointwise";
+    int y;
     if (rng() % 2) {
       const bool as_rhs = rng() % 4 == 0;
-      const int other = as_rhs ? tensor(side(), rows) : tensor(cols, side());
-      const int y =
-          as_rhs ? tensor(heights[other].get<int64_t>(), cols) : tensor(rows, widths[other].get<int64_t>());
-      inputs.push_back(as_rhs ? json{other, x} : json{x, other});
-      outputs.push_back({y});
-      types.push_back("MatMul");
-      made.push_back(y);
+      const int other = as_rhs ? b.tensor(side(), rows) : b.tensor(cols, side());
+      y = as_rhs ? b.tensor(b.rows(other), cols) : b.tensor(rows, b.cols(other));
+      in = as_rhs ? std::vector<int>{other, x} : std::vector<int>{x, other};
+      type = "MatMul";
     } else {
-      std::vector<int> in{x};
+      in = {x};
       for (int t : made)
-        if (t != x && heights[t] == rows && widths[t] == cols && rng() % 2) {
+        if (t != x && b.rows(t) == rows && b.cols(t) == cols && rng() % 2) {
           in.push_back(t);
           break;
         }
-      const int y = tensor(rows, cols);
-      inputs.push_back(in);
-      outputs.push_back({y});
-      types.push_back("Pointwise");
-      made.push_back(y);
+      y = b.tensor(rows, cols);
     }
-    bases.push_back(1 + static_cast<int>(rng() % 3000));
+    made.push_back(y);
+    b.op(type, in, y, 1 + static_cast<int>(rng() % 3000));
   }
+  const double capacity = rng() % 3 ? 4000 + static_cast<int>(rng() % 60000) : 1e9;
+  const double bandwidth = 1 + static_cast<int>(rng() % 30);
   const int64_t natives[] = {64, 128};
-  return parse_problem(
-      json{{"widths", widths},
-           {"heights", heights},
-           {"inputs", inputs},
-           {"outputs", outputs},
-           {"base_costs", bases},
-           {"op_types", types},
-           {"fast_memory_capacity", rng() % 3 ? 4000 + static_cast<int>(rng() % 60000) : 1e9},
-           {"slow_memory_bandwidth", 1 + static_cast<int>(rng() % 30)},
-           {"native_granularity", {natives[rng() % 2], natives[rng() % 2]}}},
-      "random.json");
+  const int64_t native_w = natives[rng() % 2], native_h = natives[rng() % 2];
+  return parse_problem(b.problem(capacity, bandwidth, native_w, native_h), "random.json");
 }
 
 // Every op alone in topological order, then mutations: merge neighbours, another granularity, retention,
@@ -126,6 +110,53 @@ class ThreeDrivers : public ::testing::Test {
   void TearDown() override { sc_core::sc_get_curr_simcontext()->reset(); }
 };
 
+// The schedule through the three drivers under one compute model.
+struct ThreeRuns {
+  ScheduleReport analytic, walk;
+  ReplayResult replay;
+};
+ThreeRuns run_three_drivers(const Problem& problem, const Graph& graph, const Schedule& schedule,
+                            MatmulCompute compute) {
+  ThreeRuns runs;
+  VerifyOptions analytic_options;
+  analytic_options.model.matmul_compute = compute;
+  runs.analytic = verify_schedule(problem, graph, schedule, analytic_options);
+  VerifyOptions walk_options = analytic_options;
+  walk_options.on_step = [](const SubgraphModel&, const StepDetail&) {};  // forces the step-by-step walk
+  runs.walk = verify_schedule(problem, graph, schedule, walk_options);
+  ReplayOptions replay_options;
+  replay_options.model.matmul_compute = compute;
+  runs.replay = replay_schedule(problem, graph, schedule, replay_options);
+  return runs;
+}
+
+// Same verdict; for a valid schedule the same total; else the same first rule (with its description from
+// the evaluator and the walk), and for an OOM the same step and working set in the replay.
+void expect_agreement(const ThreeRuns& r, const std::string& where) {
+  ASSERT_FALSE(r.analytic.refused) << where;
+  ASSERT_EQ(r.analytic.valid, r.walk.valid) << where;
+  ASSERT_EQ(r.analytic.valid, r.replay.completed) << where << (r.replay.error ? r.replay.error->describe() : "");
+  if (r.analytic.valid) {
+    EXPECT_NEAR(r.analytic.total_latency, r.walk.total_latency, 1e-9 * r.analytic.total_latency) << where;
+    EXPECT_NEAR(r.analytic.total_latency, r.replay.total_latency, 1e-9 * r.analytic.total_latency) << where;
+    for (size_t i = 0; i < r.analytic.subgraphs.size(); ++i)  // counted classes against the walk
+      EXPECT_NEAR(r.analytic.subgraphs[i].compute_bound_latency, r.walk.subgraphs[i].compute_bound_latency,
+                  1e-9 * r.analytic.subgraphs[i].latency)
+          << where;
+    return;
+  }
+  ASSERT_TRUE(r.analytic.error && r.walk.error && r.replay.error) << where;
+  EXPECT_EQ(r.analytic.error->describe(), r.walk.error->describe()) << where;
+  EXPECT_EQ(r.analytic.error->rule, r.replay.error->rule) << where;
+  EXPECT_EQ(r.analytic.error->subgraph, r.replay.error->subgraph) << where;
+  if (r.analytic.error->rule != "M20") return;
+  ASSERT_TRUE(r.replay.error->step && r.replay.error->working_set) << where;
+  EXPECT_EQ(r.analytic.error->step->position, r.replay.error->step->position) << where;
+  EXPECT_EQ(r.analytic.error->step->k_step, r.replay.error->step->k_step) << where;
+  EXPECT_EQ(r.analytic.error->working_set->total(), r.replay.error->working_set->total()) << where;
+  EXPECT_EQ(r.analytic.error->working_set->accumulators, r.replay.error->working_set->accumulators) << where;
+}
+
 TEST_F(ThreeDrivers, AgreeOnRandomSchedules) {
   std::mt19937 rng(20261123);
   int valid = 0, oom = 0, invalid = 0;
@@ -135,44 +166,16 @@ TEST_F(ThreeDrivers, AgreeOnRandomSchedules) {
     const Graph graph = analyze_graph(problem, "random.json");
     const Schedule schedule = random_schedule(problem, graph, rng);
     for (MatmulCompute compute : {MatmulCompute::FullK, MatmulCompute::NativeK}) {
-      VerifyOptions analytic_options;
-      analytic_options.model.matmul_compute = compute;
-      const ScheduleReport analytic = verify_schedule(problem, graph, schedule, analytic_options);
-      VerifyOptions walk_options = analytic_options;
-      int64_t walked = 0;
-      walk_options.on_step = [&](const SubgraphModel&, const StepDetail&) { ++walked; };
-      const ScheduleReport walk = verify_schedule(problem, graph, schedule, walk_options);
-      ReplayOptions replay_options;
-      replay_options.model.matmul_compute = compute;
-      const ReplayResult replay = replay_schedule(problem, graph, schedule, replay_options);
-      const std::string where = "trial " + std::to_string(trial) + ": " + schedule_to_json(schedule).dump();
-      ASSERT_FALSE(analytic.refused) << where;
-      ASSERT_EQ(analytic.valid, walk.valid) << where;
-      ASSERT_EQ(analytic.valid, replay.completed) << where << (replay.error ? replay.error->describe() : "");
+      const ThreeRuns runs = run_three_drivers(problem, graph, schedule, compute);
+      expect_agreement(runs, "trial " + std::to_string(trial) + ": " + schedule_to_json(schedule).dump());
+      if (HasFatalFailure()) return;
+      const ScheduleReport& analytic = runs.analytic;
       if (analytic.valid) {
         ++valid;
-        EXPECT_NEAR(analytic.total_latency, walk.total_latency, 1e-9 * analytic.total_latency) << where;
-        EXPECT_NEAR(analytic.total_latency, replay.total_latency, 1e-9 * analytic.total_latency) << where;
-        for (size_t i = 0; i < analytic.subgraphs.size(); ++i)  // counted classes against the walk
-          EXPECT_NEAR(analytic.subgraphs[i].compute_bound_latency, walk.subgraphs[i].compute_bound_latency,
-                      1e-9 * analytic.subgraphs[i].latency)
-              << where;
         continue;
       }
-      ASSERT_TRUE(analytic.error && walk.error && replay.error) << where;
-      EXPECT_EQ(analytic.error->describe(), walk.error->describe()) << where;
-      EXPECT_EQ(analytic.error->rule, replay.error->rule) << where;
-      EXPECT_EQ(analytic.error->subgraph, replay.error->subgraph) << where;
       rules.insert(analytic.error->rule);
-      if (analytic.error->rule == "M20") {
-        ++oom;
-        ASSERT_TRUE(replay.error->step && replay.error->working_set) << where;
-        EXPECT_EQ(analytic.error->step->position, replay.error->step->position) << where;
-        EXPECT_EQ(analytic.error->step->k_step, replay.error->step->k_step) << where;
-        EXPECT_EQ(analytic.error->working_set->total(), replay.error->working_set->total()) << where;
-      } else {
-        ++invalid;
-      }
+      ++(analytic.error->rule == "M20" ? oom : invalid);
     }
   }
   // The generator must reach every verdict and a spread of rules.
@@ -210,38 +213,20 @@ TEST_F(ThreeDrivers, AgreeWithSeveralSplitKAccumulators) {
         schedule.subgraphs.push_back(alone);
       }
     for (MatmulCompute compute : {MatmulCompute::FullK, MatmulCompute::NativeK}) {
-      VerifyOptions analytic_options;
-      analytic_options.model.matmul_compute = compute;
-      const ScheduleReport analytic = verify_schedule(problem, graph, schedule, analytic_options);
-      VerifyOptions walk_options = analytic_options;
-      walk_options.on_step = [](const SubgraphModel&, const StepDetail&) {};
-      const ScheduleReport walk = verify_schedule(problem, graph, schedule, walk_options);
-      ReplayOptions replay_options;
-      replay_options.model.matmul_compute = compute;
-      const ReplayResult replay = replay_schedule(problem, graph, schedule, replay_options);
-      const std::string where = "trial " + std::to_string(trial) + ": " + sk.problem.dump() + " " +
-                                schedule_to_json(schedule).dump();
-      ASSERT_EQ(analytic.valid, walk.valid) << where;
-      ASSERT_EQ(analytic.valid, replay.completed) << where << (replay.error ? replay.error->describe() : "");
+      const ThreeRuns runs = run_three_drivers(problem, graph, schedule, compute);
+      expect_agreement(runs, "trial " + std::to_string(trial) + ": " + sk.problem.dump() + " " +
+                                 schedule_to_json(schedule).dump());
+      if (HasFatalFailure()) return;
+      const ScheduleReport& analytic = runs.analytic;
       if (analytic.valid) {
         ++valid;
-        EXPECT_NEAR(analytic.total_latency, walk.total_latency, 1e-9 * analytic.total_latency) << where;
-        EXPECT_NEAR(analytic.total_latency, replay.total_latency, 1e-9 * analytic.total_latency) << where;
         int64_t peak = 0;
         for (const SubgraphReport& sg : analytic.subgraphs) peak = std::max(peak, sg.peak_working_set);
-        EXPECT_EQ(peak, replay.peak_occupancy) << where;
+        EXPECT_EQ(peak, runs.replay.peak_occupancy);
         continue;
       }
-      ASSERT_TRUE(analytic.error && walk.error && replay.error) << where;
-      EXPECT_EQ(analytic.error->describe(), walk.error->describe()) << where;
-      ASSERT_EQ(analytic.error->rule, replay.error->rule) << where;
       if (analytic.error->rule != "M20") continue;
       ++oom;
-      ASSERT_TRUE(replay.error->step && replay.error->working_set) << where;
-      EXPECT_EQ(analytic.error->step->position, replay.error->step->position) << where;
-      EXPECT_EQ(analytic.error->step->k_step, replay.error->step->k_step) << where;
-      EXPECT_EQ(analytic.error->working_set->total(), replay.error->working_set->total()) << where;
-      EXPECT_EQ(analytic.error->working_set->accumulators, replay.error->working_set->accumulators) << where;
       oom_with_d += analytic.error->working_set->accumulators > 0;
     }
   }

@@ -241,19 +241,10 @@ RandomChain random_chain(std::mt19937& rng) {
   const int64_t sides[] = {40, 64, 96, 100, 128, 160, 200, 256};
   auto side = [&] { return sides[rng() % 8]; };
   RandomChain c;
-  std::vector<int64_t> widths, heights;
-  auto tensor = [&](int64_t rows, int64_t cols) {
-    heights.push_back(rows);
-    widths.push_back(cols);
-    return static_cast<int>(widths.size()) - 1;
-  };
-  nlohmann::json inputs = nlohmann::json::array(), outputs = nlohmann::json::array(), types, bases;
+  ProblemBuilder builder;
+  auto tensor = [&](int64_t rows, int64_t cols) { return builder.tensor(rows, cols); };
   auto op = [&](const char* type, std::vector<int> in, int out) {
-    inputs.push_back(in);
-    outputs.push_back({out});
-    types.push_back(type);
-    bases.push_back(std::uniform_int_distribution<int>(1, 4000)(rng));
-    c.ops.push_back(static_cast<int>(c.ops.size()));
+    c.ops.push_back(builder.op(type, in, out, std::uniform_int_distribution<int>(1, 4000)(rng)));
   };
   c.lhs = rng() % 2 == 0;
   const int64_t rows = side(), cols = side(), k_tail = side(), k_head = side();
@@ -280,16 +271,11 @@ RandomChain random_chain(std::mt19937& rng) {
   const int y = tensor(rows, cols);
   op("MatMul", c.lhs ? std::vector<int>{z, other} : std::vector<int>{other, z}, y);
   if (rng() % 3 == 0) op("Pointwise", {y, tensor(rows, cols)}, tensor(rows, cols));  // epilogue
+  const double capacity = rng() % 2 == 0 ? 10000 + static_cast<int>(rng() % 100000) : 1e15;
+  const double bandwidth = 1 + static_cast<int>(rng() % 40);
   const int64_t natives[] = {64, 128};
-  c.problem = {{"widths", widths},
-               {"heights", heights},
-               {"inputs", inputs},
-               {"outputs", outputs},
-               {"base_costs", bases},
-               {"op_types", types},
-               {"fast_memory_capacity", rng() % 2 == 0 ? 10000 + static_cast<int>(rng() % 100000) : 1e15},
-               {"slow_memory_bandwidth", 1 + static_cast<int>(rng() % 40)},
-               {"native_granularity", {natives[rng() % 2], natives[rng() % 2]}}};
+  const int64_t native_w = natives[rng() % 2], native_h = natives[rng() % 2];
+  c.problem = builder.problem(capacity, bandwidth, native_w, native_h);
   return c;
 }
 

@@ -11,6 +11,7 @@
 #include "sim/systemc/replay.hpp"
 #include "support.hpp"
 #include "traces/perfetto_trace.hpp"
+#include "traces/vcd_trace.hpp"
 
 namespace mlsys::test {
 namespace {
@@ -107,19 +108,26 @@ INSTANTIATE_TEST_SUITE_P(All, ReplayEqualsModel, ::testing::ValuesIn(subjects())
 
 class Traces : public SystemCTest {};
 
-TEST_F(Traces, PerfettoReadsBackToTheModelsNumbers) {
-  // Example 4B (hand numbers in the rule book): steps 2048, 1500, 1500, 1500; peak WS 20480 at capacity 25000;
-  // loads: t0 both strips (8192 + 8192), then one strip each step; stores 4 x 4096.
-  const Loaded l = load(source_path("tests/golden/ex4_problem.json"), source_path("tests/golden/ex4B_solution.json"));
+// Replays a golden case with a Perfetto trace, writes the trace to a file and reads it back.
+json traced_replay(const std::string& problem, const std::string& solution, const std::string& dir,
+                   ReplayResult& result) {
+  const Loaded l = load(source_path("tests/golden/" + problem), source_path("tests/golden/" + solution));
   PerfettoTrace trace("test");
   ReplayOptions ro;
   ro.trace = &trace;
-  const ReplayResult r = replay_schedule(l.problem, l.graph, l.schedule, ro);
-  ASSERT_TRUE(r.completed);
-  const std::string path = temp_dir("trace") + "/trace.json";
+  result = replay_schedule(l.problem, l.graph, l.schedule, ro);
+  const std::string path = temp_dir(dir) + "/trace.json";
   trace.write(path);
   std::ifstream in(path);
-  const json doc = json::parse(in);  // valid JSON
+  return json::parse(in);
+}
+
+TEST_F(Traces, PerfettoReadsBackToTheModelsNumbers) {
+  // Example 4B (hand numbers in the rule book): steps 2048, 1500, 1500, 1500; peak WS 20480 at capacity 25000;
+  // loads: t0 both strips (8192 + 8192), then one strip each step; stores 4 x 4096.
+  ReplayResult r;
+  const json doc = traced_replay("ex4_problem.json", "ex4B_solution.json", "trace", r);  // valid JSON
+  ASSERT_TRUE(r.completed);
   ASSERT_TRUE(doc.at("traceEvents").is_array());
   EXPECT_TRUE(doc.at("displayTimeUnit").is_string());
   std::map<int, std::string> tracks;
@@ -172,17 +180,10 @@ TEST_F(Traces, PerfettoReadsBackToTheModelsNumbers) {
 TEST_F(Traces, PerfettoCountsThePartialSumWithoutAHost) {
   // x14-two-accumulators-one-output (rule book): at every step B 24,576 + C 16,384 + D 16,384 = 57,344; the
   // fast memory holds the second partial sum (T4, the MatMul op 1's output) as its own buffer.
-  const Loaded l = load(source_path("tests/golden/x14_problem.json"), source_path("tests/golden/x14_solution.json"));
-  PerfettoTrace trace("test");
-  ReplayOptions ro;
-  ro.trace = &trace;
-  const ReplayResult r = replay_schedule(l.problem, l.graph, l.schedule, ro);
+  ReplayResult r;
+  const json doc = traced_replay("x14_problem.json", "x14_solution.json", "trace-d", r);
   ASSERT_TRUE(r.completed);
   EXPECT_EQ(57344, r.peak_occupancy);
-  const std::string path = temp_dir("trace-d") + "/trace.json";
-  trace.write(path);
-  std::ifstream in(path);
-  const json doc = json::parse(in);
   int64_t d_peak = 0, c_peak = 0, b_peak = 0;
   for (const json& e : doc.at("traceEvents"))
     if (e.at("ph") == "C" && e.at("name") == "fast memory by part (elements)") {
@@ -213,10 +214,16 @@ TEST_F(Traces, ReplayRunsOutOfMemoryAtThePartialSumsAllocation) {
 
 TEST_F(Traces, VcdHasTheThreeSignals) {
   const Loaded l = load(source_path("tests/golden/ex4_problem.json"), source_path("tests/golden/ex4A_solution.json"));
-  ReplayOptions ro;
-  ro.vcd_path = temp_dir("vcd") + "/run.vcd";
-  ASSERT_TRUE(replay_schedule(l.problem, l.graph, l.schedule, ro).completed);
-  std::ifstream in(ro.vcd_path);
+  const std::string dir = temp_dir("vcd"), path = dir + "/run.vcd";
+  {
+    VcdTrace vcd(path);
+    ReplayOptions ro;
+    ro.waveform = &vcd;
+    ASSERT_TRUE(replay_schedule(l.problem, l.graph, l.schedule, ro).completed);
+  }
+  // Written under a temporary name and renamed: only the file asked for is left.
+  EXPECT_EQ(1, std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator()));
+  std::ifstream in(path);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   for (const char* name : {"fast_memory_occupancy", "link_busy", "compute_busy", "$enddefinitions"})
     EXPECT_NE(std::string::npos, text.find(name)) << name;

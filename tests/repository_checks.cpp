@@ -41,6 +41,13 @@ bool stays_inside(const fs::path& folder, const std::string& target) {
 
 }  // namespace
 
+std::string describe(const std::vector<Finding>& findings) {
+  std::string text;
+  for (const Finding& f : findings)
+    text += "\n  " + f.file + ":" + std::to_string(f.line) + ": " + f.text + " (" + f.why + ")";
+  return text;
+}
+
 std::vector<fs::path> repository_files(const fs::path& root) {
   std::vector<fs::path> files;
   for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator(); ++it) {
@@ -94,6 +101,80 @@ std::vector<Finding> outside_references(const fs::path& root) {
           report(target, "a Markdown link to a file that does not exist in the repository");
       }
     }
+  }
+  return findings;
+}
+
+namespace {
+
+const char* const kLayers[] = {"sim", "verifier", "solver", "traces", "apps"};
+
+bool is_source(const fs::path& file) {
+  const std::string ext = file.extension().string();
+  return ext == ".cpp" || ext == ".hpp" || ext == ".h" || ext == ".cc";
+}
+
+}  // namespace
+
+int layer_of(const std::string& top_folder) {
+  for (int i = 0; i < 5; ++i)
+    if (top_folder == kLayers[i]) return i;
+  return -1;
+}
+
+std::vector<Finding> upward_includes(const fs::path& root) {
+  static const std::regex quoted_include(R"re(^\s*#\s*include\s*"([^"]+)")re");
+  std::vector<Finding> findings;
+  for (const fs::path& file : repository_files(root)) {
+    if (!is_source(file)) continue;
+    const int layer = layer_of(file.begin()->string());
+    if (layer < 0) continue;
+    std::istringstream lines(read_text(root / file));
+    std::string line;
+    for (int number = 1; std::getline(lines, line); ++number) {
+      std::smatch m;
+      if (!std::regex_search(line, m, quoted_include)) continue;
+      const std::string target = m[1].str();
+      const size_t slash = target.find('/');
+      if (slash == std::string::npos) continue;  // a header next to the file
+      const int target_layer = layer_of(target.substr(0, slash));
+      if (target_layer < 0) {
+        if (fs::exists(root / target))
+          findings.push_back({file.generic_string(), number, target, "includes a folder outside the layers"});
+        continue;
+      }
+      if (target_layer > layer)
+        findings.push_back({file.generic_string(), number, target,
+                            std::string("goes up from ") + kLayers[layer] + "/ to " + kLayers[target_layer] + "/"});
+    }
+  }
+  return findings;
+}
+
+std::vector<Finding> misplaced_programs(const fs::path& root) {
+  static const std::regex entry_point(R"((^|\s)int\s+(main|sc_main)\s*\()");
+  std::vector<Finding> findings;
+  for (const fs::path& file : repository_files(root)) {
+    const int layer = is_source(file) ? layer_of(file.begin()->string()) : -1;
+    if (layer < 0 || layer == 4) continue;
+    std::istringstream lines(read_text(root / file));
+    std::string line;
+    for (int number = 1; std::getline(lines, line); ++number)
+      if (std::regex_search(line, entry_point))
+        findings.push_back({file.generic_string(), number, line, "a program outside apps/"});
+  }
+  return findings;
+}
+
+std::vector<Finding> oversized_sources(const fs::path& root, int max_lines) {
+  std::vector<Finding> findings;
+  for (const fs::path& file : repository_files(root)) {
+    if (!is_source(file) || layer_of(file.begin()->string()) < 0) continue;
+    const std::string text = read_text(root / file);
+    const int lines = static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+    if (lines > max_lines)
+      findings.push_back({file.generic_string(), lines, std::to_string(lines) + " lines",
+                          "longer than " + std::to_string(max_lines) + " lines: split it by concern"});
   }
   return findings;
 }

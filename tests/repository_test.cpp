@@ -12,12 +12,6 @@
 namespace mlsys::test {
 namespace {
 
-std::string describe(const std::vector<Finding>& findings) {
-  std::string text;
-  for (const Finding& f : findings) text += "\n  " + f.file + ":" + std::to_string(f.line) + ": " + f.text + " (" + f.why + ")";
-  return text;
-}
-
 TEST(RepositoryChecks, FindsEveryKindOfOutsideReferenceInAFixture) {
   const std::string root = temp_dir("outside-fixture");
   std::filesystem::create_directories(root + "/docs");

@@ -56,23 +56,41 @@ void write_text(const std::string& path, const std::string& text) {
 
 namespace mlsys::test {
 
+int ProblemBuilder::tensor(int64_t rows, int64_t cols) {
+  heights_.push_back(rows);
+  widths_.push_back(cols);
+  return static_cast<int>(widths_.size()) - 1;
+}
+
+int ProblemBuilder::op(const char* type, const std::vector<int>& inputs, int output, double base) {
+  inputs_.push_back(inputs);
+  outputs_.push_back({output});
+  types_.push_back(type);
+  bases_.push_back(base);
+  return static_cast<int>(types_.size()) - 1;
+}
+
+nlohmann::json ProblemBuilder::problem(double capacity, double bandwidth, int64_t native_w, int64_t native_h) const {
+  return {{"widths", widths_},
+          {"heights", heights_},
+          {"inputs", inputs_},
+          {"outputs", outputs_},
+          {"base_costs", bases_},
+          {"op_types", types_},
+          {"fast_memory_capacity", capacity},
+          {"slow_memory_bandwidth", bandwidth},
+          {"native_granularity", {native_w, native_h}}};
+}
+
 RandomSplitK random_split_k(std::mt19937& rng) {
   const int64_t sides[] = {40, 64, 96, 100, 128, 160, 200, 256};
   auto side = [&] { return sides[rng() % 8]; };
   RandomSplitK c;
-  std::vector<int64_t> widths, heights;
-  auto tensor = [&](int64_t rows, int64_t cols) {
-    heights.push_back(rows);
-    widths.push_back(cols);
-    return static_cast<int>(widths.size()) - 1;
-  };
-  nlohmann::json inputs = nlohmann::json::array(), outputs = nlohmann::json::array(), types, bases;
+  ProblemBuilder b;
+  auto tensor = [&](int64_t rows, int64_t cols) { return b.tensor(rows, cols); };
   auto op = [&](const char* type, std::vector<int> in, int out, bool in_subgraph = true) {
-    inputs.push_back(in);
-    outputs.push_back({out});
-    types.push_back(type);
-    bases.push_back(std::uniform_int_distribution<int>(1, 4000)(rng));
-    if (in_subgraph) c.ops.push_back(static_cast<int>(types.size()) - 1);
+    const int o = b.op(type, in, out, std::uniform_int_distribution<int>(1, 4000)(rng));
+    if (in_subgraph) c.ops.push_back(o);
   };
   const int64_t rows = side(), cols = side();
   c.K = side() + 64;  // above both natives' k limit (64, 128) often enough to split
@@ -82,9 +100,9 @@ RandomSplitK random_split_k(std::mt19937& rng) {
   const int shared = shared_lhs ? tensor(rows, c.K) : tensor(c.K, cols);
   std::vector<int> x;  // the MatMuls' outputs
   for (int i = 0; i < c.matmuls; ++i) {
-    const int a = shared_lhs ? shared : tensor(rows, c.K), b = shared_lhs ? tensor(c.K, cols) : shared;
+    const int lhs = shared_lhs ? shared : tensor(rows, c.K), rhs = shared_lhs ? tensor(c.K, cols) : shared;
     x.push_back(tensor(rows, cols));
-    op("MatMul", {a, b}, x.back());
+    op("MatMul", {lhs, rhs}, x.back());
   }
   // An epilogue of `in`: unary, or binary with an extra graph input (loaded at the last k-step).
   auto epilogue = [&](std::vector<int> in) {
@@ -142,16 +160,11 @@ RandomSplitK random_split_k(std::mt19937& rng) {
       op("Pointwise", {y}, tensor(rows, cols), false);
       c.retain.push_back(y);
     }
+  const double capacity = rng() % 3 ? 5000 + static_cast<int>(rng() % 120000) : 1e15;
+  const double bandwidth = 1 + static_cast<int>(rng() % 40);
   const int64_t natives[] = {64, 128};
-  c.problem = {{"widths", widths},
-               {"heights", heights},
-               {"inputs", inputs},
-               {"outputs", outputs},
-               {"base_costs", bases},
-               {"op_types", types},
-               {"fast_memory_capacity", rng() % 3 ? 5000 + static_cast<int>(rng() % 120000) : 1e15},
-               {"slow_memory_bandwidth", 1 + static_cast<int>(rng() % 40)},
-               {"native_granularity", {natives[rng() % 2], natives[rng() % 2]}}};
+  const int64_t native_w = natives[rng() % 2], native_h = natives[rng() % 2];
+  c.problem = b.problem(capacity, bandwidth, native_w, native_h);
   return c;
 }
 

@@ -37,6 +37,21 @@ void write_text(const std::string& path, const std::string& text);
 
 namespace mlsys::test {
 
+// A problem's JSON built one tensor and one op at a time (the random generators of the tests).
+class ProblemBuilder {
+ public:
+  int tensor(int64_t rows, int64_t cols);  // returns the tensor's index
+  int op(const char* type, const std::vector<int>& inputs, int output, double base);  // the op's index
+  int64_t rows(int t) const { return heights_[t].get<int64_t>(); }
+  int64_t cols(int t) const { return widths_[t].get<int64_t>(); }
+  nlohmann::json problem(double capacity, double bandwidth, int64_t native_w, int64_t native_h) const;
+
+ private:
+  nlohmann::json widths_ = nlohmann::json::array(), heights_ = nlohmann::json::array(),
+                 inputs_ = nlohmann::json::array(), outputs_ = nlohmann::json::array(),
+                 types_ = nlohmann::json::array(), bases_ = nlohmann::json::array();
+};
+
 // A random subgraph of 2 or 3 split-K MatMuls of equal K (sometimes sharing their LHS) whose outputs reach
 // the subgraph's outputs through Pointwise epilogues of several shapes (M20 D, revision of 2026-11-24): one op
 // over all partial sums, one epilogue each, a pair and a single, an epilogue chain, a retained intermediate

@@ -6,15 +6,17 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "sim/trace_observer.hpp"
+
 namespace mlsys {
 
-class PerfettoTrace {
+class PerfettoTrace : public TraceObserver {
  public:
   explicit PerfettoTrace(std::string process_name);
   // Tracks are threads of one process, shown in the order they were named.
-  int track(const std::string& name);
-  void span(int track, const std::string& name, double ts_us, double dur_us, nlohmann::json args = {});
-  void counter(const std::string& name, double ts_us, nlohmann::json values);
+  int track(const std::string& name) override;
+  void span(int track, const std::string& name, double ts_us, double dur_us, nlohmann::json args = {}) override;
+  void counter(const std::string& name, double ts_us, nlohmann::json values) override;
   nlohmann::json to_json() const;
   void write(const std::string& path) const;  // atomically
   size_t size() const { return events_.size(); }

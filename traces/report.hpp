@@ -5,15 +5,11 @@
 #include <ostream>
 #include <string>
 
+#include "sim/number_format.hpp"
 #include "sim/step_model.hpp"
 #include "verifier/verify.hpp"
 
 namespace mlsys {
-
-// Shortest text that reads back as the same double (M28).
-std::string format_number(double value);
-// For people: thousands separators, whole numbers as such, others with two decimals (41,943.04).
-std::string format_display(double value);
 
 nlohmann::json violation_to_json(const RuleViolation& v);
 nlohmann::json report_to_json(const ScheduleReport& report, const LowerBound& bound, MatmulCompute model);

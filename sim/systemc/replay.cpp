@@ -5,7 +5,8 @@
 #include "sim/schedule_model.hpp"
 #include "sim/systemc/kernel.hpp"
 #include "sim/systemc/hardware.hpp"
-#include "traces/perfetto_trace.hpp"
+#include "sim/systemc/waveform_observer.hpp"
+#include "sim/trace_observer.hpp"
 
 namespace mlsys {
 namespace {
@@ -20,7 +21,7 @@ std::string slice_name(int tensor, const Region& r) {
 // Turns module activity into Perfetto events and, if asked, records the occupancy's step function.
 class TraceSink : public hw::ActivitySink {
  public:
-  TraceSink(PerfettoTrace* trace, std::vector<OccupancySample>* occupancy)
+  TraceSink(TraceObserver* trace, std::vector<OccupancySample>* occupancy)
       : trace_(trace),
         occupancy_(occupancy),
         subgraphs_(trace ? trace->track("subgraphs") : 0),
@@ -79,7 +80,7 @@ class TraceSink : public hw::ActivitySink {
   }
 
  private:
-  PerfettoTrace* trace_;
+  TraceObserver* trace_;
   std::vector<OccupancySample>* occupancy_;
   int subgraphs_, steps_, link_, compute_;
 };
@@ -201,36 +202,15 @@ ReplayResult replay_schedule(const Problem& problem, const Graph& graph, const S
     auto memory = std::make_unique<hw::FastMemory>("fast_memory", problem.fast_memory_capacity, sink.get());
     auto sequencer = std::make_unique<Sequencer>("sequencer", problem, graph, schedule, options, *link, *compute,
                                                  *memory, sink.get(), result);
-    sc_trace_file* vcd = nullptr;
-    if (!options.vcd_path.empty()) {
-      std::string base = options.vcd_path;
-      if (base.size() > 4 && base.substr(base.size() - 4) == ".vcd") base.resize(base.size() - 4);
-      vcd = sc_create_vcd_trace_file(base.c_str());
-      sc_trace(vcd, memory->occupancy, "fast_memory_occupancy");
-      sc_trace(vcd, link->busy, "link_busy");
-      sc_trace(vcd, compute->busy, "compute_busy");
-    }
+    if (options.waveform)
+      options.waveform->elaborated({memory->occupancy, link->busy, compute->busy});
     sc_start();
     result.total_latency = hw::now_units();
     result.peak_occupancy = memory->peak();
-    if (vcd) sc_close_vcd_trace_file(vcd);
+    if (options.waveform) options.waveform->finished();
   }
   // Modules are gone; a fresh kernel for the next replay in this process.
   reset_systemc_kernel();
-  return result;
-}
-
-ReplayResult replay_to_files(const Problem& problem, const Graph& graph, const Schedule& schedule,
-                             const ModelOptions& model, const std::string& timing, const std::string& trace_path,
-                             const std::string& vcd_path, const std::string& label) {
-  ReplayOptions options;
-  options.model = model;
-  options.timing = timing == "overlapped" ? TimingMode::Overlapped : TimingMode::Contest;
-  options.vcd_path = vcd_path;
-  PerfettoTrace trace("mlsys replay: " + label);
-  if (!trace_path.empty()) options.trace = &trace;
-  ReplayResult result = replay_schedule(problem, graph, schedule, options);
-  if (!trace_path.empty()) trace.write(trace_path);
   return result;
 }
 

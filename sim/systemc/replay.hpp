@@ -14,7 +14,8 @@
 
 namespace mlsys {
 
-class PerfettoTrace;
+class TraceObserver;
+class WaveformObserver;
 
 enum class TimingMode {
   Contest,     // the rule book: a step's DMA and compute start together; the step ends when both finish
@@ -30,8 +31,8 @@ struct OccupancySample {
 struct ReplayOptions {
   ModelOptions model;
   TimingMode timing = TimingMode::Contest;
-  PerfettoTrace* trace = nullptr;  // if set, receives DMA, compute, step, subgraph and occupancy events
-  std::string vcd_path;            // if set, a VCD of occupancy, link busy and compute busy
+  TraceObserver* trace = nullptr;        // if set, receives DMA, compute, step, subgraph and occupancy events
+  WaveformObserver* waveform = nullptr;  // if set, receives the occupancy, link busy and compute busy signals
   std::vector<OccupancySample>* occupancy = nullptr;  // if set, receives every change of the occupancy
 };
 
@@ -49,11 +50,5 @@ struct ReplayResult {
 // any number of replays can run in one process.
 ReplayResult replay_schedule(const Problem& problem, const Graph& graph, const Schedule& schedule,
                              const ReplayOptions& options);
-
-// What the command lines ask for: a timing name ("contest" | "overlapped") and optional trace and VCD paths.
-// Writes the Perfetto trace (atomically) when a path is given.
-ReplayResult replay_to_files(const Problem& problem, const Graph& graph, const Schedule& schedule,
-                             const ModelOptions& model, const std::string& timing, const std::string& trace_path,
-                             const std::string& vcd_path, const std::string& label);
 
 }  // namespace mlsys

@@ -7,7 +7,7 @@
 #include <systemc>
 
 #include "sim/systemc/kernel.hpp"
-#include "traces/perfetto_trace.hpp"
+#include "sim/trace_observer.hpp"
 
 namespace mlsys::t10 {
 namespace {
@@ -43,7 +43,7 @@ class Sequencer : public sc_module {
  public:
   SC_HAS_PROCESS(Sequencer);
   Sequencer(sc_module_name name, const Problem& p, const Plan& plan, const Derived& d, const Cost& cost, Core& core,
-            std::vector<RingLink*>& rings, PerfettoTrace* trace, ReplaySummary& out)
+            std::vector<RingLink*>& rings, TraceObserver* trace, ReplaySummary& out)
       : sc_module(name), p_(p), plan_(plan), d_(d), cost_(cost), core_(core), rings_(rings), trace_(trace),
         out_(out) {
     if (trace_) {
@@ -57,7 +57,7 @@ class Sequencer : public sc_module {
   void event(int track, const std::string& name, double duration, nlohmann::json args) {
     const double start = now_cycles();
     wait(cycles(duration));
-    // Perfetto wants microseconds; one cycle is shown as one nanosecond.
+    // Observers take microseconds; one cycle is shown as one nanosecond.
     if (trace_) trace_->span(track, name, start / 1000, duration / 1000, std::move(args));
   }
   void occupy(int64_t bytes) {
@@ -180,14 +180,14 @@ class Sequencer : public sc_module {
   const Cost& cost_;
   Core& core_;
   std::vector<RingLink*>& rings_;
-  PerfettoTrace* trace_;
+  TraceObserver* trace_;
   ReplaySummary& out_;
   int compute_track_ = 0, shift_track_ = 0;
 };
 
 }  // namespace
 
-ReplaySummary replay_plan(const Problem& problem, const Plan& plan, PerfettoTrace* trace) {
+ReplaySummary replay_plan(const Problem& problem, const Plan& plan, TraceObserver* trace) {
   prepare_systemc_kernel();
   const Derived d = derive(problem, plan);
   const Cost cost = cost_of(problem, plan, d);

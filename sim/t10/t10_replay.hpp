@@ -10,7 +10,7 @@
 #include "sim/t10/t10_model.hpp"
 
 namespace mlsys {
-class PerfettoTrace;
+class TraceObserver;
 }
 
 namespace mlsys::t10 {
@@ -41,7 +41,7 @@ struct ReplaySummary {
   std::string consistency_error;      // first failure, if any
 };
 
-// Requires a plan whose cost is defined (no E4/E6). Writes Perfetto events to `trace` if given.
-ReplaySummary replay_plan(const Problem& problem, const Plan& plan, PerfettoTrace* trace = nullptr);
+// Requires a plan whose cost is defined (no E4/E6). Reports its events to `trace` if given.
+ReplaySummary replay_plan(const Problem& problem, const Plan& plan, TraceObserver* trace = nullptr);
 
 }  // namespace mlsys::t10

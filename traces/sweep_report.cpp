@@ -1,10 +1,12 @@
-#include "traces/sweep_chart.hpp"
+#include "traces/sweep_report.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <sstream>
 
+#include "sim/json_io.hpp"
 #include "solver/sweep.hpp"
 #include "traces/html_page.hpp"
 #include "traces/report.hpp"
@@ -168,6 +170,29 @@ std::string sweep_html(const std::string& problem_name, const std::vector<SweepP
   }
   html << "</table>\n" << html_page_end();
   return html.str();
+}
+
+void write_sweep(const std::string& dir, const std::string& problem_name,
+                 const std::vector<SweepPoint>& points) {
+  std::filesystem::create_directories(std::filesystem::path(dir) / "schedules");
+  std::ostringstream csv;
+  csv << kSweepCsvHeader << "\n";
+  std::vector<SweepPoint> named = points;
+  for (SweepPoint& p : named) {
+    if (p.feasible && p.schedule) {
+      p.schedule_file = "schedules/capacity-" + format_number(p.capacity) + "-bandwidth-" +
+                        format_number(p.bandwidth) + ".json";
+      write_file_atomic(dir + "/" + p.schedule_file, schedule_to_json(*p.schedule).dump(1) + "\n");
+    }
+    csv << format_number(p.capacity) << "," << format_number(p.bandwidth) << ","
+        << (p.feasible ? "ok" : "infeasible") << "," << (p.feasible ? format_number(p.total) : "") << ","
+        << format_number(p.lower_bound) << "," << (p.feasible ? format_number(p.compute_bound_share) : "")
+        << "," << (p.feasible ? std::to_string(p.peak_working_set) : "") << ","
+        << format_number(p.solve_seconds) << "," << p.schedule_file << "," << p.found_at << "\n";
+  }
+  write_file_atomic(dir + "/sweep.csv", csv.str());
+  write_file_atomic(dir + "/sweep.html", sweep_html(problem_name, named));
+  write_file_atomic(dir + "/sweep.svg", sweep_chart_svg(named));  // the chart alone, e.g. for a README
 }
 
 }  // namespace mlsys

@@ -5,8 +5,9 @@
 
 #include "sim/json_io.hpp"
 #include "sim/systemc/replay.hpp"
+#include "traces/replay_files.hpp"
 #include "traces/report.hpp"
-#include "verifier/cli_inputs.hpp"
+#include "apps/cli_inputs.hpp"
 #include "verifier/verify.hpp"
 
 using namespace mlsys;

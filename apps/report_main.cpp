@@ -4,7 +4,7 @@
 #include <iostream>
 
 #include "traces/html_report.hpp"
-#include "verifier/cli_inputs.hpp"
+#include "apps/cli_inputs.hpp"
 #include "traces/report.hpp"
 #include "verifier/verify.hpp"
 

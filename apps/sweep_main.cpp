@@ -10,6 +10,7 @@
 
 #include "sim/json_io.hpp"
 #include "solver/sweep.hpp"
+#include "traces/sweep_report.hpp"
 #include "verifier/verify.hpp"
 
 using namespace mlsys;

@@ -5,6 +5,7 @@
 #include "sim/json_io.hpp"
 #include "sim/systemc/replay.hpp"
 #include "traces/html_report.hpp"
+#include "traces/replay_files.hpp"
 #include "traces/report.hpp"
 #include "verifier/verify.hpp"
 

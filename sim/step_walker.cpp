@@ -1,0 +1,246 @@
+// The step walker: one step's slices, loads, compute, stores, working set and latency (M16-M25), and the
+// step-by-step walk of a subgraph (SubgraphModel::simulate) that the verifier's --steps, the SystemC replay
+// and the fast path's tile classes all evaluate through StepWalker::evaluate.
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+
+#include "sim/step_model.hpp"
+#include "sim/step_model_internal.hpp"
+
+namespace mlsys {
+
+StepWalker::StepWalker(const SubgraphModel& model) : model_(model) {}
+
+StepRef StepWalker::next_step() const {
+  return {position_, done() ? -1 : model_.tile_of_position(position_), ks_};
+}
+
+StepWalker::Coord StepWalker::coord(int64_t position, int64_t ks) const {
+  const SubgraphModel& m = model_;
+  const int64_t tile = m.tile_of_position(position);
+  const int64_t row = tile / m.ncols_, col = tile % m.ncols_;
+  const auto [r0, r1] = m.row_range(row);
+  const auto [c0, c1] = m.col_range(col);
+  return {position, tile, ks, Region{r0, r1, c0, c1}};
+}
+
+inline Region StepWalker::numeric(const Form& f, const Coord& c) const {
+  auto axis = [&](const Axis& a, int64_t& lo, int64_t& hi) {
+    switch (a.kind) {
+      case AxisKind::TileRows:
+        lo = c.tile_region.r0, hi = c.tile_region.r1;
+        break;
+      case AxisKind::TileCols:
+        lo = c.tile_region.c0, hi = c.tile_region.c1;
+        break;
+      case AxisKind::Reduction:
+        std::tie(lo, hi) = model_.k_range(c.ks, a.extent);
+        break;
+      case AxisKind::Full:
+        lo = 0, hi = a.extent;
+        break;
+    }
+  };
+  Region r;
+  axis(f.rows, r.r0, r.r1);
+  axis(f.cols, r.c0, r.c1);
+  return r;
+}
+
+bool StepWalker::evaluate(const Coord& c, const std::vector<NumSlice>& prev, std::vector<NumSlice>& cur,
+                          int64_t finished_area, StepDetail* detail) {
+  const SubgraphModel& m = model_;
+  const StepRef ref{c.position, c.tile, c.ks};
+  // M17: demands that are not symbolically identical must agree at this step.
+  for (const auto& check : m.checks_) {
+    const Region a = numeric(check.a, c), b = numeric(check.b, c);
+    if (!(a == b)) {
+      RuleViolation v;
+      v.rule = "M17";
+      v.subgraph = m.index_;
+      v.step = ref;
+      v.op = check.op;
+      v.tensor = check.tensor;
+      v.message = "op " + std::to_string(check.op) + " output " + tensor_name(check.tensor) +
+                  " is demanded as two different regions: " + to_string(a) + " and " + to_string(b);
+      violation_ = v;
+      return false;
+    }
+  }
+  const uint8_t active =
+      kEveryStep | (c.ks == 0 ? kFirstKStep : 0) | (c.ks == m.nk_ - 1 ? kLastKStep : 0);
+  // M19 slice set and M21 loads.
+  cur.clear();
+  int64_t load = 0, slice_area = 0;
+  for (int f = 0; f < static_cast<int>(m.forms_.size()); ++f) {
+    const auto& form = m.forms_[f];
+    if (!(form.runs_at & active)) continue;
+    const Region r = numeric(form.form, c);
+    bool reused = false;
+    if (form.may_alias) {
+      bool duplicate = false;
+      for (const NumSlice& s : cur) duplicate = duplicate || (s.tensor == form.tensor && s.region == r);
+      if (duplicate) continue;
+      for (const NumSlice& s : prev) reused = reused || (s.tensor == form.tensor && s.region == r);
+    } else {
+      for (const NumSlice& s : prev)
+        if (s.form == f) {
+          reused = s.region == r;
+          break;
+        }
+    }
+    cur.push_back({form.tensor, r, f});
+    slice_area += r.area();
+    if (!reused) load += r.area();
+    if (detail) detail->slices.push_back({form.tensor, r, !reused});
+  }
+  // M23, M24 compute.
+  double compute = 0;
+  const int64_t n_k = m.native_w_;
+  // Padded native-tile counts. Nearly every op runs on the tile itself, so its counts are divided once: a
+  // 64-bit division per op per step was the largest single cost of a search.
+  const int64_t tile_rows = c.tile_region.rows(), tile_cols = c.tile_region.cols();
+  const int64_t tile_fr = ceil_div(tile_rows, m.native_h_), tile_fc = ceil_div(tile_cols, m.native_w_);
+  auto padded_rows = [&](int64_t rows) { return rows == tile_rows ? tile_fr : ceil_div(rows, m.native_h_); };
+  auto padded_cols = [&](int64_t cols) { return cols == tile_cols ? tile_fc : ceil_div(cols, m.native_w_); };
+  for (const auto& op : m.compiled_) {
+    if (!(op.runs_at & active)) continue;
+    const Region r = numeric(op.run_form, c);
+    // Spatial padding (M23, M24), except on the streamed axis of a head or an in-chain op: proportional.
+    double f_r = static_cast<double>(padded_rows(r.rows()));
+    double f_c = static_cast<double>(padded_cols(r.cols()));
+    if (op.streamed == 1) f_c = static_cast<double>(r.cols()) / static_cast<double>(n_k);
+    if (op.streamed == 2) f_r = static_cast<double>(r.rows()) / static_cast<double>(n_k);
+    double cost;
+    if (!op.matmul) {
+      cost = op.base * f_r * f_c;
+    } else {
+      const int64_t K = op.reduction_depth;
+      const int64_t q = op.producer ? K : std::min((c.ks + 1) * m.k_, K) - c.ks * m.k_;
+      const double f_k = static_cast<double>(q) /
+                         static_cast<double>(m.compute_model_ == MatmulCompute::FullK ? K : n_k);
+      cost = op.base * f_r * f_c * f_k;
+    }
+    compute += cost;
+    if (detail) detail->computes.push_back({op.op, r, cost});
+  }
+  // M22 stores.
+  const int64_t tile_area = c.tile_region.area();
+  const bool last = c.ks == m.nk_ - 1;
+  const int64_t store = last ? tile_area * static_cast<int64_t>(m.evicted_.size()) : 0;
+  if (detail && last)
+    for (int t : m.evicted_) detail->stores.push_back({t, c.tile_region});
+  // M20 working set.
+  WorkingSet ws;
+  ws.retained_in = m.retained_in_elements_;
+  ws.slices = slice_area;
+  ws.outputs = tile_area * static_cast<int64_t>(m.nonephemeral_.size()) +
+               finished_area * static_cast<int64_t>(m.retained_.size());
+  // D: a partial sum lives from ks = 0 to the last k-step; with nk = 1 there is none.
+  const bool split_k = m.nk_ > 1;
+  ws.accumulators = split_k ? tile_area * static_cast<int64_t>(m.accumulators_.size()) : 0;
+  const int64_t total_ws = ws.total();
+  // M25 latency.
+  const double memory = static_cast<double>(load + store) / m.bandwidth_;
+  last_compute_ = compute;
+  last_memory_ = memory;
+  last_latency_ = std::max(compute, memory);
+  last_ws_ = total_ws;
+  const bool oom = static_cast<double>(total_ws) > m.capacity_;
+  if (detail || (oom && !summarize_oom_)) {
+    // Terms are built only when someone will read them.
+    for (size_t i = 0; i < m.retained_in_.size(); ++i)
+      ws.terms.push_back({'A', m.retained_in_[i], m.retained_in_regions_[i], m.retained_in_regions_[i].area()});
+    for (const NumSlice& s : cur) ws.terms.push_back({'B', s.tensor, s.region, s.region.area()});
+    for (int t : m.nonephemeral_) {
+      const bool grows = std::find(m.retained_.begin(), m.retained_.end(), t) != m.retained_.end();
+      ws.terms.push_back({'C', t, c.tile_region, tile_area + (grows ? finished_area : 0)});
+    }
+    if (split_k)
+      for (int t : m.accumulators_) ws.terms.push_back({'D', t, c.tile_region, tile_area});
+  }
+  if (detail) {
+    detail->ref = ref;
+    detail->load_elements = load;
+    detail->store_elements = store;
+    detail->compute = compute;
+    detail->memory_time = memory;
+    detail->latency = last_latency_;
+    detail->working_set = ws;
+  }
+  if (oom) {
+    RuleViolation v;  // its sentence is rendered from the terms when someone reads it
+    v.rule = "M20";
+    v.subgraph = m.index_;
+    v.step = ref;
+    v.working_set = ws;
+    v.capacity = m.capacity_;
+    violation_ = v;
+    return false;
+  }
+  return true;
+}
+
+bool StepWalker::advance(StepDetail* detail) {
+  if (detail) *detail = StepDetail{};
+  if (prev_.capacity() == 0) {  // here, not in the constructor: evaluate_fast's walker never advances
+    prev_.reserve(model_.forms_.size());
+    cur_.reserve(model_.forms_.size());
+  }
+  const Coord c = coord(position_, ks_);
+  if (!evaluate(c, prev_, cur_, finished_area_, detail)) return false;
+  std::swap(prev_, cur_);
+  if (++ks_ == model_.nk_) {
+    ks_ = 0;
+    finished_area_ += c.tile_region.area();
+    ++position_;
+  }
+  return true;
+}
+
+double compute_floor(const Problem& problem, const Graph& graph, int op, MatmulCompute model) {
+  // Native tiles of the output, padded on both axes (M23, M24). A chain head or an in-chain op may instead be
+  // proportional on the tail's reduction axis: the columns for an LHS link, the rows for an RHS link (section
+  // 8's caveat). Which one it is depends on the schedule, so the floor takes the least of the three counts;
+  // they agree whenever the output's sides are multiples of n_k and n_h = n_w (all 24 benchmarks).
+  const int y = problem.outputs[op][0];
+  const double rows = static_cast<double>(problem.heights[y]), cols = static_cast<double>(problem.widths[y]);
+  const double n_k = static_cast<double>(problem.native_w);
+  const double padded_rows = std::ceil(rows / static_cast<double>(problem.native_h));
+  const double padded_cols = std::ceil(cols / n_k);
+  const double tiles =
+      std::min({padded_rows * padded_cols, padded_rows * (cols / n_k), (rows / n_k) * padded_cols});
+  const bool deep = problem.is_matmul(op) && model == MatmulCompute::NativeK;
+  const double depth = deep ? static_cast<double>(graph.reduction_depth[op]) / problem.native_w : 1.0;
+  return problem.base_costs[op] * depth * tiles;
+}
+
+SubgraphResult SubgraphModel::simulate(const std::function<void(const StepDetail&)>& on_step) const {
+  SubgraphResult result;
+  StepWalker walker(*this);
+  StepDetail detail;
+  while (!walker.done()) {
+    const bool ok = walker.advance(on_step ? &detail : nullptr);
+    result.peak_working_set = std::max(result.peak_working_set, walker.last_working_set());
+    if (!ok) {
+      result.violation = walker.violation();
+      return result;
+    }
+    if (on_step) on_step(detail);
+    result.latency += walker.last_latency();
+    if (walker.last_compute() >= walker.last_memory_time())
+      result.compute_bound_latency += walker.last_latency();
+    result.compute_time += walker.last_compute();
+    result.memory_time += walker.last_memory_time();
+    ++result.steps;
+  }
+  return result;
+}
+
+int64_t SubgraphModel::num_steps() const {
+  int64_t steps = 0;
+  return __builtin_mul_overflow(tiles(), nk_, &steps) ? INT64_MAX : steps;
+}
+
+}  // namespace mlsys

@@ -1,0 +1,258 @@
+// The dynamic program over sets of done ops (closed under producers), which finds groupings that no order puts
+// side by side; with every grouping and retention subset it is mlsys --exhaustive.
+#include "solver/search_internal.hpp"
+
+#include <algorithm>
+#include <map>
+#include <unordered_set>
+
+namespace mlsys::search {
+namespace {
+
+// Dynamic programming over sets of finished ops instead of the prefixes of one order. A state is (the ops
+// done, always closed under producers; the tensors the last segment retains); a transition appends any
+// connected set of at most `max_length` ops whose producers are done or in the set. Every schedule without
+// recomputation whose subgraphs have at most `max_length` ops (and retain one of the retention_options) is
+// one path, so the result is the best such schedule, given the oracle's best configuration per subgraph.
+// Orders reach these schedules only if they happen to put each subgraph's ops side by side: benchmark 8's
+// best groups projections of three different heads.
+class DownsetSearch {
+ public:
+  // `exhaustive`: the wide oracle and every retention subset of up to 12 tensors (mlsys --exhaustive).
+  DownsetSearch(Incumbent& inc, OracleCache& cache, int max_length, bool exhaustive)
+      : inc_(inc),
+        p_(inc.problem),
+        g_(inc.graph),
+        // An exhaustive search's answers (wider oracle) are its own: a private cache spares it the shared
+        // cache's lock, which the other threads' jobs hold millions of times per second.
+        oracle_(inc.problem, inc.graph, inc.options.model, &inc.evaluations, exhaustive ? nullptr : &cache),
+        max_length_(max_length),
+        exhaustive_(exhaustive) {
+    const int ops = p_.num_ops();
+    oracle_.set_breadth(exhaustive ? 2 : ops <= 32 ? 1 : 0);
+    oracle_.set_expired([&inc] { return inc.expired(); });
+    producers_ = producer_masks(p_, g_);
+    neighbours_.assign(ops, 0);
+    for (int a = 0; a < ops; ++a) {
+      for (int b = 0; b < ops; ++b)
+        if (related(p_, g_, a, b)) neighbours_[a] |= bit(b);
+      floor_.push_back(compute_floor(p_, g_, a, inc.options.model.matmul_compute));
+    }
+    rank_.assign(ops, 0);
+    for (size_t i = 0; i < g_.topological_order.size(); ++i)
+      rank_[g_.topological_order[i]] = static_cast<int>(i);
+  }
+
+  // Why the sets of done ops are too many to enumerate, or nullopt if they are not: at most kMaxDownsets
+  // (benchmark 8 has 3,391; sixteen independent branches, as in benchmark 13, have more than 65,536). Ops are
+  // bits of a 64-bit mask.
+  static std::optional<std::string> unaffordable(const Problem& p, const Graph& g) {
+    const int n = p.num_ops();
+    if (n > 64) return "more than 64 ops";
+    const std::vector<uint64_t> producers = producer_masks(p, g);
+    std::unordered_set<uint64_t> seen{0};
+    std::vector<uint64_t> layer{0};
+    while (!layer.empty()) {
+      std::vector<uint64_t> next;
+      for (uint64_t done : layer) {
+        const uint64_t can_follow = ready(producers, done, n);
+        for (int o = 0; o < n; ++o)
+          if ((can_follow & bit(o)) && seen.insert(done | bit(o)).second) {
+            if (seen.size() > kMaxDownsets)
+              return "more than " + std::to_string(kMaxDownsets) +
+                     " sets of done ops (independent branches multiply them)";
+            next.push_back(done | bit(o));
+          }
+      }
+      layer = std::move(next);
+    }
+    return std::nullopt;
+  }
+  static constexpr size_t kMaxDownsets = 10000;
+
+  // Returns false if the deadline or a signal cut it short.
+  bool run() {
+    const int n = p_.num_ops();
+    const uint64_t all = n == 64 ? ~0ull : (1ull << n) - 1;
+    std::vector<std::map<Key, State>> layers(n + 1);
+    layers[0][Key{0, {}}] = State{};
+    for (int size = 0; size < n; ++size) {
+      // Cheapest first, so that later ones may be cut; ties keep the map's order, so runs agree.
+      std::vector<std::pair<double, const Key*>> ranked;
+      for (const auto& [key, st] : layers[size])
+        ranked.push_back({st.cost + remaining_floor(key.done), &key});
+      std::stable_sort(ranked.begin(), ranked.end(),
+                       [](const auto& a, const auto& b) { return a.first < b.first; });
+      for (const auto& [f, key] : ranked) {
+        if (inc_.expired()) return false;
+        if (f >= inc_.bound.load(std::memory_order_relaxed)) break;
+        expand(*key, layers[size].at(*key), layers);
+      }
+      if (inc_.expired()) return false;
+      layers[size].clear();  // parents are no longer needed: each state keeps its path
+      if (inc_.options.on_progress && exhaustive_)
+        inc_.options.on_progress("exhaustive search: expanded " + std::to_string(ranked.size()) +
+                                 " states with " + std::to_string(size) + " of " + std::to_string(n) +
+                                 " ops done");
+    }
+    if (inc_.expired()) return false;
+    auto done = layers[n].find(Key{all, {}});
+    if (done == layers[n].end() || done->second.cost >= inc_.bound.load()) return true;
+    std::vector<int> order;
+    for (const Segment& seg : done->second.path) order.insert(order.end(), seg.ops.begin(), seg.ops.end());
+    inc_.offer(done->second.path, order, {}, "dp(sets of done ops, len " + std::to_string(max_length_) + ")");
+    return true;
+  }
+
+ private:
+  struct Key {
+    uint64_t done;
+    std::vector<int> retain;
+    bool operator<(const Key& o) const { return done != o.done ? done < o.done : retain < o.retain; }
+  };
+  struct State {
+    double cost = 0;
+    std::vector<Segment> path;
+  };
+  static uint64_t bit(int op) { return 1ull << op; }
+  // The ops not in `have` whose producers are all in it.
+  static uint64_t ready(const std::vector<uint64_t>& producers, uint64_t have, int n) {
+    uint64_t mask = 0;
+    for (int o = 0; o < n; ++o)
+      if (!(have & bit(o)) && (producers[o] & have) == producers[o]) mask |= bit(o);
+    return mask;
+  }
+  // Per op, the ops that produce its inputs.
+  static std::vector<uint64_t> producer_masks(const Problem& p, const Graph& g) {
+    std::vector<uint64_t> masks(p.num_ops(), 0);
+    for (int o = 0; o < p.num_ops(); ++o)
+      for (int t : p.inputs[o])
+        if (g.producer[t] >= 0) masks[o] |= bit(g.producer[t]);
+    return masks;
+  }
+
+  double remaining_floor(uint64_t done) const {
+    double f = 0;
+    for (int o = 0; o < p_.num_ops(); ++o)
+      if (!(done & bit(o))) f += floor_[o];
+    return f;
+  }
+
+  void expand(const Key& key, const State& st, std::vector<std::map<Key, State>>& layers) {
+    const int n = p_.num_ops();
+    // The segment must hold every remaining reader of what it receives retained (M9: one subgraph only).
+    uint64_t must = 0;
+    for (int t : key.retain)
+      for (const Consumer& c : g_.consumers[t])
+        if (!(key.done & bit(c.op))) must |= bit(c.op);
+    // Ops that can join: not done, with few enough undone ancestors to fit in one segment with them.
+    uint64_t pool = 0;
+    {
+      std::vector<uint64_t> ancestors(n, 0);
+      for (int o : g_.topological_order) {
+        if (key.done & bit(o)) continue;
+        for (int q = 0; q < n; ++q)
+          if ((producers_[o] & bit(q)) && !(key.done & bit(q))) ancestors[o] |= ancestors[q] | bit(q);
+        if (__builtin_popcountll(ancestors[o]) < max_length_) pool |= bit(o);
+      }
+    }
+    if ((must & pool) != must) return;
+    // Segments are the sets S of at most L ops with done + S closed under producers, grown by adding one
+    // ready op at a time (any such S can be built in its own topological order); connectivity (M7) is
+    // checked on each. There are no more of them than sets of done ops (kMaxDownsets). Growing connected
+    // sets instead also walked the far more numerous unclosed ones: on benchmark 15 at L = 61 the first state
+    // alone took 44 s and gigabytes.
+    std::unordered_set<uint64_t> seen;
+    std::vector<uint64_t> stack{0};
+    while (!stack.empty()) {
+      if (inc_.expired()) return;
+      const uint64_t set = stack.back();
+      stack.pop_back();
+      if (set != 0 && connected(set)) try_segment(key, st, set, must, layers);
+      if (__builtin_popcountll(set) >= max_length_) continue;
+      const uint64_t next = ready(producers_, key.done | set, n) & pool;
+      for (int o = 0; o < n; ++o)
+        if ((next & bit(o)) && seen.insert(set | bit(o)).second) stack.push_back(set | bit(o));
+    }
+  }
+
+  // Whether the ops of `set` are linked through shared tensors (M7).
+  bool connected(uint64_t set) const {
+    uint64_t reached = set & (~set + 1);  // its lowest op
+    for (uint64_t last = 0; reached != last;) {
+      last = reached;
+      for (int o = 0; o < p_.num_ops(); ++o)
+        if (last & bit(o)) reached |= neighbours_[o] & set;
+    }
+    return reached == set;
+  }
+
+  void try_segment(const Key& key, const State& st, uint64_t set, uint64_t must,
+                   std::vector<std::map<Key, State>>& layers) {
+    const int n = p_.num_ops();
+    if ((set & must) != must) return;
+    const uint64_t done = key.done | set;
+    std::vector<int> ops;  // expand() grows only sets whose producers are done or in them
+    for (int o = 0; o < n; ++o)
+      if (set & bit(o)) ops.push_back(o);
+    std::sort(ops.begin(), ops.end(), [&](int a, int b) { return rank_[a] < rank_[b]; });
+    // Retention (as RetentionNeeds for orders): what a later op reads must be retained if it is consumed
+    // here, and may be retained if it is not.
+    RetentionNeeds needs;
+    for (int o : ops)
+      for (int t : p_.outputs[o]) {
+        bool internal = false, internal_matmul = false;
+        int later = 0;
+        for (const Consumer& c : g_.consumers[t]) {
+          if (set & bit(c.op)) {
+            internal = true;
+            internal_matmul = internal_matmul || p_.is_matmul(c.op);
+          } else if (!(done & bit(c.op))) {
+            ++later;
+          }
+        }
+        if (later == 0) continue;
+        needs.add(t, internal, internal_matmul, later <= max_length_);
+      }
+    if (!needs.feasible) return;
+    const double rest = remaining_floor(done);
+    for (const std::vector<int>& retain : retention_options(needs, exhaustive_ ? 12 : 4)) {
+      if (inc_.expired()) return;  // up to 4,096 options in an exhaustive search: a signal must not wait
+      const double floor = st.cost + oracle_.lower_bound(ops, key.retain, retain);
+      if (floor + rest >= inc_.bound.load(std::memory_order_relaxed)) continue;
+      Key next{done, retain};
+      std::map<Key, State>& layer = layers[__builtin_popcountll(done)];
+      auto it = layer.find(next);
+      if (it != layer.end() && floor >= it->second.cost) continue;
+      auto best = oracle_.best(ops, key.retain, retain);
+      if (!best) continue;
+      const double cost = st.cost + best->latency;
+      if (it != layer.end() && cost >= it->second.cost) continue;
+      State s{cost, st.path};
+      s.path.push_back({ops, retain, *best});
+      layer[next] = std::move(s);
+    }
+  }
+
+  Incumbent& inc_;
+  const Problem& p_;
+  const Graph& g_;
+  SubgraphOracle oracle_;
+  int max_length_;
+  bool exhaustive_;
+  std::vector<uint64_t> producers_, neighbours_;
+  std::vector<double> floor_;
+  std::vector<int> rank_;
+};
+
+}  // namespace
+
+bool run_downset_search(Incumbent& inc, OracleCache& cache, int max_length, bool exhaustive) {
+  return DownsetSearch(inc, cache, max_length, exhaustive).run();
+}
+
+std::optional<std::string> downsets_unaffordable(const Problem& p, const Graph& g) {
+  return DownsetSearch::unaffordable(p, g);
+}
+
+}  // namespace mlsys::search
