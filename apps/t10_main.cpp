@@ -8,8 +8,10 @@
 #include <iostream>
 
 #include "sim/json_io.hpp"
+#include "sim/t10/t10_cores.hpp"
 #include "sim/t10/t10_replay.hpp"
 #include "sim/violation.hpp"
+#include "solver/t10_exchange_search.hpp"
 #include "solver/t10_search.hpp"
 #include "traces/perfetto_trace.hpp"
 #include "traces/report.hpp"
@@ -74,6 +76,18 @@ extern "C" int sc_main(int argc, char** argv) {
   CLI::App* simulate = app.add_subcommand("simulate", "replay a plan event by event in SystemC");
   common(simulate, true);
   simulate->add_option("--trace", trace_path, "write a Chrome/Perfetto trace-event JSON file");
+  std::string timing_name = "grader";
+  bool representative = false, functional = false;
+  uint64_t seed = 1;
+  simulate->add_option("--timing", timing_name,
+                       "grader (default: each phase costs what the rule book charges) or exchange (bulk-synchronous "
+                       "IPU exchange: per-tile bandwidth, sync, AMP compute of each core's real block)")
+      ->check(CLI::IsMember({"grader", "exchange"}));
+  simulate->add_flag("--functional", functional,
+                     "multiply real integer matrices with the pieces each core holds; C must equal A·B exactly");
+  simulate->add_option("--seed", seed, "seed of the functional mode's matrices");
+  simulate->add_flag("--representative", representative,
+                     "replay one representative core (rule book T31) instead of every core");
   std::string out_path;
   CLI::App* report =
       app.add_subcommand("report", "write an HTML report of a plan (breakdown, SRAM, best plans)");
@@ -84,6 +98,14 @@ extern "C" int sc_main(int argc, char** argv) {
   CLI::App* solve = app.add_subcommand("solve", "exhaustive search for the fastest accepted plan");
   common(solve, false);
   solve->add_option("--top", top, "print the N best plans")->check(CLI::Range(1, 1000));
+  std::string solve_timing = "grader";
+  int64_t max_simulations = 5000;
+  solve->add_option("--timing", solve_timing,
+                    "grader (default: the rule book's cycles, exhaustive) or exchange (rank by the all-cores "
+                    "engine's exchange timing, plans simulated in order of a lower bound)")
+      ->check(CLI::IsMember({"grader", "exchange"}));
+  solve->add_option("--max-simulations", max_simulations, "with --timing exchange: at most this many plans simulated")
+      ->check(CLI::Range(int64_t{1}, int64_t{10000000}));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -92,6 +114,32 @@ extern "C" int sc_main(int argc, char** argv) {
   const Profile profile = profile_name == "engdesign" ? Profile::EngDesign : Profile::Strict;
   try {
     const t10::Problem problem = read_problem(problem_path, profile);
+    if (*solve && solve_timing == "exchange") {
+      const auto start = std::chrono::steady_clock::now();
+      std::cerr << "ranking plans by the exchange timing (" << profile_name << ")...\n";
+      const ExchangeSearchResult r = search_exchange(problem, profile, top, max_simulations);
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::cerr << r.accepted << " accepted plans, " << r.simulated << " simulated on every core in "
+                << format_number(seconds) << " s; "
+                << (r.proven ? "the bound proves the best" : "stopped at --max-simulations: not proven") << "\n";
+      if (r.top.empty()) {
+        std::cerr << "error: no accepted plan could be simulated\n";
+        return 1;
+      }
+      if (json_out) {
+        json list = json::array();
+        for (const ExchangeRankedPlan& rp : r.top)
+          list.push_back({{"plan", plan_to_json(rp.plan)}, {"exchange_cycles", rp.exchange_total},
+                          {"grader_cycles", rp.grader_total}});
+        std::cout << json{{"top", list}, {"proven", r.proven}, {"simulated", r.simulated}, {"accepted", r.accepted}}.dump(2)
+                  << "\n";
+      } else {
+        for (const ExchangeRankedPlan& rp : r.top)
+          std::cout << plan_to_json(rp.plan).dump() << "  exchange " << format_number(rp.exchange_total)
+                    << " cycles, grader " << format_number(rp.grader_total) << "\n";
+      }
+      return 0;
+    }
     if (*solve) {
       const auto start = std::chrono::steady_clock::now();
       std::cerr << "searching all plans (" << profile_name << ")...\n";
@@ -148,6 +196,52 @@ extern "C" int sc_main(int argc, char** argv) {
         std::cerr << "error: [" << e.violations.front().code << "] " << e.violations.front().message
                   << " (the plan has no defined cost to replay)\n";
         return 1;
+      }
+      if (!representative) {
+        CoreSimOptions options;
+        options.timing = timing_name == "exchange" ? CoreTiming::Exchange : CoreTiming::Grader;
+        options.functional = functional;
+        options.seed = seed;
+        std::cerr << "simulating " << e.derived.cores << " cores, " << e.derived.steps << " compute steps"
+                  << (functional ? " (functional)" : "") << "...\n";
+        PerfettoTrace trace("t10 all cores: " + plan_path);
+        CoresResult r;
+        try {
+          r = simulate_cores(problem, plan, options, trace_path.empty() ? nullptr : &trace);
+        } catch (const std::invalid_argument& refused) {
+          std::cerr << "error: " << refused.what() << "\n";
+          return 2;
+        }
+        if (!trace_path.empty()) trace.write(trace_path);
+        if (json_out) {
+          json j = evaluation_to_json(problem, plan, e, profile);
+          j["cores"] = cores_result_to_json(r, options.timing);
+          std::cout << j.dump(2) << "\n";
+        } else {
+          print_breakdown(problem, plan, e);
+          std::cout << "all cores: " << r.cores << " (" << r.empty_cores << " with an empty block), " << r.steps
+                    << " compute steps, " << r.transfers << " transfers, " << r.bytes_moved
+                    << " bytes moved; SRAM peak " << r.peak_sram_bytes << " B on core (" << r.peak_sram_core[0] << ", "
+                    << r.peak_sram_core[1] << ", " << r.peak_sram_core[2] << ") (rule book hot "
+                    << r.rule_book_hot_bytes << " B)\n";
+          std::cout << "grader timing: total " << format_number(r.total) << " cycles\n";
+          if (options.timing == CoreTiming::Exchange)
+            std::cout << "exchange timing: total " << format_number(r.exchange_total) << " cycles (compute "
+                      << format_number(r.exchange_compute) << ", exchange " << format_number(r.exchange_exchange)
+                      << ", sync " << format_number(r.exchange_sync) << "), "
+                      << format_display(100 * (r.exchange_total / r.total - 1)) << " % against the grader\n";
+          if (r.functional_checked && !r.violation) std::cout << "functional: C = A·B exactly\n";
+        }
+        if (r.violation) {
+          const CoreViolation& v = *r.violation;
+          std::cerr << "error: data consistency (T35 on every core): " << (v.step >= 0 ? "step " + std::to_string(v.step) + ", " : "")
+                    << "core (" << v.core[0] << ", " << v.core[1] << ", " << v.core[2] << "), tensor " << v.tensor
+                    << ": " << v.message << (r.misaligned ? " (misaligned plan: its operands are never moved)" : "")
+                    << "\n";
+          return 1;
+        }
+        for (const auto& v : e.violations) std::cerr << "error: [" << v.code << "] " << v.message << "\n";
+        return e.accepted ? 0 : 1;
       }
       PerfettoTrace trace("t10 replay: " + plan_path);
       const ReplaySummary s = replay_plan(problem, plan, trace_path.empty() ? nullptr : &trace);

@@ -4,6 +4,7 @@
 
 #include "python/bindings.hpp"
 #include "sim/json_io.hpp"
+#include "sim/t10/t10_cores.hpp"
 #include "sim/t10/t10_model.hpp"
 #include "solver/t10_search.hpp"
 
@@ -129,6 +130,32 @@ void bind_t10(py::module_& m) {
       py::arg("problem"), py::arg("plan"), py::arg("profile") = "strict",
       "Every rule of the profile (strict: SRAM, chains, splits; engdesign: the benchmark's grader) and the "
       "cost.");
+
+  m.def(
+      "t10_simulate",
+      [](const py::object& problem_source, const py::object& plan_source, const std::string& timing,
+         bool functional, uint64_t seed) {
+        if (timing != "grader" && timing != "exchange")
+          throw InputError("", "timing", "usage", "must be \"grader\" or \"exchange\", got \"" + timing + "\"");
+        const T10Problem p = t10_problem_from(problem_source);
+        const T10Plan plan = t10_plan_from(plan_source);
+        t10::CoreSimOptions options;
+        options.timing = timing == "exchange" ? t10::CoreTiming::Exchange : t10::CoreTiming::Grader;
+        options.functional = functional;
+        options.seed = seed;
+        t10::CoresResult result;
+        try {
+          py::gil_scoped_release release;
+          result = t10::simulate_cores(p.problem, plan.plan, options);
+        } catch (const std::invalid_argument& refused) {
+          throw InputError(p.source, "plan", "T10", refused.what());
+        }
+        return to_python(t10::cores_result_to_json(result, options.timing));
+      },
+      py::arg("problem"), py::arg("plan"), py::arg("timing") = "grader", py::arg("functional") = false,
+      py::arg("seed") = 1,
+      "Every core of the plan, with real pieces moved between them (t10 simulate): a dict with the grader's "
+      "totals, the exchange timing's phases if asked, SRAM per core, and the first data-consistency violation.");
 
   py::class_<t10::RankedPlan>(m, "T10RankedPlan")
       .def_property_readonly("plan", [](const t10::RankedPlan& r) { return T10Plan{r.plan}; })

@@ -33,6 +33,7 @@ from ._core import (
     steps,
     subgraph_cost,
     t10_evaluate,
+    t10_simulate,
     t10_search,
     verify,
 )

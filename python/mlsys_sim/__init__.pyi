@@ -321,6 +321,13 @@ class T10Evaluation:
     def to_dict(self) -> dict: ...
     def __bool__(self) -> bool: ...
 
+def t10_simulate(
+    problem: Union[T10Problem, JsonSource],
+    plan: Union[T10Plan, JsonSource],
+    timing: Literal["grader", "exchange"] = ...,
+    functional: bool = ...,
+    seed: int = ...,
+) -> dict: ...
 def t10_evaluate(
     problem: Union[T10Problem, JsonSource], plan: Union[T10Plan, JsonSource], profile: Profile = "strict"
 ) -> T10Evaluation: ...

@@ -71,11 +71,20 @@ std::variant<Problem, InputFault> parse_problem(const json& doc) {
     }
     for (auto [name, out] : {std::pair{"flops_per_cycle", &p.chip.flops_per_cycle},
                              {"local_bytes_per_cycle", &p.chip.local_bytes_per_cycle},
-                             {"noc_elems_per_cycle", &p.chip.noc_elems_per_cycle}}) {
+                             {"noc_elems_per_cycle", &p.chip.noc_elems_per_cycle},
+                             {"exchange_bytes_per_cycle", &p.chip.exchange_bytes_per_cycle},
+                             {"sync_cycles", &p.chip.sync_cycles},
+                             {"amp_macs_per_cycle", &p.chip.amp_macs_per_cycle}}) {
       if (!c.contains(name)) continue;
       if (!c[name].is_number() || !(c[name].get<double>() > 0))
         return fault(std::string("chip.") + name, "must be a positive number, got " + str(c[name]));
       *out = c[name].get<double>();
+    }
+    if (c.contains("exchange_latency_cycles")) {
+      const json& v = c["exchange_latency_cycles"];
+      if (!v.is_number() || !(v.get<double>() >= 0) || !std::isfinite(v.get<double>()))
+        return fault("chip.exchange_latency_cycles", "must be a number >= 0, got " + str(v));
+      p.chip.exchange_latency_cycles = v.get<double>();
     }
     for (const char* name : {"clock_hz", "link_bytes_per_s"})
       if (c.contains(name) && (!c[name].is_number() || !(c[name].get<double>() > 0)))

@@ -22,6 +22,12 @@ struct Chip {  // T1 defaults: Graphcore IPU Mk2
   double local_bytes_per_cycle = 32;
   double noc_elems_per_cycle = 3;
   std::string noc_topology = "mesh";
+  // The physical exchange model of the all-cores engine (t10 simulate --timing exchange), not used by the
+  // grader's formulas; docs/t10-model.md#exchange gives the sources of the defaults.
+  double exchange_bytes_per_cycle = 4;  // per tile, for sends and for receives
+  double exchange_latency_cycles = 0;   // per transfer (no published figure: set it to study it)
+  double sync_cycles = 118;             // per superstep
+  double amp_macs_per_cycle = 64;       // FP16 multiply-accumulates per cycle per tile
 };
 
 struct Problem {

@@ -1,0 +1,587 @@
+#include "sim/t10/t10_cores.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <random>
+#include <stdexcept>
+#include <systemc>
+
+#include "sim/systemc/kernel.hpp"
+#include "sim/trace_observer.hpp"
+
+namespace mlsys::t10 {
+namespace {
+
+using namespace sc_core;
+
+// The two dimensions of each tensor (m = 0, k = 1, n = 2) and the one it lacks, along which it is replicated
+// (T7: R_C = pk, R_A = pn, R_B = pm).
+constexpr int kDims[3][2] = {{0, 2}, {0, 1}, {1, 2}};
+constexpr int kLacking[3] = {1, 2, 0};
+constexpr char kName[3] = {'C', 'A', 'B'};
+constexpr char kDimName[3] = {'m', 'k', 'n'};
+
+struct Range {
+  int64_t lo = 0, hi = 0;
+  int64_t size() const { return hi > lo ? hi - lo : 0; }
+};
+
+// A piece of one tensor: the block it belongs to (the two coordinates of the tensor's dimensions) and its
+// position on each of the tensor's rings (one digit per level that holds the tensor, in level order).
+struct Piece {
+  std::array<int64_t, 2> block{};
+  std::vector<int64_t> digits;
+  int buffer = -1;  // C only: the partial sums it carries
+};
+
+struct Core {
+  std::array<int64_t, 3> at{};   // (i_m, i_k, i_n)
+  std::array<Piece, 3> holds;    // C, A, B
+};
+
+// A C piece's partial sums, as they travel with the piece, and (for the reduction check) which k blocks
+// reached each of its output blocks.
+struct PartialSums {
+  std::array<int64_t, 2> block{};
+  std::vector<int64_t> digits;
+  int64_t copy = 0;  // ring copy along k
+  std::vector<int64_t> values;  // functional mode: rows x cols of the piece
+};
+
+class Engine {
+ public:
+  Engine(const Problem& p, const Plan& plan, const CoreSimOptions& o, TraceObserver* trace)
+      : p_(p), plan_(plan), o_(o), trace_(trace), d_(derive(p, plan)), cost_(cost_of(p, plan, d_)) {
+    procs_ = plan.f_op;
+    extent_ = {p.m, p.k, p.n};
+    factor_[C] = {plan.cm, 1, plan.cn};
+    factor_[A] = {plan.am, plan.ak, 1};
+    factor_[B] = {1, plan.bk, plan.bn};
+    for (size_t j = 0; j < d_.levels.size(); ++j)
+      for (char t : d_.levels[j].tensors) levels_of_[t == 'C' ? C : t == 'A' ? A : B].push_back(static_cast<int>(j));
+    for (int x = 0; x < 3; ++x) {
+      ring_[x] = 1;
+      for (int j : levels_of_[x]) ring_[x] *= d_.levels[j].g;
+    }
+  }
+
+  CoresResult run();
+
+ private:
+  // ---- geometry
+  int64_t core_id(const std::array<int64_t, 3>& c) const { return (c[0] * procs_[1] + c[1]) * procs_[2] + c[2]; }
+  Range block_range(int dim, int64_t i) const {
+    return {i * d_.spatial[dim], std::min((i + 1) * d_.spatial[dim], extent_[dim])};
+  }
+  Range sub_block(int dim, int64_t i, int64_t b) const {
+    const Range r = block_range(dim, i);
+    return {r.lo + b * d_.sub_task[dim], std::min(r.lo + (b + 1) * d_.sub_task[dim], r.hi)};
+  }
+  // Sub-blocks per piece of tensor x along dim: t_d / f (the pieces group whole sub-blocks).
+  int64_t per_piece(int x, int dim) const { return d_.steps_per_dim[dim] / factor_[x][dim]; }
+  Range piece_range(int x, int dim, int64_t i, int64_t q) const {
+    const Range r = block_range(dim, i);
+    const int64_t len = per_piece(x, dim) * d_.sub_task[dim];
+    return {std::min(r.lo + q * len, r.hi), std::min(r.lo + (q + 1) * len, r.hi)};
+  }
+  // The piece index of `digits` (levels of tensor x) on `dim`: mixed radix over the dim's levels, joint first.
+  int64_t piece_index(int x, int dim, const std::vector<int64_t>& digits) const {
+    int64_t q = 0;
+    for (size_t i = 0; i < levels_of_[x].size(); ++i) {
+      const ShiftLevel& l = d_.levels[levels_of_[x][i]];
+      if (l.dim == kDimName[dim]) q = q * l.g + digits[i];
+    }
+    return q;
+  }
+  // Ring position digits of a core in tensor x's rings (mixed radix of its index within its ring copy).
+  std::vector<int64_t> ring_digits(int x, int64_t coordinate) const {
+    int64_t local = coordinate % ring_[x];
+    std::vector<int64_t> digits(levels_of_[x].size());
+    for (size_t i = digits.size(); i-- > 0;) {
+      const int64_t g = d_.levels[levels_of_[x][i]].g;
+      digits[i] = local % g;
+      local /= g;
+    }
+    return digits;
+  }
+  int64_t piece_bytes(int x, const Piece& piece) const {
+    const Range a = piece_range(x, kDims[x][0], piece.block[0], piece_index(x, kDims[x][0], piece.digits));
+    const Range b = piece_range(x, kDims[x][1], piece.block[1], piece_index(x, kDims[x][1], piece.digits));
+    return p_.dtype_bytes * a.size() * b.size();
+  }
+
+  void place_initial_pieces();
+  void broadcast();
+  void compute_step(int64_t step, const std::vector<int64_t>& gray);
+  void shift(size_t level, int64_t dir);
+  void reduce_and_gather();
+  void fail(int64_t step, const Core& core, int x, const std::string& message) {
+    if (result_.violation) return;
+    result_.violation = CoreViolation{step, core.at, kName[x], message};
+  }
+  void phase(const std::string& name, double grader_cycles, const std::vector<double>& send,
+             const std::vector<double>& recv, const std::vector<double>& busy, int64_t bytes);
+
+  const Problem& p_;
+  const Plan& plan_;
+  const CoreSimOptions& o_;
+  TraceObserver* trace_;
+  Derived d_;
+  Cost cost_;
+  std::array<int64_t, 3> procs_{}, extent_{}, ring_{};
+  std::array<std::array<int64_t, 3>, 3> factor_{};
+  std::array<std::vector<int>, 3> levels_of_;
+  std::vector<Core> cores_;
+  std::vector<PartialSums> sums_;
+  std::vector<uint8_t> computed_;        // per core and block: computed (exactly once)
+  std::vector<uint64_t> reduced_;        // per output block: bitset of the k blocks that reached it
+  int64_t k_blocks_ = 0, words_ = 0;
+  std::vector<int64_t> a_, b_;           // functional mode operands (row-major)
+  int64_t shift_events_ = 0;
+  int track_ = 0;
+  CoresResult result_;
+};
+
+void Engine::place_initial_pieces() {
+  cores_.resize(static_cast<size_t>(d_.cores));
+  for (int64_t im = 0; im < procs_[0]; ++im)
+    for (int64_t ik = 0; ik < procs_[1]; ++ik)
+      for (int64_t in = 0; in < procs_[2]; ++in) {
+        Core& core = cores_[core_id({im, ik, in})];
+        core.at = {im, ik, in};
+      }
+  // The skew: on level j every core starts at the sum of its ring positions in the rings of the level's
+  // tensors (mod g). Within one tensor's ring the other tensors' positions are constant (they depend on
+  // coordinates that fix the tensor's block), so neighbours on the ring start one piece apart, and a core's
+  // three operands agree on its first block.
+  for (Core& core : cores_) {
+    std::vector<int64_t> start(d_.levels.size(), 0);
+    for (int x = 0; x < 3; ++x) {
+      const std::vector<int64_t> digits = ring_digits(x, core.at[kLacking[x]]);
+      for (size_t i = 0; i < digits.size(); ++i) start[levels_of_[x][i]] += digits[i];
+    }
+    for (int x = 0; x < 3; ++x) {
+      Piece& piece = core.holds[x];
+      piece.block = {core.at[kDims[x][0]], core.at[kDims[x][1]]};
+      for (int j : levels_of_[x]) piece.digits.push_back(start[j] % d_.levels[j].g);
+    }
+    PartialSums sums;
+    sums.block = core.holds[C].block;
+    sums.digits = core.holds[C].digits;
+    sums.copy = core.at[kLacking[C]] / ring_[C];
+    if (o_.functional) {
+      const Range r = piece_range(C, 0, sums.block[0], piece_index(C, 0, sums.digits));
+      const Range c = piece_range(C, 2, sums.block[1], piece_index(C, 2, sums.digits));
+      sums.values.assign(static_cast<size_t>(r.size() * c.size()), 0);
+    }
+    core.holds[C].buffer = static_cast<int>(sums_.size());
+    sums_.push_back(std::move(sums));
+  }
+}
+
+// Exchange timing of one superstep, or the grader's charge; advances simulated time and records the phase.
+void Engine::phase(const std::string& name, double grader_cycles, const std::vector<double>& send,
+                   const std::vector<double>& recv, const std::vector<double>& busy, int64_t bytes) {
+  double cycles = grader_cycles;
+  if (o_.timing == CoreTiming::Exchange) {
+    PhaseCost cost{name, 0, {}, bytes};
+    for (size_t c = 0; c < cores_.size(); ++c) {
+      const double t = std::max({send.empty() ? 0 : send[c], recv.empty() ? 0 : recv[c], busy.empty() ? 0 : busy[c]});
+      if (t > cost.cycles) cost.cycles = t, cost.critical_core = cores_[c].at;
+    }
+    const bool exchange = busy.empty();
+    (exchange ? result_.exchange_exchange : result_.exchange_compute) += cost.cycles;
+    result_.exchange_sync += p_.chip.sync_cycles;
+    cost.cycles += p_.chip.sync_cycles;  // every superstep ends with a sync
+    cycles = cost.cycles;
+    result_.phases.push_back(cost);
+  }
+  const double start = sc_time_stamp().to_seconds() * 1e9;
+  if (cycles > 0) wait(sc_time(cycles, SC_NS));
+  if (trace_) trace_->span(track_, name, start / 1000, cycles / 1000, {{"bytes", bytes}});
+}
+
+void Engine::broadcast() {
+  // Each ring copy but the first receives its initial A and B pieces from the core of copy 0 that starts
+  // with the same piece (its home); a home sends to every other copy, one transfer after another.
+  const double bw = p_.chip.exchange_bytes_per_cycle, latency = p_.chip.exchange_latency_cycles;
+  std::vector<double> send(cores_.size(), 0), recv(cores_.size(), 0);
+  int64_t bytes = 0;
+  for (const Core& core : cores_)
+    for (int x : {A, B}) {
+      const int64_t coordinate = core.at[kLacking[x]];
+      if (coordinate < ring_[x]) continue;  // copy 0 holds its pieces
+      std::array<int64_t, 3> home = core.at;
+      home[kLacking[x]] = coordinate % ring_[x];
+      const int64_t b = piece_bytes(x, core.holds[x]);
+      if (b == 0) continue;
+      send[core_id(home)] += b / bw + latency;
+      recv[core_id(core.at)] += b / bw + latency;
+      bytes += b;
+      ++result_.transfers;
+    }
+  result_.bytes_moved += bytes;
+  const bool any = std::any_of(d_.ring_products.begin() + 1, d_.ring_products.end(), [](int64_t r) { return r > 1; });
+  if (o_.timing == CoreTiming::Grader) {
+    if (any) phase("broadcast", static_cast<double>(cost_.bcast), {}, {}, {}, bytes);
+  } else if (bytes > 0) {
+    phase("broadcast", 0, send, recv, {}, bytes);
+  }
+}
+
+void Engine::compute_step(int64_t step, const std::vector<int64_t>& gray) {
+  const size_t L = d_.levels.size();
+  std::vector<double> busy(cores_.size(), 0);
+  const double amp = p_.chip.amp_macs_per_cycle;
+  const double padded = static_cast<double>(d_.sub_task[0] * d_.sub_task[1] * d_.sub_task[2]) / amp;
+  for (size_t c = 0; c < cores_.size(); ++c) {
+    Core& core = cores_[c];
+    // The block this core computes: its own start (the skew) plus the Gray code, per level; then per dim
+    // the mixed radix of its levels, joint first.
+    std::array<int64_t, 3> block{0, 0, 0};
+    if (!d_.misaligned) {
+      std::vector<int64_t> start(L, 0);
+      for (int x = 0; x < 3; ++x) {
+        const std::vector<int64_t> digits = ring_digits(x, core.at[kLacking[x]]);
+        for (size_t i = 0; i < digits.size(); ++i) start[levels_of_[x][i]] += digits[i];
+      }
+      for (int dim = 0; dim < 3; ++dim)
+        for (size_t j = 0; j < L; ++j)
+          if (d_.levels[j].dim == kDimName[dim])
+            block[dim] = block[dim] * d_.levels[j].g + (start[j] + gray[j]) % d_.levels[j].g;
+    } else {
+      // No levels: the steps walk the blocks in order, and nothing moves (T18).
+      int64_t rest = step;
+      for (int dim = 2; dim >= 0; --dim) {
+        block[dim] = rest % d_.steps_per_dim[dim];
+        rest /= d_.steps_per_dim[dim];
+      }
+    }
+    const int64_t index = (block[0] * d_.steps_per_dim[1] + block[1]) * d_.steps_per_dim[2] + block[2];
+    uint8_t& seen = computed_[static_cast<size_t>(c) * static_cast<size_t>(d_.steps) + static_cast<size_t>(index)];
+    if (seen) fail(step, core, C, "computes block (" + std::to_string(block[0]) + ", " + std::to_string(block[1]) +
+                                      ", " + std::to_string(block[2]) + ") a second time");
+    seen = 1;
+    // T35 on every core: each operand's block and piece are those the block needs.
+    for (int x = 0; x < 3; ++x) {
+      const Piece& piece = core.holds[x];
+      for (int side = 0; side < 2; ++side) {
+        const int dim = kDims[x][side];
+        const int64_t want = block[dim] / per_piece(x, dim);
+        const int64_t have = piece_index(x, dim, piece.digits);
+        if (piece.block[side] != core.at[dim] || have != want)
+          fail(step, core, x,
+               std::string("holds piece ") + std::to_string(have) + " of block " + std::to_string(piece.block[side]) +
+                   " on " + kDimName[dim] + ", its block (" + std::to_string(block[0]) + ", " +
+                   std::to_string(block[1]) + ", " + std::to_string(block[2]) + ") needs piece " +
+                   std::to_string(want) + " of block " + std::to_string(core.at[dim]));
+      }
+    }
+    const Range rm = sub_block(0, core.at[0], block[0]), rk = sub_block(1, core.at[1], block[1]),
+                rn = sub_block(2, core.at[2], block[2]);
+    const double own = static_cast<double>(rm.size() * rk.size() * rn.size()) / amp;
+    busy[c] = own;
+    result_.edge_idle_cycles += padded - own;
+    // Where the partial sums land: the output block of the C piece the core holds, at the block's offset
+    // within the piece; which k block: the A piece's. (Equal to the core's own blocks when consistent.)
+    const Piece& pc = core.holds[C];
+    const Piece& pa = core.holds[A];
+    const Piece& pb = core.holds[B];
+    auto global_block = [&](int x, const Piece& piece, int side, int64_t local) {
+      const int dim = kDims[x][side];
+      return piece.block[side] * d_.steps_per_dim[dim] +
+             piece_index(x, dim, piece.digits) * per_piece(x, dim) + local % per_piece(x, dim);
+    };
+    const int64_t out_m = global_block(C, pc, 0, block[0]), out_n = global_block(C, pc, 1, block[2]);
+    const int64_t k_a = global_block(A, pa, 1, block[1]), k_b = global_block(B, pb, 0, block[1]);
+    if (k_a != k_b) fail(step, core, B, "reduces over k block " + std::to_string(k_b) + " while A gives " + std::to_string(k_a));
+    const int64_t out = out_m * procs_[2] * d_.steps_per_dim[2] + out_n;
+    uint64_t& word = reduced_[static_cast<size_t>(out * words_ + k_a / 64)];
+    if (word & (uint64_t{1} << (k_a % 64)))
+      fail(step, core, C, "adds k block " + std::to_string(k_a) + " to output block (" + std::to_string(out_m) +
+                              ", " + std::to_string(out_n) + ") a second time");
+    word |= uint64_t{1} << (k_a % 64);
+    if (!o_.functional || rm.size() * rk.size() * rn.size() == 0) continue;
+    // Multiply with the pieces held: rows and columns read through each piece's own range.
+    auto start_in = [&](int x, const Piece& piece, int side, int64_t local) {
+      const int dim = kDims[x][side];
+      return piece_range(x, dim, piece.block[side], piece_index(x, dim, piece.digits)).lo +
+             (local % per_piece(x, dim)) * d_.sub_task[dim];
+    };
+    const int64_t a_row = start_in(A, pa, 0, block[0]), a_col = start_in(A, pa, 1, block[1]);
+    const int64_t b_row = start_in(B, pb, 0, block[1]), b_col = start_in(B, pb, 1, block[2]);
+    PartialSums& sums = sums_[static_cast<size_t>(pc.buffer)];
+    const Range c_rows = piece_range(C, 0, sums.block[0], piece_index(C, 0, sums.digits));
+    const Range c_cols = piece_range(C, 2, sums.block[1], piece_index(C, 2, sums.digits));
+    const int64_t c_row = start_in(C, pc, 0, block[0]) - c_rows.lo, c_col = start_in(C, pc, 1, block[2]) - c_cols.lo;
+    const int64_t K = p_.k, N = p_.n;
+    for (int64_t i = 0; i < rm.size(); ++i)
+      for (int64_t j = 0; j < rn.size(); ++j) {
+        const int64_t ar = a_row + i, bc = b_col + j, cr = c_row + i, cc = c_col + j;
+        if (ar >= p_.m || bc >= N || cr >= c_rows.size() || cc >= c_cols.size()) continue;  // outside: lost
+        int64_t acc = 0;
+        for (int64_t q = 0; q < rk.size(); ++q) {
+          const int64_t ac = a_col + q, br = b_row + q;
+          if (ac < K && br < K) acc += a_[static_cast<size_t>(ar * K + ac)] * b_[static_cast<size_t>(br * N + bc)];
+        }
+        sums.values[static_cast<size_t>(cr * c_cols.size() + cc)] += acc;
+      }
+  }
+  phase("compute step " + std::to_string(step), d_.steps ? cost_.compute / static_cast<double>(d_.steps) : 0, {}, {},
+        busy, 0);
+}
+
+void Engine::shift(size_t level, int64_t dir) {
+  const ShiftLevel& l = d_.levels[level];
+  const double bw = p_.chip.exchange_bytes_per_cycle, latency = p_.chip.exchange_latency_cycles;
+  std::vector<double> send(cores_.size(), 0), recv(cores_.size(), 0);
+  int64_t bytes = 0;
+  for (char t : l.tensors) {
+    const int x = t == 'C' ? C : t == 'A' ? A : B;
+    // The position of this level among the tensor's levels, and its weight in the ring index.
+    size_t pos = 0;
+    int64_t weight = 1;
+    for (size_t i = 0; i < levels_of_[x].size(); ++i)
+      if (static_cast<size_t>(levels_of_[x][i]) == level) pos = i;
+    for (size_t i = pos + 1; i < levels_of_[x].size(); ++i) weight *= d_.levels[levels_of_[x][i]].g;
+    std::vector<Piece> incoming(cores_.size());
+    for (size_t c = 0; c < cores_.size(); ++c) {
+      // Core c receives from the ring neighbour one place ahead (in direction dir) on this level's ring.
+      const Core& core = cores_[c];
+      const int64_t coordinate = core.at[kLacking[x]];
+      const int64_t digit = ring_digits(x, coordinate)[pos];
+      const int64_t moved = ((digit + dir) % l.g + l.g) % l.g;
+      std::array<int64_t, 3> from = core.at;
+      from[kLacking[x]] = coordinate + (moved - digit) * weight;
+      const size_t f = static_cast<size_t>(core_id(from));
+      incoming[c] = cores_[f].holds[x];
+      const int64_t b = piece_bytes(x, incoming[c]);
+      send[f] += b / bw + latency;
+      recv[c] += b / bw + latency;
+      bytes += b;
+      ++result_.transfers;
+    }
+    for (size_t c = 0; c < cores_.size(); ++c) {
+      if (shift_events_ == o_.drop_shift_event && c == 0 && t == l.tensors[0]) continue;  // the test hook
+      cores_[c].holds[x] = std::move(incoming[c]);
+    }
+  }
+  result_.bytes_moved += bytes;
+  ++result_.events_per_level[level];
+  ++shift_events_;
+  phase("shift level " + std::to_string(level) + " (" + l.dim + ", " + l.tensors + ")", 
+        event_cycles(p_, d_).shift[level], send, recv, {}, bytes);
+}
+
+void Engine::reduce_and_gather() {
+  // The pk replicas of an output block (the rho_C ring copies when C rotates) each hold partial sums of every
+  // C piece. They reduce-scatter over the all-to-all exchange: each of the n holders of a piece owns 1/n of it
+  // and sends the other n - 1 parts to their owners (every core sends and receives (n - 1)/n of the piece,
+  // in n - 1 transfers). The sum ends spread over the replicas, as T10 leaves it.
+  const double bw = p_.chip.exchange_bytes_per_cycle, latency = p_.chip.exchange_latency_cycles;
+  std::vector<double> send(cores_.size(), 0), recv(cores_.size(), 0);
+  int64_t bytes = 0;
+  std::map<std::pair<std::array<int64_t, 2>, std::vector<int64_t>>, std::vector<size_t>> holders;
+  for (size_t c = 0; c < cores_.size(); ++c) {
+    const PartialSums& sums = sums_[static_cast<size_t>(cores_[c].holds[C].buffer)];
+    holders[{sums.block, sums.digits}].push_back(c);
+  }
+  for (const auto& [piece, group] : holders) {
+    const int64_t n = static_cast<int64_t>(group.size());
+    if (n < 2) continue;
+    const int64_t b = p_.dtype_bytes * piece_range(C, 0, piece.first[0], piece_index(C, 0, piece.second)).size() *
+                      piece_range(C, 2, piece.first[1], piece_index(C, 2, piece.second)).size();
+    const double part = static_cast<double>(b) * static_cast<double>(n - 1) / static_cast<double>(n);
+    for (size_t c : group) {
+      send[c] += part / bw + latency * static_cast<double>(n - 1);
+      recv[c] += part / bw + latency * static_cast<double>(n - 1);
+    }
+    bytes += b * (n - 1);
+    result_.transfers += n * (n - 1);
+  }
+  result_.bytes_moved += bytes;
+  if (o_.timing == CoreTiming::Grader) {
+    if (d_.rotates(C)) phase("reduce", static_cast<double>(cost_.reduce), {}, {}, {}, bytes);
+  } else if (bytes > 0) {
+    phase("reduce", 0, send, recv, {}, bytes);
+  }
+  // Every output block must have received every k block exactly once (the adds were checked as they came).
+  if (!result_.violation)
+    for (int64_t out = 0; out < static_cast<int64_t>(reduced_.size()) / words_; ++out) {
+      int64_t count = 0;
+      for (int64_t w = 0; w < words_; ++w) count += __builtin_popcountll(reduced_[static_cast<size_t>(out * words_ + w)]);
+      if (count != k_blocks_) {
+        const int64_t out_m = out / (procs_[2] * d_.steps_per_dim[2]), out_n = out % (procs_[2] * d_.steps_per_dim[2]);
+        const int64_t im = out_m / d_.steps_per_dim[0], in = out_n / d_.steps_per_dim[2];
+        CoreViolation v{-1, {im, 0, in}, 'C',
+                        "output block (" + std::to_string(out_m) + ", " + std::to_string(out_n) + ") received " +
+                            std::to_string(count) + " of its " + std::to_string(k_blocks_) + " k blocks"};
+        result_.violation = v;
+        break;
+      }
+    }
+  if (!o_.functional) return;
+  // Gather: every piece's sums, reduced over the copies, into C; then C must equal A·B exactly.
+  std::vector<int64_t> c(static_cast<size_t>(p_.m * p_.n), 0);
+  for (const PartialSums& sums : sums_) {
+    const Range rows = piece_range(C, 0, sums.block[0], piece_index(C, 0, sums.digits));
+    const Range cols = piece_range(C, 2, sums.block[1], piece_index(C, 2, sums.digits));
+    for (int64_t i = 0; i < rows.size(); ++i)
+      for (int64_t j = 0; j < cols.size(); ++j)
+        c[static_cast<size_t>((rows.lo + i) * p_.n + cols.lo + j)] += sums.values[static_cast<size_t>(i * cols.size() + j)];
+  }
+  result_.functional_checked = true;
+  for (int64_t i = 0; i < p_.m && !result_.violation; ++i)
+    for (int64_t j = 0; j < p_.n; ++j) {
+      int64_t want = 0;
+      for (int64_t q = 0; q < p_.k; ++q) want += a_[static_cast<size_t>(i * p_.k + q)] * b_[static_cast<size_t>(q * p_.n + j)];
+      if (c[static_cast<size_t>(i * p_.n + j)] != want) {
+        const std::array<int64_t, 3> core{i / d_.spatial[0], 0, j / d_.spatial[2]};
+        result_.violation = CoreViolation{-1, core, 'C',
+                                          "C[" + std::to_string(i) + "][" + std::to_string(j) + "] = " +
+                                              std::to_string(c[static_cast<size_t>(i * p_.n + j)]) + ", A·B gives " +
+                                              std::to_string(want)};
+        break;
+      }
+    }
+}
+
+CoresResult Engine::run() {
+  result_.cores = d_.cores;
+  result_.steps = d_.steps;
+  result_.misaligned = d_.misaligned;
+  result_.rule_book_hot_bytes = d_.hot_bytes;
+  result_.events_per_level.assign(d_.levels.size(), 0);
+  if (o_.functional) {
+    std::mt19937_64 rng(o_.seed);
+    a_.resize(static_cast<size_t>(p_.m * p_.k));
+    b_.resize(static_cast<size_t>(p_.k * p_.n));
+    for (int64_t& v : a_) v = static_cast<int64_t>(rng() % 9) - 4;
+    for (int64_t& v : b_) v = static_cast<int64_t>(rng() % 9) - 4;
+  }
+  place_initial_pieces();
+  computed_.assign(static_cast<size_t>(d_.cores * d_.steps), 0);
+  k_blocks_ = procs_[1] * d_.steps_per_dim[1];
+  words_ = (k_blocks_ + 63) / 64;
+  reduced_.assign(static_cast<size_t>(procs_[0] * d_.steps_per_dim[0] * procs_[2] * d_.steps_per_dim[2] * words_), 0);
+  for (const Core& core : cores_) {
+    bool empty = false;
+    for (int dim = 0; dim < 3; ++dim) empty = empty || block_range(dim, core.at[dim]).size() == 0;
+    result_.empty_cores += empty;
+  }
+  if (trace_) track_ = trace_->track("all " + std::to_string(d_.cores) + " cores");
+  broadcast();
+  if (o_.timing == CoreTiming::Grader && cost_.comp > cost_.compute)
+    phase("local load/store stall", cost_.comp - cost_.compute, {}, {}, {}, 0);
+  // T34: the reflected Gray code over the level digits; between two compute steps exactly one level shifts.
+  const size_t L = d_.levels.size();
+  std::vector<int64_t> gray(L, 0), dir(L, 1);
+  for (int64_t step = 0; step < d_.steps; ++step) {
+    // SRAM per core: the pieces it holds, and a receive buffer for each rotating tensor.
+    for (const Core& core : cores_) {
+      int64_t bytes = 0;
+      for (int x = 0; x < 3; ++x) bytes += piece_bytes(x, core.holds[x]) * (d_.rotates(x) ? 2 : 1);
+      if (bytes > result_.peak_sram_bytes) result_.peak_sram_bytes = bytes, result_.peak_sram_core = core.at;
+    }
+    compute_step(step, gray);
+    if (step + 1 == d_.steps || d_.misaligned) continue;
+    size_t j = L;
+    for (size_t i = L; i-- > 0;)
+      if (gray[i] + dir[i] >= 0 && gray[i] + dir[i] < d_.levels[i].g) {
+        j = i;
+        break;
+      }
+    for (size_t i = j + 1; i < L; ++i) dir[i] = -dir[i];
+    gray[j] += dir[j];
+    shift(j, dir[j]);
+  }
+  reduce_and_gather();
+  // Grader timing: the components as T37 aggregates them (equal to the analytic model).
+  result_.shift = shift_cycles(d_, result_.events_per_level, p_.chip.noc_elems_per_cycle);
+  result_.bcast = cost_.bcast;
+  result_.reduce = d_.rotates(C) ? cost_.reduce : 0;
+  result_.compute = event_cycles(p_, d_).sub_task * static_cast<double>(d_.steps);
+  result_.stall = std::max(0.0, cost_.comp - cost_.compute);
+  result_.total = (result_.compute + result_.stall) + static_cast<double>(result_.shift + result_.bcast + result_.reduce);
+  result_.exchange_total = result_.exchange_compute + result_.exchange_exchange + result_.exchange_sync;
+  result_.makespan = sc_time_stamp().to_seconds() * 1e9;
+  return result_;
+}
+
+class Runner : public sc_module {
+ public:
+  SC_HAS_PROCESS(Runner);
+  Runner(sc_module_name name, Engine& engine, CoresResult& out) : sc_module(name), engine_(engine), out_(out) {
+    SC_THREAD(run);
+  }
+
+ private:
+  void run() {
+    out_ = engine_.run();
+    sc_stop();
+  }
+  Engine& engine_;
+  CoresResult& out_;
+};
+
+}  // namespace
+
+CoresResult simulate_cores(const Problem& problem, const Plan& plan, const CoreSimOptions& options,
+                           TraceObserver* trace) {
+  // Refusals first, before the kernel is touched.
+  const Derived d = derive(problem, plan);
+  for (int x = 0; x < 3; ++x)
+    if (d.replication[x] % d.ring_products[x] != 0)
+      throw std::invalid_argument(std::string("tensor ") + kName[x] + ": its ring of " +
+                                  std::to_string(d.ring_products[x]) + " cores does not divide its " +
+                                  std::to_string(d.replication[x]) + " replicas (E4): the plan has no rings");
+  if (options.functional)
+    for (int64_t size : {problem.m * problem.k, problem.k * problem.n, problem.m * problem.n})
+      if (size > kMaxFunctionalElements)
+        throw std::invalid_argument("functional mode holds the operands in memory: an operand of " +
+                                    std::to_string(size) + " elements is above " +
+                                    std::to_string(kMaxFunctionalElements));
+  prepare_systemc_kernel();
+  CoresResult result;
+  {
+    Engine engine(problem, plan, options, trace);
+    Runner runner("t10_cores", engine, result);
+    sc_start();
+  }
+  reset_systemc_kernel();
+  return result;
+}
+
+nlohmann::json cores_result_to_json(const CoresResult& r, CoreTiming timing) {
+  using nlohmann::json;
+  json phases = json::array();
+  for (const PhaseCost& p : r.phases)
+    phases.push_back({{"name", p.name}, {"cycles", p.cycles}, {"critical_core", p.critical_core}, {"bytes", p.bytes}});
+  json j = {{"timing", timing == CoreTiming::Grader ? "grader" : "exchange"},
+            {"cores", r.cores},
+            {"empty_cores", r.empty_cores},
+            {"compute_steps", r.steps},
+            {"events_per_level", r.events_per_level},
+            {"transfers", r.transfers},
+            {"bytes_moved", r.bytes_moved},
+            {"peak_sram_bytes", r.peak_sram_bytes},
+            {"peak_sram_core", r.peak_sram_core},
+            {"rule_book_hot_bytes", r.rule_book_hot_bytes},
+            {"edge_idle_cycles", r.edge_idle_cycles},
+            {"grader", {{"total", r.total}, {"compute", r.compute}, {"stall", r.stall}, {"shift", r.shift},
+                        {"bcast", r.bcast}, {"reduce", r.reduce}}},
+            {"makespan", r.makespan},
+            {"misaligned", r.misaligned},
+            {"functional_checked", r.functional_checked},
+            {"consistent", !r.violation.has_value()}};
+  if (timing == CoreTiming::Exchange)
+    j["exchange"] = {{"total", r.exchange_total}, {"compute", r.exchange_compute}, {"exchange", r.exchange_exchange},
+                     {"sync", r.exchange_sync}, {"phases", phases}};
+  if (r.violation)
+    j["violation"] = {{"step", r.violation->step}, {"core", r.violation->core},
+                      {"tensor", std::string(1, r.violation->tensor)}, {"message", r.violation->message}};
+  return j;
+}
+
+}  // namespace mlsys::t10

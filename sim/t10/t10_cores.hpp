@@ -1,0 +1,92 @@
+// T10 on every core: a compute-shift engine that instantiates all P = pm·pk·pn cores of a plan, each with its
+// coordinates (i_m, i_k, i_n), the real (clipped) extents of its block and its own SRAM, and moves specific
+// pieces between specific cores: every ring of every shift level is an explicit cycle of core ids, the
+// initial placement skews each core's pieces so that it starts on a block its three operands agree on, and a
+// shift event is one send and one receive per core and tensor. At every compute step every core checks that
+// the pieces it holds are the ones its block needs (T35 on all cores); over the run every (m, k, n) block must
+// be computed exactly once and every output block must receive every k block exactly once in the reduction
+// over the pk replicas. In functional mode the cores multiply real integer matrices with the pieces they
+// hold, and the gathered C must equal A·B exactly.
+//
+// Two timings: `Grader` charges each phase what the T10 rule book charges (so the totals equal the analytic
+// comp, shift, bcast, reduce and total exactly); `Exchange` is a bulk-synchronous model of the IPU's exchange
+// (per-tile send and receive bandwidth, receives into one tile served one after another, a sync per
+// superstep, a latency per transfer, compute from each core's real block at the AMP rate), with its
+// parameters in the problem's chip object (docs/t10-model.md#exchange).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/t10/t10_model.hpp"
+
+namespace mlsys {
+class TraceObserver;
+}
+
+namespace mlsys::t10 {
+
+enum class CoreTiming { Grader, Exchange };
+
+struct CoreSimOptions {
+  CoreTiming timing = CoreTiming::Grader;
+  bool functional = false;  // multiply real integer matrices (refused above kMaxFunctionalElements)
+  uint64_t seed = 1;        // of the matrices' random integers
+  // Test hook: the n-th shift event (0-based) is not delivered to one core (the first core of the first
+  // ring), as if a link dropped it. -1: none.
+  int64_t drop_shift_event = -1;
+};
+// Functional mode holds A, B, C and every core's pieces in memory: operands above this many elements refused.
+constexpr int64_t kMaxFunctionalElements = int64_t{1} << 24;
+
+// The first data-consistency failure: which step, which core, which tensor and piece.
+struct CoreViolation {
+  int64_t step = -1;  // compute step (-1: the reduction or the final check)
+  std::array<int64_t, 3> core{};  // (i_m, i_k, i_n)
+  char tensor = '?';              // 'A', 'B', 'C'
+  std::string message;
+};
+
+// What one phase of the exchange timing cost, and the core that set it.
+struct PhaseCost {
+  std::string name;  // "broadcast", "compute step 3", "shift level 0", "reduce"
+  double cycles = 0;
+  std::array<int64_t, 3> critical_core{};
+  int64_t bytes = 0;  // moved over the exchange in this phase, all cores together
+};
+
+struct CoresResult {
+  int64_t cores = 0, steps = 0;
+  int64_t empty_cores = 0;               // cores whose block is empty (the ceilings leave them nothing)
+  std::vector<int64_t> events_per_level;  // shift events observed (all cores shift together)
+  int64_t transfers = 0, bytes_moved = 0;  // core-to-core piece transfers (broadcast, shifts, reduction)
+  // SRAM per core from the real piece sizes (with a receive buffer for every rotating tensor): the peak, the
+  // core that reaches it, and the rule book's `hot` for comparison (it uses ceil(ms/am)-sized pieces).
+  int64_t peak_sram_bytes = 0;
+  std::array<int64_t, 3> peak_sram_core{};
+  int64_t rule_book_hot_bytes = 0;
+  // Compute cycles lost to the ceilings: a step costs the padded sub-task, an edge core's block is smaller.
+  double edge_idle_cycles = 0;  // summed over cores and steps, on the AMP rate of the exchange timing
+  // Grader timing (exact, equal to the analytic model).
+  double compute = 0, stall = 0, total = 0;
+  int64_t shift = 0, bcast = 0, reduce = 0;
+  // Exchange timing.
+  std::vector<PhaseCost> phases;
+  double exchange_total = 0, exchange_compute = 0, exchange_exchange = 0, exchange_sync = 0;
+  double makespan = 0;  // simulated time at the end, for the timing that was run
+  bool misaligned = false;
+  std::optional<CoreViolation> violation;  // data consistency (T35 on all cores) or the functional check
+  bool functional_checked = false;         // the gathered C was compared with A·B
+};
+
+nlohmann::json cores_result_to_json(const CoresResult& result, CoreTiming timing);
+
+// Requires a plan whose cost is defined (no E4/E6; throws std::invalid_argument otherwise, or when functional
+// mode would hold an operand above kMaxFunctionalElements). Reports phases to `trace` if given.
+CoresResult simulate_cores(const Problem& problem, const Plan& plan, const CoreSimOptions& options,
+                           TraceObserver* trace = nullptr);
+
+}  // namespace mlsys::t10

@@ -1,0 +1,106 @@
+#include "solver/t10_exchange_search.hpp"
+
+#include <algorithm>
+
+#include "sim/t10/t10_cores.hpp"
+
+namespace mlsys::t10 {
+namespace {
+
+std::vector<std::pair<int64_t, int64_t>> factor_pairs(int64_t replication) {
+  std::vector<std::pair<int64_t, int64_t>> pairs;  // (a, b) with a*b dividing R (E4 by construction, T39)
+  for (int64_t delta = 1; delta <= replication; ++delta) {
+    if (replication % delta) continue;
+    for (int64_t a = 1; a <= delta; ++a)
+      if (delta % a == 0) pairs.push_back({a, delta / a});
+  }
+  return pairs;
+}
+
+struct Candidate {
+  double bound;
+  Plan plan;
+};
+
+}  // namespace
+
+ExchangeSearchResult search_exchange(const Problem& pr, Profile profile, size_t top_n, int64_t max_simulations) {
+  ExchangeSearchResult result;
+  std::vector<Candidate> candidates;
+  const double amp = pr.chip.amp_macs_per_cycle, sync = pr.chip.sync_cycles;
+  for (int64_t pm = 1; pm <= pr.chip.cores; ++pm)
+    for (int64_t pk = 1; pm * pk <= pr.chip.cores; ++pk)
+      for (int64_t pn = 1; pm * pk * pn <= pr.chip.cores; ++pn) {
+        if (profile == Profile::Strict && (pm > pr.m || pk > pr.k || pn > pr.n)) continue;
+        Plan plan;
+        plan.f_op = {pm, pk, pn};
+        const Evaluation spatial = evaluate(pr, plan, Profile::EngDesign, false);
+        if (std::any_of(spatial.engdesign_violations.begin(), spatial.engdesign_violations.end(), [](const auto& v) {
+              return v.code == "E_CORES_MAX" || v.code == "E_CORES_MIN" || v.code == "E_SPATIAL_PAD";
+            }))
+          continue;
+        for (auto [cm, cn] : factor_pairs(pk))
+          for (auto [am, ak] : factor_pairs(pn))
+            for (auto [bk, bn] : factor_pairs(pm)) {
+              plan.cm = cm, plan.cn = cn, plan.am = am, plan.ak = ak, plan.bk = bk, plan.bn = bn;
+              const Evaluation e = evaluate(pr, plan, profile, false);
+              if (!e.accepted) continue;
+              ++result.accepted;
+              // Core (0, 0, 0) holds a whole ms x ks x ns block and computes it over the steps; every compute
+              // step and every shift (steps - 1 of them when aligned) is a superstep ending with a sync.
+              const Derived& d = e.derived;
+              const double compute =
+                  static_cast<double>(d.spatial[0]) * static_cast<double>(d.spatial[1]) *
+                  static_cast<double>(d.spatial[2]) / amp;
+              const double supersteps = static_cast<double>(d.misaligned ? d.steps : 2 * d.steps - 1);
+              // The first piece of every block is at least the rule book's partition size (T9), and some core
+              // holds it at every moment: each shift event, that core sends it (the level's largest such
+              // piece bounds the superstep); the reduction over the n holders of a C piece sends (n-1)/n of it.
+              const double e_bytes = static_cast<double>(pr.dtype_bytes), bw = pr.chip.exchange_bytes_per_cycle;
+              double exchange = 0;
+              for (const ShiftLevel& l : d.levels) {
+                int64_t largest = 0;
+                for (char t : l.tensors) largest = std::max(largest, d.elems[t == 'C' ? C : t == 'A' ? A : B]);
+                exchange += static_cast<double>(l.events) * e_bytes * static_cast<double>(largest) / bw;
+              }
+              // The broadcast: core (0, 0, 0) is the home of its A and B pieces and sends them to every other
+              // ring copy, one transfer after another.
+              double broadcast = 0;
+              for (int x : {A, B})
+                broadcast += static_cast<double>(d.replication[x] / d.ring_products[x] - 1) * e_bytes *
+                             static_cast<double>(d.elems[x]) / bw;
+              if (broadcast > 0) exchange += broadcast + sync;
+              const double holders = static_cast<double>(d.replication[C] / d.ring_products[C]);
+              if (holders > 1)
+                exchange += e_bytes * static_cast<double>(d.elems[C]) * (holders - 1) / holders / bw + sync;
+              candidates.push_back({compute + exchange + supersteps * sync, plan});
+            }
+      }
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.bound < b.bound; });
+  CoreSimOptions options;
+  options.timing = CoreTiming::Exchange;
+  std::vector<ExchangeRankedPlan> kept;
+  const size_t keep = std::max<size_t>(top_n, 1);
+  size_t next = 0;
+  for (; next < candidates.size(); ++next) {
+    const Candidate& c = candidates[next];
+    if (kept.size() >= keep && c.bound >= kept.back().exchange_total) break;
+    if (result.simulated >= max_simulations) break;
+    const CoresResult r = simulate_cores(pr, c.plan, options);
+    ++result.simulated;
+    if (r.violation) continue;  // a misaligned plan: its operands never reach the cores that need them
+    const ExchangeRankedPlan ranked{c.plan, r.exchange_total, r.total};
+    kept.insert(std::upper_bound(kept.begin(), kept.end(), ranked,
+                                 [](const auto& a, const auto& b) { return a.exchange_total < b.exchange_total; }),
+                ranked);
+    if (kept.size() > keep) kept.pop_back();
+  }
+  result.proven = next == candidates.size() ||
+                  (kept.size() >= keep && candidates[next].bound >= kept.back().exchange_total);
+  kept.resize(std::min(kept.size(), top_n));
+  result.top = kept;
+  return result;
+}
+
+}  // namespace mlsys::t10

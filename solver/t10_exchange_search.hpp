@@ -1,0 +1,29 @@
+// T10 plans ranked by the physical exchange timing (t10 solve --timing exchange): every plan the profile
+// accepts gets a lower bound on its exchange time (its largest core's compute at the AMP rate and one sync per
+// superstep); plans are simulated on every core (sim/t10/t10_cores) in order of that bound until the bound of
+// the next one reaches the best time found, which proves the best, or until `max_simulations` have run.
+#pragma once
+
+#include <vector>
+
+#include "sim/t10/t10_model.hpp"
+
+namespace mlsys::t10 {
+
+struct ExchangeRankedPlan {
+  Plan plan;
+  double exchange_total = 0;  // cycles, exchange timing
+  double grader_total = 0;    // cycles, the rule book's model
+};
+
+struct ExchangeSearchResult {
+  std::vector<ExchangeRankedPlan> top;  // best first
+  int64_t accepted = 0;                 // plans the profile accepts
+  int64_t simulated = 0;                // plans simulated on every core
+  bool proven = false;                  // the next bound reached the best: no accepted plan is faster
+};
+
+ExchangeSearchResult search_exchange(const Problem& problem, Profile profile, size_t top_n = 1,
+                                     int64_t max_simulations = 5000);
+
+}  // namespace mlsys::t10
