@@ -17,6 +17,9 @@
 #include "traces/report.hpp"
 #include "traces/html_page.hpp"
 #include "traces/t10_report.hpp"
+#include "traces/t10_sweep_report.hpp"
+
+#include <filesystem>
 
 using namespace mlsys;
 using namespace mlsys::t10;
@@ -86,6 +89,9 @@ extern "C" int sc_main(int argc, char** argv) {
   simulate->add_flag("--functional", functional,
                      "multiply real integer matrices with the pieces each core holds; C must equal A·B exactly");
   simulate->add_option("--seed", seed, "seed of the functional mode's matrices");
+  int64_t core_tracks = 0;
+  simulate->add_option("--core-tracks", core_tracks, "with --trace: also one track for each of the first N cores")
+      ->check(CLI::Range(int64_t{0}, int64_t{1472}));
   simulate->add_flag("--representative", representative,
                      "replay one representative core (rule book T31) instead of every core");
   std::string out_path;
@@ -106,6 +112,20 @@ extern "C" int sc_main(int argc, char** argv) {
       ->check(CLI::IsMember({"grader", "exchange"}));
   solve->add_option("--max-simulations", max_simulations, "with --timing exchange: at most this many plans simulated")
       ->check(CLI::Range(int64_t{1}, int64_t{10000000}));
+  CLI::App* sweep = app.add_subcommand(
+      "sweep", "the best plan under the exchange timing for each chip variant (exchange bandwidth x SRAM)");
+  common(sweep, false);
+  std::vector<double> sweep_bandwidths{2, 4, 8};
+  std::vector<int64_t> sweep_srams{638976};
+  std::string sweep_dir;
+  int64_t sweep_simulations = 5000;
+  sweep->add_option("--exchange-bytes-per-cycle", sweep_bandwidths, "exchange bandwidths per tile (a list)")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  sweep->add_option("--sram", sweep_srams, "SRAM bytes per core (a list)")->delimiter(',')->check(CLI::PositiveNumber);
+  sweep->add_option("--max-simulations", sweep_simulations, "per variant: at most this many plans simulated")
+      ->check(CLI::Range(int64_t{1}, int64_t{10000000}));
+  sweep->add_option("-o,--out", sweep_dir, "directory for t10-sweep.csv and t10-sweep.html")->required();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -114,6 +134,23 @@ extern "C" int sc_main(int argc, char** argv) {
   const Profile profile = profile_name == "engdesign" ? Profile::EngDesign : Profile::Strict;
   try {
     const t10::Problem problem = read_problem(problem_path, profile);
+    if (*sweep) {
+      size_t done = 0;
+      const size_t total = sweep_bandwidths.size() * sweep_srams.size();
+      const auto points = sweep_chip(problem, profile, sweep_bandwidths, sweep_srams, sweep_simulations,
+                                     [&](const ChipVariantPoint& p) {
+                                       std::cerr << "variant " << ++done << "/" << total << " (" << format_number(p.exchange_bytes_per_cycle)
+                                                 << " B/cycle, SRAM " << p.sram_bytes_per_core << " B): "
+                                                 << (p.best ? format_number(p.best->exchange_total) + " cycles"
+                                                            : std::string("no accepted plan"))
+                                                 << "\n";
+                                     });
+      std::filesystem::create_directories(sweep_dir);
+      write_file_atomic(sweep_dir + "/t10-sweep.csv", chip_sweep_csv(points));
+      write_file_atomic(sweep_dir + "/t10-sweep.html", chip_sweep_html(problem_path, points));
+      std::cout << sweep_dir << "/t10-sweep.csv\n" << sweep_dir << "/t10-sweep.html\n";
+      return std::any_of(points.begin(), points.end(), [](const auto& p) { return p.best.has_value(); }) ? 0 : 1;
+    }
     if (*solve && solve_timing == "exchange") {
       const auto start = std::chrono::steady_clock::now();
       std::cerr << "ranking plans by the exchange timing (" << profile_name << ")...\n";
@@ -179,7 +216,12 @@ extern "C" int sc_main(int argc, char** argv) {
       page.plan = &plan;
       page.evaluation = &e;
       page.profile = profile_name;
-      if (e.cost) page.replay = replay_plan(problem, plan);
+      if (e.cost) {
+        page.replay = replay_plan(problem, plan);
+        CoreSimOptions every_core;
+        every_core.timing = CoreTiming::Exchange;
+        page.cores = simulate_cores(problem, plan, every_core);
+      }
       std::cerr << "searching the best plans for the report...\n";
       page.top = search(problem, profile, top > 1 ? top : 10).top;
       page.docs = docs_location(out_path);
@@ -202,6 +244,7 @@ extern "C" int sc_main(int argc, char** argv) {
         options.timing = timing_name == "exchange" ? CoreTiming::Exchange : CoreTiming::Grader;
         options.functional = functional;
         options.seed = seed;
+        options.core_tracks = core_tracks;
         std::cerr << "simulating " << e.derived.cores << " cores, " << e.derived.steps << " compute steps"
                   << (functional ? " (functional)" : "") << "...\n";
         PerfettoTrace trace("t10 all cores: " + plan_path);

@@ -1,6 +1,7 @@
 #include "solver/t10_exchange_search.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 #include "sim/t10/t10_cores.hpp"
 
@@ -101,6 +102,27 @@ ExchangeSearchResult search_exchange(const Problem& pr, Profile profile, size_t 
   kept.resize(std::min(kept.size(), top_n));
   result.top = kept;
   return result;
+}
+
+std::vector<ChipVariantPoint> sweep_chip(const Problem& problem, Profile profile,
+                                         const std::vector<double>& exchange_bytes_per_cycle,
+                                         const std::vector<int64_t>& sram_bytes_per_core, int64_t max_simulations,
+                                         const std::function<void(const ChipVariantPoint&)>& on_point) {
+  std::vector<ChipVariantPoint> points;
+  for (int64_t sram : sram_bytes_per_core)
+    for (double bandwidth : exchange_bytes_per_cycle) {
+      const auto start = std::chrono::steady_clock::now();
+      Problem variant = problem;
+      variant.chip.exchange_bytes_per_cycle = bandwidth;
+      variant.chip.sram_bytes_per_core = sram;
+      const ExchangeSearchResult r = search_exchange(variant, profile, 1, max_simulations);
+      ChipVariantPoint point{bandwidth, sram, std::nullopt, r.proven, r.simulated, 0};
+      if (!r.top.empty()) point.best = r.top.front();
+      point.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (on_point) on_point(point);
+      points.push_back(point);
+    }
+  return points;
 }
 
 }  // namespace mlsys::t10

@@ -4,6 +4,8 @@
 // the next one reaches the best time found, which proves the best, or until `max_simulations` have run.
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <vector>
 
 #include "sim/t10/t10_model.hpp"
@@ -25,5 +27,20 @@ struct ExchangeSearchResult {
 
 ExchangeSearchResult search_exchange(const Problem& problem, Profile profile, size_t top_n = 1,
                                      int64_t max_simulations = 5000);
+
+// The best plan under the exchange timing for each chip variant: exchange bandwidth per tile x SRAM per core
+// (t10 sweep). A variant where no plan is accepted is a point without a plan.
+struct ChipVariantPoint {
+  double exchange_bytes_per_cycle = 0;
+  int64_t sram_bytes_per_core = 0;
+  std::optional<ExchangeRankedPlan> best;
+  bool proven = false;
+  int64_t simulated = 0;
+  double seconds = 0;
+};
+std::vector<ChipVariantPoint> sweep_chip(const Problem& problem, Profile profile,
+                                         const std::vector<double>& exchange_bytes_per_cycle,
+                                         const std::vector<int64_t>& sram_bytes_per_core, int64_t max_simulations,
+                                         const std::function<void(const ChipVariantPoint&)>& on_point = nullptr);
 
 }  // namespace mlsys::t10

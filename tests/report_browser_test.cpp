@@ -116,6 +116,31 @@ TEST(ReportBrowser, T10SeedPlan) {
   // The seed plan's total, 15,360 cycles (tests/golden/t10/cases.json, seed-rv01), and the best plans table.
   EXPECT_NE(std::string::npos, page.out.find("15,360 cycles"));
   EXPECT_NE(std::string::npos, page.out.find("id=\"top-plans\""));
+  // Every core: [1, 32, 40] has 1,280 cores, each a cell of both heat maps; nothing rotates, so no ring.
+  EXPECT_EQ(2u * 1280u, count(page.out, "class=\"core-cell\""));
+  EXPECT_NE(std::string::npos, page.out.find("no shift levels: nothing rotates"));
+}
+
+TEST(ReportBrowser, T10ChipSweep) {
+  // Two bandwidths x two SRAM sizes of a small problem on a 16-core chip: a point per variant on the chart.
+  const std::string dir = temp_dir("t10-sweep");
+  write_text(dir + "/p.json", R"({"op":"matmul","m":32,"k":256,"n":128,"chip":{"cores":16}})");
+  const CommandResult made = run_command(
+      MLSYS_T10_BIN, "sweep " + dir + "/p.json --exchange-bytes-per-cycle 2,8 --sram 100000,638976 -o " + dir + "/s");
+  ASSERT_EQ(0, made.exit_code) << made.err;
+  const CommandResult page = open_in_chromium(dir + "/s/t10-sweep.html");
+  expect_clean_page(page);
+  EXPECT_EQ(4u, count(page.out, "class=\"chip-point\""));
+  EXPECT_EQ(2u, count(page.out, "class=\"chip-curve\""));
+  // More bandwidth never makes the best plan slower (the same plan is no slower with more bandwidth).
+  std::ifstream csv(dir + "/s/t10-sweep.csv");
+  std::string line;
+  std::getline(csv, line);
+  std::vector<double> cycles;
+  while (std::getline(csv, line)) cycles.push_back(std::stod(line.substr(line.find(",ok,") + 4)));
+  ASSERT_EQ(4u, cycles.size());
+  EXPECT_GE(cycles[0], cycles[1]);
+  EXPECT_GE(cycles[2], cycles[3]);
 }
 
 }  // namespace

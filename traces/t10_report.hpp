@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/t10/t10_cores.hpp"
 #include "sim/t10/t10_model.hpp"
 #include "sim/t10/t10_replay.hpp"
 #include "solver/t10_search.hpp"
@@ -19,6 +20,7 @@ struct PlanReportPage {
   const Plan* plan = nullptr;
   const Evaluation* evaluation = nullptr;
   std::optional<ReplaySummary> replay;  // none when the plan has no defined cost
+  std::optional<CoresResult> cores;     // every core, exchange timing (none when the cost is undefined)
   std::vector<RankedPlan> top;          // of t10 solve, best first
   std::string profile;
   std::string docs = "docs";  // where rule ids link to (docs_location)

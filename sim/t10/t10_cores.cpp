@@ -140,6 +140,7 @@ class Engine {
   std::vector<int64_t> a_, b_;           // functional mode operands (row-major)
   int64_t shift_events_ = 0;
   int track_ = 0;
+  std::vector<int> core_tracks_;
   CoresResult result_;
 };
 
@@ -188,6 +189,7 @@ void Engine::phase(const std::string& name, double grader_cycles, const std::vec
     PhaseCost cost{name, 0, {}, bytes};
     for (size_t c = 0; c < cores_.size(); ++c) {
       const double t = std::max({send.empty() ? 0 : send[c], recv.empty() ? 0 : recv[c], busy.empty() ? 0 : busy[c]});
+      result_.per_core[c].busy_cycles += t;
       if (t > cost.cycles) cost.cycles = t, cost.critical_core = cores_[c].at;
     }
     const bool exchange = busy.empty();
@@ -199,7 +201,18 @@ void Engine::phase(const std::string& name, double grader_cycles, const std::vec
   }
   const double start = sc_time_stamp().to_seconds() * 1e9;
   if (cycles > 0) wait(sc_time(cycles, SC_NS));
-  if (trace_) trace_->span(track_, name, start / 1000, cycles / 1000, {{"bytes", bytes}});
+  if (!trace_) return;
+  trace_->span(track_, name, start / 1000, cycles / 1000, {{"bytes", bytes}});
+  for (size_t c = 0; c < core_tracks_.size(); ++c) {
+    // Exchange timing: the core's own busy, send and receive time; grader timing: the phase.
+    const double own = o_.timing == CoreTiming::Grader
+                           ? cycles
+                           : std::max({send.empty() ? 0 : send[c], recv.empty() ? 0 : recv[c], busy.empty() ? 0 : busy[c]});
+    if (own > 0)
+      trace_->span(core_tracks_[c], name, start / 1000, own / 1000,
+                   {{"compute", busy.empty() ? 0 : busy[c]}, {"send", send.empty() ? 0 : send[c]},
+                    {"receive", recv.empty() ? 0 : recv[c]}});
+  }
 }
 
 void Engine::broadcast() {
@@ -470,7 +483,33 @@ CoresResult Engine::run() {
     for (int dim = 0; dim < 3; ++dim) empty = empty || block_range(dim, core.at[dim]).size() == 0;
     result_.empty_cores += empty;
   }
-  if (trace_) track_ = trace_->track("all " + std::to_string(d_.cores) + " cores");
+  result_.per_core.resize(cores_.size());
+  for (size_t c = 0; c < cores_.size(); ++c) result_.per_core[c].core = cores_[c].at;
+  // The ring through core (0, 0, 0) of every level and tensor: follow the shift's neighbour g times.
+  for (size_t j = 0; j < d_.levels.size(); ++j)
+    for (char t : d_.levels[j].tensors) {
+      const int x = t == 'C' ? C : t == 'A' ? A : B;
+      size_t pos = 0;
+      int64_t weight = 1;
+      for (size_t i = 0; i < levels_of_[x].size(); ++i)
+        if (static_cast<size_t>(levels_of_[x][i]) == j) pos = i;
+      for (size_t i = pos + 1; i < levels_of_[x].size(); ++i) weight *= d_.levels[levels_of_[x][i]].g;
+      RingPath ring{static_cast<int>(j), t, {}};
+      std::array<int64_t, 3> at{0, 0, 0};
+      for (int64_t step = 0; step < d_.levels[j].g; ++step) {
+        ring.cores.push_back(at);
+        at[kLacking[x]] += weight;
+      }
+      result_.rings.push_back(ring);
+    }
+  if (trace_) {
+    track_ = trace_->track("all " + std::to_string(d_.cores) + " cores");
+    for (int64_t c = 0; c < std::min<int64_t>(o_.core_tracks, d_.cores); ++c) {
+      const auto& at = cores_[static_cast<size_t>(c)].at;
+      core_tracks_.push_back(trace_->track("core (" + std::to_string(at[0]) + ", " + std::to_string(at[1]) + ", " +
+                                           std::to_string(at[2]) + ")"));
+    }
+  }
   broadcast();
   if (o_.timing == CoreTiming::Grader && cost_.comp > cost_.compute)
     phase("local load/store stall", cost_.comp - cost_.compute, {}, {}, {}, 0);
@@ -479,9 +518,11 @@ CoresResult Engine::run() {
   std::vector<int64_t> gray(L, 0), dir(L, 1);
   for (int64_t step = 0; step < d_.steps; ++step) {
     // SRAM per core: the pieces it holds, and a receive buffer for each rotating tensor.
-    for (const Core& core : cores_) {
+    for (size_t c = 0; c < cores_.size(); ++c) {
+      const Core& core = cores_[c];
       int64_t bytes = 0;
       for (int x = 0; x < 3; ++x) bytes += piece_bytes(x, core.holds[x]) * (d_.rotates(x) ? 2 : 1);
+      result_.per_core[c].peak_sram_bytes = std::max(result_.per_core[c].peak_sram_bytes, bytes);
       if (bytes > result_.peak_sram_bytes) result_.peak_sram_bytes = bytes, result_.peak_sram_core = core.at;
     }
     compute_step(step, gray);

@@ -38,6 +38,9 @@ struct CoreSimOptions {
   // Test hook: the n-th shift event (0-based) is not delivered to one core (the first core of the first
   // ring), as if a link dropped it. -1: none.
   int64_t drop_shift_event = -1;
+  // The trace has one track for the whole core group; this many cores (in id order) also get a track each,
+  // with their own compute, send and receive time per phase.
+  int64_t core_tracks = 0;
 };
 // Functional mode holds A, B, C and every core's pieces in memory: operands above this many elements refused.
 constexpr int64_t kMaxFunctionalElements = int64_t{1} << 24;
@@ -56,6 +59,21 @@ struct PhaseCost {
   double cycles = 0;
   std::array<int64_t, 3> critical_core{};
   int64_t bytes = 0;  // moved over the exchange in this phase, all cores together
+};
+
+// One core's figures over the run: its SRAM peak and its busy cycles (exchange timing: compute at the AMP
+// rate plus its own send or receive time, whichever is longer, per exchange superstep).
+struct CoreStats {
+  std::array<int64_t, 3> core{};
+  int64_t peak_sram_bytes = 0;
+  double busy_cycles = 0;
+};
+
+// One ring of one shift level, as core ids in ring order, for the report.
+struct RingPath {
+  int level = 0;
+  char tensor = '?';
+  std::vector<std::array<int64_t, 3>> cores;
 };
 
 struct CoresResult {
@@ -78,6 +96,8 @@ struct CoresResult {
   double exchange_total = 0, exchange_compute = 0, exchange_exchange = 0, exchange_sync = 0;
   double makespan = 0;  // simulated time at the end, for the timing that was run
   bool misaligned = false;
+  std::vector<CoreStats> per_core;  // in core id order ((i_m * pk + i_k) * pn + i_n)
+  std::vector<RingPath> rings;      // the ring through core (0, 0, 0) of every level and tensor
   std::optional<CoreViolation> violation;  // data consistency (T35 on all cores) or the functional check
   bool functional_checked = false;         // the gathered C was compared with A·B
 };
