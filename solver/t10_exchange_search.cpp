@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <stdexcept>
 
 #include "sim/t10/t10_cores.hpp"
 
@@ -88,7 +89,12 @@ ExchangeSearchResult search_exchange(const Problem& pr, Profile profile, size_t 
     const Candidate& c = candidates[next];
     if (kept.size() >= keep && c.bound >= kept.back().exchange_total) break;
     if (result.simulated >= max_simulations) break;
-    const CoresResult r = simulate_cores(pr, c.plan, options);
+    CoresResult r;
+    try {
+      r = simulate_cores(pr, c.plan, options);
+    } catch (const std::invalid_argument&) {
+      continue;  // beyond what the engine simulates (a hostile chip file): not ranked
+    }
     ++result.simulated;
     if (r.violation) continue;  // a misaligned plan: its operands never reach the cores that need them
     const ExchangeRankedPlan ranked{c.plan, r.exchange_total, r.total};

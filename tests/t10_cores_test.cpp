@@ -254,6 +254,11 @@ TEST_F(T10Cores, RefusesPlansWithoutRingsAndOversizedFunctionalRuns) {
   CoreSimOptions options;
   options.functional = true;
   EXPECT_THROW(simulate_cores(problem_of(32, 5120, 15360), Plan{}, options), std::invalid_argument);
+  // A chip file may declare 2^31 cores: a plan over 2^30 of them is refused, not allocated.
+  Plan huge;
+  huge.f_op = {1024, 1024, 1024};
+  EXPECT_THROW(simulate_cores(problem_of(4096, 4096, 4096, {{"cores", int64_t{1} << 31}}), huge, {}),
+               std::invalid_argument);
 }
 
 TEST_F(T10Cores, SeedReferencePlanOnAllCores) {

@@ -518,13 +518,17 @@ CoresResult Engine::run() {
   std::vector<int64_t> gray(L, 0), dir(L, 1);
   for (int64_t step = 0; step < d_.steps; ++step) {
     // SRAM per core: the pieces it holds, and a receive buffer for each rotating tensor.
+    int64_t step_peak = 0;
     for (size_t c = 0; c < cores_.size(); ++c) {
       const Core& core = cores_[c];
       int64_t bytes = 0;
       for (int x = 0; x < 3; ++x) bytes += piece_bytes(x, core.holds[x]) * (d_.rotates(x) ? 2 : 1);
       result_.per_core[c].peak_sram_bytes = std::max(result_.per_core[c].peak_sram_bytes, bytes);
       if (bytes > result_.peak_sram_bytes) result_.peak_sram_bytes = bytes, result_.peak_sram_core = core.at;
+      step_peak = std::max(step_peak, bytes);
     }
+    if (trace_)
+      trace_->counter("SRAM, fullest core (bytes)", sc_time_stamp().to_seconds() * 1e6, {{"bytes", step_peak}});
     compute_step(step, gray);
     if (step + 1 == d_.steps || d_.misaligned) continue;
     size_t j = L;
@@ -572,6 +576,11 @@ CoresResult simulate_cores(const Problem& problem, const Plan& plan, const CoreS
                            TraceObserver* trace) {
   // Refusals first, before the kernel is touched.
   const Derived d = derive(problem, plan);
+  if (d.cores > kMaxSimulatedCores || d.steps > kMaxCoreSteps / d.cores)
+    throw std::invalid_argument("the plan has " + std::to_string(d.cores) + " cores x " + std::to_string(d.steps) +
+                                " steps; the all-cores engine simulates at most " +
+                                std::to_string(kMaxSimulatedCores) + " cores and " + std::to_string(kMaxCoreSteps) +
+                                " core-steps (--representative replays one core)");
   for (int x = 0; x < 3; ++x)
     if (d.replication[x] % d.ring_products[x] != 0)
       throw std::invalid_argument(std::string("tensor ") + kName[x] + ": its ring of " +

@@ -44,6 +44,10 @@ struct CoreSimOptions {
 };
 // Functional mode holds A, B, C and every core's pieces in memory: operands above this many elements refused.
 constexpr int64_t kMaxFunctionalElements = int64_t{1} << 24;
+// A chip file may declare up to 2^31 cores: the engine keeps per-core state and per core-step records, so it
+// refuses plans beyond these (a 1,472-core IPU plan needs at most about 2 M core-steps).
+constexpr int64_t kMaxSimulatedCores = int64_t{1} << 20;
+constexpr int64_t kMaxCoreSteps = int64_t{1} << 27;
 
 // The first data-consistency failure: which step, which core, which tensor and piece.
 struct CoreViolation {
