@@ -5,6 +5,7 @@
 // Exit codes: 0 accepted / found, 1 the plan breaks a rule (or nothing accepted), 2 malformed input or usage.
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <filesystem>
 #include <iostream>
 
 #include "sim/json_io.hpp"
@@ -13,13 +14,11 @@
 #include "sim/violation.hpp"
 #include "solver/t10_exchange_search.hpp"
 #include "solver/t10_search.hpp"
+#include "traces/html_page.hpp"
 #include "traces/perfetto_trace.hpp"
 #include "traces/report.hpp"
-#include "traces/html_page.hpp"
 #include "traces/t10_report.hpp"
 #include "traces/t10_sweep_report.hpp"
-
-#include <filesystem>
 
 using namespace mlsys;
 using namespace mlsys::t10;
@@ -49,9 +48,10 @@ void print_breakdown(const t10::Problem& p, const Plan& plan, const Evaluation& 
   std::cout << plan_to_json(plan).dump() << "\n";
   if (e.cost) {
     const Cost& c = *e.cost;
-    std::cout << "total " << format_number(c.total) << " cycles = comp " << format_number(c.comp) << " (compute "
-              << format_number(c.compute) << ", load " << format_number(c.load) << ", store " << format_number(c.store)
-              << ") + shift " << c.shift << " + broadcast " << c.bcast << " + reduce " << c.reduce << "\n";
+    std::cout << "total " << format_number(c.total) << " cycles = comp " << format_number(c.comp)
+              << " (compute " << format_number(c.compute) << ", load " << format_number(c.load) << ", store "
+              << format_number(c.store) << ") + shift " << c.shift << " + broadcast " << c.bcast
+              << " + reduce " << c.reduce << "\n";
   }
   std::cout << "cores " << e.derived.cores << " of " << p.chip.cores << ", SRAM peak " << e.derived.hot_bytes
             << " B per core (capacity " << p.chip.sram_bytes_per_core << ")";
@@ -70,7 +70,8 @@ extern "C" int sc_main(int argc, char** argv) {
   auto common = [&](CLI::App* sub, bool with_plan) {
     sub->add_option("problem", problem_path, "problem JSON (t10-problem/1)")->required();
     if (with_plan) sub->add_option("plan", plan_path, "plan JSON (the seed's seven fields)")->required();
-    sub->add_option("--profile", profile_name, "strict (default: SRAM, chains, splits) or engdesign (the benchmark's grader)")
+    sub->add_option("--profile", profile_name,
+                    "strict (default: SRAM, chains, splits) or engdesign (the benchmark's grader)")
         ->check(CLI::IsMember({"strict", "engdesign"}));
     sub->add_flag("--json", json_out, "print JSON on stdout");
   };
@@ -82,15 +83,19 @@ extern "C" int sc_main(int argc, char** argv) {
   std::string timing_name = "grader";
   bool representative = false, functional = false;
   uint64_t seed = 1;
-  simulate->add_option("--timing", timing_name,
-                       "grader (default: each phase costs what the rule book charges) or exchange (bulk-synchronous "
-                       "IPU exchange: per-tile bandwidth, sync, AMP compute of each core's real block)")
+  simulate
+      ->add_option(
+          "--timing", timing_name,
+          "grader (default: each phase costs what the rule book charges) or exchange (bulk-synchronous "
+          "IPU exchange: per-tile bandwidth, sync, AMP compute of each core's real block)")
       ->check(CLI::IsMember({"grader", "exchange"}));
-  simulate->add_flag("--functional", functional,
-                     "multiply real integer matrices with the pieces each core holds; C must equal A·B exactly");
+  simulate->add_flag(
+      "--functional", functional,
+      "multiply real integer matrices with the pieces each core holds; C must equal A·B exactly");
   simulate->add_option("--seed", seed, "seed of the functional mode's matrices");
   int64_t core_tracks = 0;
-  simulate->add_option("--core-tracks", core_tracks, "with --trace: also one track for each of the first N cores")
+  simulate
+      ->add_option("--core-tracks", core_tracks, "with --trace: also one track for each of the first N cores")
       ->check(CLI::Range(int64_t{0}, int64_t{1472}));
   simulate->add_flag("--representative", representative,
                      "replay one representative core (rule book T31) instead of every core");
@@ -106,11 +111,14 @@ extern "C" int sc_main(int argc, char** argv) {
   solve->add_option("--top", top, "print the N best plans")->check(CLI::Range(1, 1000));
   std::string solve_timing = "grader";
   int64_t max_simulations = 5000;
-  solve->add_option("--timing", solve_timing,
-                    "grader (default: the rule book's cycles, exhaustive) or exchange (rank by the all-cores "
-                    "engine's exchange timing, plans simulated in order of a lower bound)")
+  solve
+      ->add_option("--timing", solve_timing,
+                   "grader (default: the rule book's cycles, exhaustive) or exchange (rank by the all-cores "
+                   "engine's exchange timing, plans simulated in order of a lower bound)")
       ->check(CLI::IsMember({"grader", "exchange"}));
-  solve->add_option("--max-simulations", max_simulations, "with --timing exchange: at most this many plans simulated")
+  solve
+      ->add_option("--max-simulations", max_simulations,
+                   "with --timing exchange: at most this many plans simulated")
       ->check(CLI::Range(int64_t{1}, int64_t{10000000}));
   CLI::App* sweep = app.add_subcommand(
       "sweep", "the best plan under the exchange timing for each chip variant (exchange bandwidth x SRAM)");
@@ -122,7 +130,9 @@ extern "C" int sc_main(int argc, char** argv) {
   sweep->add_option("--exchange-bytes-per-cycle", sweep_bandwidths, "exchange bandwidths per tile (a list)")
       ->delimiter(',')
       ->check(CLI::PositiveNumber);
-  sweep->add_option("--sram", sweep_srams, "SRAM bytes per core (a list)")->delimiter(',')->check(CLI::PositiveNumber);
+  sweep->add_option("--sram", sweep_srams, "SRAM bytes per core (a list)")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
   sweep->add_option("--max-simulations", sweep_simulations, "per variant: at most this many plans simulated")
       ->check(CLI::Range(int64_t{1}, int64_t{10000000}));
   sweep->add_option("-o,--out", sweep_dir, "directory for t10-sweep.csv and t10-sweep.html")->required();
@@ -137,19 +147,21 @@ extern "C" int sc_main(int argc, char** argv) {
     if (*sweep) {
       size_t done = 0;
       const size_t total = sweep_bandwidths.size() * sweep_srams.size();
-      const auto points = sweep_chip(problem, profile, sweep_bandwidths, sweep_srams, sweep_simulations,
-                                     [&](const ChipVariantPoint& p) {
-                                       std::cerr << "variant " << ++done << "/" << total << " (" << format_number(p.exchange_bytes_per_cycle)
-                                                 << " B/cycle, SRAM " << p.sram_bytes_per_core << " B): "
-                                                 << (p.best ? format_number(p.best->exchange_total) + " cycles"
-                                                            : std::string("no accepted plan"))
-                                                 << "\n";
-                                     });
+      const auto points = sweep_chip(
+          problem, profile, sweep_bandwidths, sweep_srams, sweep_simulations, [&](const ChipVariantPoint& p) {
+            std::cerr << "variant " << ++done << "/" << total << " ("
+                      << format_number(p.exchange_bytes_per_cycle) << " B/cycle, SRAM "
+                      << p.sram_bytes_per_core << " B): "
+                      << (p.best ? format_number(p.best->exchange_total) + " cycles"
+                                 : std::string("no accepted plan"))
+                      << "\n";
+          });
       std::filesystem::create_directories(sweep_dir);
       write_file_atomic(sweep_dir + "/t10-sweep.csv", chip_sweep_csv(points));
       write_file_atomic(sweep_dir + "/t10-sweep.html", chip_sweep_html(problem_path, points));
       std::cout << sweep_dir << "/t10-sweep.csv\n" << sweep_dir << "/t10-sweep.html\n";
-      return std::any_of(points.begin(), points.end(), [](const auto& p) { return p.best.has_value(); }) ? 0 : 1;
+      return std::any_of(points.begin(), points.end(), [](const auto& p) { return p.best.has_value(); }) ? 0
+                                                                                                         : 1;
     }
     if (*solve && solve_timing == "exchange") {
       const auto start = std::chrono::steady_clock::now();
@@ -158,7 +170,8 @@ extern "C" int sc_main(int argc, char** argv) {
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       std::cerr << r.accepted << " accepted plans, " << r.simulated << " simulated on every core in "
                 << format_number(seconds) << " s; "
-                << (r.proven ? "the bound proves the best" : "stopped at --max-simulations: not proven") << "\n";
+                << (r.proven ? "the bound proves the best" : "stopped at --max-simulations: not proven")
+                << "\n";
       if (r.top.empty()) {
         std::cerr << "error: no accepted plan could be simulated\n";
         return 1;
@@ -166,9 +179,14 @@ extern "C" int sc_main(int argc, char** argv) {
       if (json_out) {
         json list = json::array();
         for (const ExchangeRankedPlan& rp : r.top)
-          list.push_back({{"plan", plan_to_json(rp.plan)}, {"exchange_cycles", rp.exchange_total},
+          list.push_back({{"plan", plan_to_json(rp.plan)},
+                          {"exchange_cycles", rp.exchange_total},
                           {"grader_cycles", rp.grader_total}});
-        std::cout << json{{"top", list}, {"proven", r.proven}, {"simulated", r.simulated}, {"accepted", r.accepted}}.dump(2)
+        std::cout << json{{"top", list},
+                          {"proven", r.proven},
+                          {"simulated", r.simulated},
+                          {"accepted", r.accepted}}
+                         .dump(2)
                   << "\n";
       } else {
         for (const ExchangeRankedPlan& rp : r.top)
@@ -190,7 +208,8 @@ extern "C" int sc_main(int argc, char** argv) {
       }
       if (json_out) {
         json list = json::array();
-        for (const RankedPlan& rp : r.top) list.push_back({{"plan", plan_to_json(rp.plan)}, {"total_cycles", rp.total}});
+        for (const RankedPlan& rp : r.top)
+          list.push_back({{"plan", plan_to_json(rp.plan)}, {"total_cycles", rp.total}});
         const Evaluation e = evaluate(problem, r.top[0].plan, profile);
         json j = evaluation_to_json(problem, r.top[0].plan, e, profile);
         j["ties"] = r.ties;
@@ -231,8 +250,10 @@ extern "C" int sc_main(int argc, char** argv) {
       return e.accepted ? 0 : 1;
     }
     if (*verify) {
-      if (json_out) std::cout << evaluation_to_json(problem, plan, e, profile).dump(2) << "\n";
-      else print_breakdown(problem, plan, e);
+      if (json_out)
+        std::cout << evaluation_to_json(problem, plan, e, profile).dump(2) << "\n";
+      else
+        print_breakdown(problem, plan, e);
     } else {
       if (!e.cost) {
         std::cerr << "error: [" << e.violations.front().code << "] " << e.violations.front().message
@@ -262,25 +283,26 @@ extern "C" int sc_main(int argc, char** argv) {
           std::cout << j.dump(2) << "\n";
         } else {
           print_breakdown(problem, plan, e);
-          std::cout << "all cores: " << r.cores << " (" << r.empty_cores << " with an empty block), " << r.steps
-                    << " compute steps, " << r.transfers << " transfers, " << r.bytes_moved
-                    << " bytes moved; SRAM peak " << r.peak_sram_bytes << " B on core (" << r.peak_sram_core[0] << ", "
-                    << r.peak_sram_core[1] << ", " << r.peak_sram_core[2] << ") (rule book hot "
-                    << r.rule_book_hot_bytes << " B)\n";
+          std::cout << "all cores: " << r.cores << " (" << r.empty_cores << " with an empty block), "
+                    << r.steps << " compute steps, " << r.transfers << " transfers, " << r.bytes_moved
+                    << " bytes moved; SRAM peak " << r.peak_sram_bytes << " B on core ("
+                    << r.peak_sram_core[0] << ", " << r.peak_sram_core[1] << ", " << r.peak_sram_core[2]
+                    << ") (rule book hot " << r.rule_book_hot_bytes << " B)\n";
           std::cout << "grader timing: total " << format_number(r.total) << " cycles\n";
           if (options.timing == CoreTiming::Exchange)
             std::cout << "exchange timing: total " << format_number(r.exchange_total) << " cycles (compute "
-                      << format_number(r.exchange_compute) << ", exchange " << format_number(r.exchange_exchange)
-                      << ", sync " << format_number(r.exchange_sync) << "), "
-                      << format_display(100 * (r.exchange_total / r.total - 1)) << " % against the grader\n";
+                      << format_number(r.exchange_compute) << ", exchange "
+                      << format_number(r.exchange_exchange) << ", sync " << format_number(r.exchange_sync)
+                      << "), " << format_display(100 * (r.exchange_total / r.total - 1))
+                      << " % against the grader\n";
           if (r.functional_checked && !r.violation) std::cout << "functional: C = A·B exactly\n";
         }
         if (r.violation) {
           const CoreViolation& v = *r.violation;
-          std::cerr << "error: data consistency (T35 on every core): " << (v.step >= 0 ? "step " + std::to_string(v.step) + ", " : "")
-                    << "core (" << v.core[0] << ", " << v.core[1] << ", " << v.core[2] << "), tensor " << v.tensor
-                    << ": " << v.message << (r.misaligned ? " (misaligned plan: its operands are never moved)" : "")
-                    << "\n";
+          std::cerr << "error: data consistency (T35 on every core): "
+                    << (v.step >= 0 ? "step " + std::to_string(v.step) + ", " : "") << "core (" << v.core[0]
+                    << ", " << v.core[1] << ", " << v.core[2] << "), tensor " << v.tensor << ": " << v.message
+                    << (r.misaligned ? " (misaligned plan: its operands are never moved)" : "") << "\n";
           return 1;
         }
         for (const auto& v : e.violations) std::cerr << "error: [" << v.code << "] " << v.message << "\n";
@@ -291,15 +313,17 @@ extern "C" int sc_main(int argc, char** argv) {
       if (!trace_path.empty()) trace.write(trace_path);
       if (json_out) {
         json j = evaluation_to_json(problem, plan, e, profile);
-        j["replay"] = {{"total_cycles", s.total}, {"makespan", s.makespan}, {"compute_steps", s.compute_steps},
-                       {"shift_events", s.shift_events}, {"peak_bytes", s.peak_bytes},
-                       {"consistent", s.consistent}, {"misaligned", s.misaligned}};
+        j["replay"] = {{"total_cycles", s.total},          {"makespan", s.makespan},
+                       {"compute_steps", s.compute_steps}, {"shift_events", s.shift_events},
+                       {"peak_bytes", s.peak_bytes},       {"consistent", s.consistent},
+                       {"misaligned", s.misaligned}};
         std::cout << j.dump(2) << "\n";
       } else {
         print_breakdown(problem, plan, e);
-        std::cout << "replay: total " << format_number(s.total) << " cycles (makespan " << format_number(s.makespan)
-                  << "), " << s.compute_steps << " compute steps, " << s.shift_events << " shift events, SRAM peak "
-                  << s.peak_bytes << " B on each of " << e.derived.cores << " identical cores"
+        std::cout << "replay: total " << format_number(s.total) << " cycles (makespan "
+                  << format_number(s.makespan) << "), " << s.compute_steps << " compute steps, "
+                  << s.shift_events << " shift events, SRAM peak " << s.peak_bytes << " B on each of "
+                  << e.derived.cores << " identical cores"
                   << (s.misaligned ? "; misaligned: operands not moved, shift charged 0" : "") << "\n";
       }
       if (!s.consistent) std::cerr << "error: data consistency (T35): " << s.consistency_error << "\n";

@@ -112,7 +112,8 @@ SubgraphResult SubgraphModel::evaluate_fast(Violations violations, int64_t walk_
   static const std::vector<StepWalker::NumSlice> no_previous;  // the step before a tile's predecessor: none
   struct Group {
     int64_t position, count;
-    int64_t row0, col0, cols;  // raster representatives: the rectangle of tiles (count / cols rows) it stands for
+    int64_t row0, col0,
+        cols;  // raster representatives: the rectangle of tiles (count / cols rows) it stands for
   };
   thread_local std::vector<Group> groups;
   groups.clear();

@@ -6,7 +6,11 @@
 
 namespace mlsys {
 
-inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-inline std::string tensor_name(int t) { return "T" + std::to_string(t); }
+inline int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+inline std::string tensor_name(int t) {
+  return "T" + std::to_string(t);
+}
 
 }  // namespace mlsys

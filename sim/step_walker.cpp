@@ -68,8 +68,7 @@ bool StepWalker::evaluate(const Coord& c, const std::vector<NumSlice>& prev, std
       return false;
     }
   }
-  const uint8_t active =
-      kEveryStep | (c.ks == 0 ? kFirstKStep : 0) | (c.ks == m.nk_ - 1 ? kLastKStep : 0);
+  const uint8_t active = kEveryStep | (c.ks == 0 ? kFirstKStep : 0) | (c.ks == m.nk_ - 1 ? kLastKStep : 0);
   // M19 slice set and M21 loads.
   cur.clear();
   int64_t load = 0, slice_area = 0;
@@ -118,8 +117,8 @@ bool StepWalker::evaluate(const Coord& c, const std::vector<NumSlice>& prev, std
     } else {
       const int64_t K = op.reduction_depth;
       const int64_t q = op.producer ? K : std::min((c.ks + 1) * m.k_, K) - c.ks * m.k_;
-      const double f_k = static_cast<double>(q) /
-                         static_cast<double>(m.compute_model_ == MatmulCompute::FullK ? K : n_k);
+      const double f_k =
+          static_cast<double>(q) / static_cast<double>(m.compute_model_ == MatmulCompute::FullK ? K : n_k);
       cost = op.base * f_r * f_c * f_k;
     }
     compute += cost;
@@ -151,7 +150,8 @@ bool StepWalker::evaluate(const Coord& c, const std::vector<NumSlice>& prev, std
   if (detail || (oom && !summarize_oom_)) {
     // Terms are built only when someone will read them.
     for (size_t i = 0; i < m.retained_in_.size(); ++i)
-      ws.terms.push_back({'A', m.retained_in_[i], m.retained_in_regions_[i], m.retained_in_regions_[i].area()});
+      ws.terms.push_back(
+          {'A', m.retained_in_[i], m.retained_in_regions_[i], m.retained_in_regions_[i].area()});
     for (const NumSlice& s : cur) ws.terms.push_back({'B', s.tensor, s.region, s.region.area()});
     for (int t : m.nonephemeral_) {
       const bool grows = std::find(m.retained_.begin(), m.retained_.end(), t) != m.retained_.end();

@@ -1,7 +1,5 @@
 // The static rules of one subgraph (M6-M14) and its symbolic regions (M17-M20 forms): SubgraphModel::compile,
 // compile_structure and the granularity and traversal setters.
-#include "sim/step_model.hpp"
-
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -9,6 +7,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "sim/step_model.hpp"
 #include "sim/step_model_internal.hpp"
 
 namespace mlsys {
@@ -18,7 +17,9 @@ Axis bounding(const Axis& a) {
   // Over all k-steps of a tile, a reduction range sweeps [0, extent) (M18 prologue rectangle).
   return a.kind == AxisKind::Reduction ? Axis{AxisKind::Full, a.extent} : a;
 }
-Form bounding(const Form& f) { return {bounding(f.rows), bounding(f.cols)}; }
+Form bounding(const Form& f) {
+  return {bounding(f.rows), bounding(f.cols)};
+}
 
 const Form kTileForm{{AxisKind::TileRows, 0}, {AxisKind::TileCols, 0}};
 
@@ -151,7 +152,7 @@ namespace {
 // tile, as many as possible (Kuhn's augmenting paths: a handful of MatMuls per subgraph), and returns the
 // output tensors of the guests left without a host.
 std::vector<int> partial_sums_without_host(const Problem& p, const std::vector<int>& guests,
-                                       const std::vector<std::vector<int>>& reaches) {
+                                           const std::vector<std::vector<int>>& reaches) {
   std::vector<int> host_of_guest(guests.size(), -1);
   std::vector<int> guest_of_host(p.num_tensors(), -1);
   std::vector<bool> visited;
@@ -192,7 +193,8 @@ std::variant<SubgraphModel, RuleViolation> SubgraphModel::compile_structure(
   if (ops.empty()) return reject("M7", "the subgraph has no ops");
   std::vector<int> position(p.num_ops(), -1);
   for (size_t i = 0; i < ops.size(); ++i) {
-    if (position[ops[i]] != -1) return reject("M7", "op " + std::to_string(ops[i]) + " is listed twice", ops[i]);
+    if (position[ops[i]] != -1)
+      return reject("M7", "op " + std::to_string(ops[i]) + " is listed twice", ops[i]);
     position[ops[i]] = static_cast<int>(i);
   }
   auto in_subgraph = [&](int op) { return op >= 0 && position[op] != -1; };
@@ -201,7 +203,8 @@ std::variant<SubgraphModel, RuleViolation> SubgraphModel::compile_structure(
       int a = graph.producer[t];
       if (in_subgraph(a) && position[a] > position[b])
         return reject("M7",
-                      "op " + std::to_string(b) + " reads " + tensor_name(t) + ", produced by op " + std::to_string(a) +
+                      "op " + std::to_string(b) + " reads " + tensor_name(t) + ", produced by op " +
+                          std::to_string(a) +
                           " which is listed after it; the declared order must be topological",
                       b, t);
     }
@@ -210,16 +213,19 @@ std::variant<SubgraphModel, RuleViolation> SubgraphModel::compile_structure(
     std::vector<int> first_toucher(p.num_tensors(), -1);
     for (size_t i = 0; i < ops.size(); ++i) {
       auto touch = [&](int t) {
-        if (first_toucher[t] == -1) first_toucher[t] = static_cast<int>(i);
-        else comp.join(first_toucher[t], static_cast<int>(i));
+        if (first_toucher[t] == -1)
+          first_toucher[t] = static_cast<int>(i);
+        else
+          comp.join(first_toucher[t], static_cast<int>(i));
       };
       for (int t : p.inputs[ops[i]]) touch(t);
       for (int t : p.outputs[ops[i]]) touch(t);
     }
     for (size_t i = 1; i < ops.size(); ++i)
       if (comp.find(static_cast<int>(i)) != comp.find(0))
-        return reject("M7", "op " + std::to_string(ops[i]) + " shares no tensor path with op " + std::to_string(ops[0]) +
-                                "; the ops of a subgraph must be connected",
+        return reject("M7",
+                      "op " + std::to_string(ops[i]) + " shares no tensor path with op " +
+                          std::to_string(ops[0]) + "; the ops of a subgraph must be connected",
                       ops[i]);
   }
 
@@ -238,7 +244,9 @@ std::variant<SubgraphModel, RuleViolation> SubgraphModel::compile_structure(
               [&](const Consumer& a, const Consumer& b) { return position[a.op] < position[b.op]; });
     return result;
   };
-  auto is_ephemeral = [&](int t) { return produced_here(t) && !internal_consumers(t).empty() && !is_retained(t); };
+  auto is_ephemeral = [&](int t) {
+    return produced_here(t) && !internal_consumers(t).empty() && !is_retained(t);
+  };
 
   // ---- M9 retention list
   for (int t : retain) {
@@ -246,12 +254,14 @@ std::variant<SubgraphModel, RuleViolation> SubgraphModel::compile_structure(
       return reject("M9", tensor_name(t) + ": graph inputs cannot be retained", -1, t);
     if (!produced_here(t))
       return reject("M9",
-                    tensor_name(t) + " is not produced by this subgraph; only a tensor the subgraph produces can be "
-                                     "retained (retention lasts one subgraph)",
+                    tensor_name(t) +
+                        " is not produced by this subgraph; only a tensor the subgraph produces can be "
+                        "retained (retention lasts one subgraph)",
                     -1, t);
     if (graph.is_graph_output[t])
-      return reject("M9", tensor_name(t) + " is a graph output and cannot be retained; it must reach slow memory", -1,
-                    t);
+      return reject("M9",
+                    tensor_name(t) + " is a graph output and cannot be retained; it must reach slow memory",
+                    -1, t);
     for (const Consumer& c : internal_consumers(t))
       if (p.is_matmul(c.op))
         return reject("M9",
@@ -427,8 +437,10 @@ std::variant<SubgraphModel, RuleViolation> SubgraphModel::compile_structure(
       if (!is_ephemeral(t)) demands.push_back(kTileForm);
       for (const Consumer& c : internal_consumers(t)) demands.push_back(input_form(c));
       for (const Form& d : demands) {
-        if (!region) region = d;
-        else if (!(d == *region)) m.checks_.push_back({o, t, *region, d});
+        if (!region)
+          region = d;
+        else if (!(d == *region))
+          m.checks_.push_back({o, t, *region, d});
       }
     }
     out_form[o] = *region;
@@ -461,8 +473,10 @@ std::variant<SubgraphModel, RuleViolation> SubgraphModel::compile_structure(
       const Form f = c.matmul ? mm_in_form[o][pos] : c.run_form;
       auto same = std::find_if(m.forms_.begin(), m.forms_.end(),
                                [&](const SliceForm& s) { return s.tensor == t && s.form == f; });
-      if (same != m.forms_.end()) same->runs_at |= c.runs_at;
-      else m.forms_.push_back({t, f, c.runs_at, false});
+      if (same != m.forms_.end())
+        same->runs_at |= c.runs_at;
+      else
+        m.forms_.push_back({t, f, c.runs_at, false});
     }
   }
   for (SliceForm& s : m.forms_) {

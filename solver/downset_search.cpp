@@ -1,10 +1,10 @@
-// The dynamic program over sets of done ops (closed under producers), which finds groupings that no order puts
-// side by side; with every grouping and retention subset it is mlsys --exhaustive.
-#include "solver/search_internal.hpp"
-
+// The dynamic program over sets of done ops (closed under producers), which finds groupings that no order
+// puts side by side; with every grouping and retention subset it is mlsys --exhaustive.
 #include <algorithm>
 #include <map>
 #include <unordered_set>
+
+#include "solver/search_internal.hpp"
 
 namespace mlsys::search {
 namespace {

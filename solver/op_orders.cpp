@@ -1,11 +1,11 @@
 // Topological orders of the ops for the order search: by index, depth first, by level, retention-friendly,
 // siblings first, random, and moves of the incumbent's order (local search).
-#include "solver/search_internal.hpp"
-
 #include <algorithm>
 #include <map>
 #include <numeric>
 #include <queue>
+
+#include "solver/search_internal.hpp"
 
 namespace mlsys::search {
 
@@ -208,6 +208,5 @@ std::vector<int> moved(std::vector<int> order, const Problem& p, const Graph& g,
   }
   return order;
 }
-
 
 }  // namespace mlsys::search

@@ -1,9 +1,9 @@
 // The dynamic program over one topological order: a state is (ops done, tensors the last segment retains);
 // a transition appends one segment, priced by the oracle.
-#include "solver/search_internal.hpp"
-
 #include <algorithm>
 #include <map>
+
+#include "solver/search_internal.hpp"
 
 namespace mlsys::search {
 namespace {
@@ -51,7 +51,8 @@ class Strategy {
     // No schedule pays less than each op's compute at native padding: what the ops from position i on add.
     std::vector<double> suffix_floor(n + 1, 0);
     for (int i = n - 1; i >= 0; --i)
-      suffix_floor[i] = suffix_floor[i + 1] + compute_floor(p, inc_.graph, order_[i], inc_.options.model.matmul_compute);
+      suffix_floor[i] =
+          suffix_floor[i + 1] + compute_floor(p, inc_.graph, order_[i], inc_.options.model.matmul_compute);
     const std::string name =
         std::string("dp(") + order_name(kind_) + ", len " + std::to_string(max_length_) +
         (recompute_.empty() ? "" : ", recomputing " + std::to_string(recompute_.size())) + ")";
@@ -94,15 +95,16 @@ class Strategy {
         }
       }
     }
-    auto done = std::find_if(states[n].begin(), states[n].end(), [](const State& st) { return st.retain.empty(); });
+    auto done =
+        std::find_if(states[n].begin(), states[n].end(), [](const State& st) { return st.retain.empty(); });
     if (done == states[n].end()) return;
     if (kind_ == OrderKind::MovedIncumbent && done->cost <= limit()) inc_.walk_to(op_order, recompute_);
     if (done->cost >= inc_.bound.load()) return;  // accepted as the local search's next point at most
     std::vector<Segment> segments;
     for (int j = n, s = static_cast<int>(done - states[n].begin()); j > 0;) {
       const State& st = states[j][s];
-      segments.push_back({std::vector<int>(order_.begin() + st.from_position, order_.begin() + j), st.retain,
-                          st.choice});
+      segments.push_back(
+          {std::vector<int>(order_.begin() + st.from_position, order_.begin() + j), st.retain, st.choice});
       j = st.from_position;
       s = st.from_state;
     }

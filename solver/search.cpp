@@ -40,7 +40,7 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
     OrderKind kind;
     int max_length;
     Recompute recompute = Recompute::None;
-    bool downsets = false;  // the set-of-done-ops program instead of an order
+    bool downsets = false;    // the set-of-done-ops program instead of an order
     bool exhaustive = false;  // that program is mlsys --exhaustive's
   };
   const std::optional<std::string> too_many_sets = search::downsets_unaffordable(problem, graph);
@@ -168,9 +168,11 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
     SubgraphOracle oracle(problem, graph, options.model);
     for (int o = 0; o < problem.num_ops() && inc.stats.infeasible_reason.empty(); ++o) {
       std::string reason;
-      if (!oracle.best({o}, {}, {}, &reason)) inc.stats.infeasible_reason = "op " + std::to_string(o) + ": " + reason;
+      if (!oracle.best({o}, {}, {}, &reason))
+        inc.stats.infeasible_reason = "op " + std::to_string(o) + ": " + reason;
     }
-    if (inc.stats.infeasible_reason.empty()) inc.stats.infeasible_reason = "no schedule found within the time limit";
+    if (inc.stats.infeasible_reason.empty())
+      inc.stats.infeasible_reason = "no schedule found within the time limit";
   }
   if (stats) *stats = inc.stats;
   return inc.best;

@@ -133,10 +133,11 @@ std::vector<int> moved(std::vector<int> order, const Problem& p, const Graph& g,
 
 // ---- what a segment may retain and recompute (solver/segment_options.cpp)
 
-// What a segment (a run of consecutive ops of the order) demands of retention. A tensor it consumes internally
-// and that a later op also reads must be retained into the next segment (M8: otherwise it is ephemeral and
-// unavailable later, M15). A tensor it only produces may be retained instead of stored (M9), which pays when the
-// next segment reads it. Either way the next segment must hold every remaining consumer (M9: one subgraph only).
+// What a segment (a run of consecutive ops of the order) demands of retention. A tensor it consumes
+// internally and that a later op also reads must be retained into the next segment (M8: otherwise it is
+// ephemeral and unavailable later, M15). A tensor it only produces may be retained instead of stored (M9),
+// which pays when the next segment reads it. Either way the next segment must hold every remaining consumer
+// (M9: one subgraph only).
 struct RetentionNeeds {
   bool feasible = true;
   std::vector<int> required;  // consumed inside and later

@@ -1,7 +1,7 @@
 // What a segment of an order may retain into the next one, and which tensors later readers may recompute.
-#include "solver/search_internal.hpp"
-
 #include <algorithm>
+
+#include "solver/search_internal.hpp"
 
 namespace mlsys::search {
 // Which optional tensors to retain besides the required ones: every subset when there are few (benchmark 4

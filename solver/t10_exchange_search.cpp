@@ -26,7 +26,8 @@ struct Candidate {
 
 }  // namespace
 
-ExchangeSearchResult search_exchange(const Problem& pr, Profile profile, size_t top_n, int64_t max_simulations) {
+ExchangeSearchResult search_exchange(const Problem& pr, Profile profile, size_t top_n,
+                                     int64_t max_simulations) {
   ExchangeSearchResult result;
   std::vector<Candidate> candidates;
   const double amp = pr.chip.amp_macs_per_cycle, sync = pr.chip.sync_cycles;
@@ -37,9 +38,10 @@ ExchangeSearchResult search_exchange(const Problem& pr, Profile profile, size_t 
         Plan plan;
         plan.f_op = {pm, pk, pn};
         const Evaluation spatial = evaluate(pr, plan, Profile::EngDesign, false);
-        if (std::any_of(spatial.engdesign_violations.begin(), spatial.engdesign_violations.end(), [](const auto& v) {
-              return v.code == "E_CORES_MAX" || v.code == "E_CORES_MIN" || v.code == "E_SPATIAL_PAD";
-            }))
+        if (std::any_of(
+                spatial.engdesign_violations.begin(), spatial.engdesign_violations.end(), [](const auto& v) {
+                  return v.code == "E_CORES_MAX" || v.code == "E_CORES_MIN" || v.code == "E_SPATIAL_PAD";
+                }))
           continue;
         for (auto [cm, cn] : factor_pairs(pk))
           for (auto [am, ak] : factor_pairs(pn))
@@ -51,18 +53,19 @@ ExchangeSearchResult search_exchange(const Problem& pr, Profile profile, size_t 
               // Core (0, 0, 0) holds a whole ms x ks x ns block and computes it over the steps; every compute
               // step and every shift (steps - 1 of them when aligned) is a superstep ending with a sync.
               const Derived& d = e.derived;
-              const double compute =
-                  static_cast<double>(d.spatial[0]) * static_cast<double>(d.spatial[1]) *
-                  static_cast<double>(d.spatial[2]) / amp;
+              const double compute = static_cast<double>(d.spatial[0]) * static_cast<double>(d.spatial[1]) *
+                                     static_cast<double>(d.spatial[2]) / amp;
               const double supersteps = static_cast<double>(d.misaligned ? d.steps : 2 * d.steps - 1);
               // The first piece of every block is at least the rule book's partition size (T9), and some core
               // holds it at every moment: each shift event, that core sends it (the level's largest such
-              // piece bounds the superstep); the reduction over the n holders of a C piece sends (n-1)/n of it.
-              const double e_bytes = static_cast<double>(pr.dtype_bytes), bw = pr.chip.exchange_bytes_per_cycle;
+              // piece bounds the superstep); the reduction over the n holders of a C piece sends (n-1)/n of
+              // it.
+              const double e_bytes = static_cast<double>(pr.dtype_bytes),
+                           bw = pr.chip.exchange_bytes_per_cycle;
               double exchange = 0;
               for (const ShiftLevel& l : d.levels) {
                 int64_t largest = 0;
-                for (char t : l.tensors) largest = std::max(largest, d.elems[t == 'C' ? C : t == 'A' ? A : B]);
+                for (char t : l.tensors) largest = std::max(largest, d.elems[tensor_index(t)]);
                 exchange += static_cast<double>(l.events) * e_bytes * static_cast<double>(largest) / bw;
               }
               // The broadcast: core (0, 0, 0) is the home of its A and B pieces and sends them to every other
@@ -98,9 +101,10 @@ ExchangeSearchResult search_exchange(const Problem& pr, Profile profile, size_t 
     ++result.simulated;
     if (r.violation) continue;  // a misaligned plan: its operands never reach the cores that need them
     const ExchangeRankedPlan ranked{c.plan, r.exchange_total, r.total};
-    kept.insert(std::upper_bound(kept.begin(), kept.end(), ranked,
-                                 [](const auto& a, const auto& b) { return a.exchange_total < b.exchange_total; }),
-                ranked);
+    kept.insert(
+        std::upper_bound(kept.begin(), kept.end(), ranked,
+                         [](const auto& a, const auto& b) { return a.exchange_total < b.exchange_total; }),
+        ranked);
     if (kept.size() > keep) kept.pop_back();
   }
   result.proven = next == candidates.size() ||
@@ -112,7 +116,8 @@ ExchangeSearchResult search_exchange(const Problem& pr, Profile profile, size_t 
 
 std::vector<ChipVariantPoint> sweep_chip(const Problem& problem, Profile profile,
                                          const std::vector<double>& exchange_bytes_per_cycle,
-                                         const std::vector<int64_t>& sram_bytes_per_core, int64_t max_simulations,
+                                         const std::vector<int64_t>& sram_bytes_per_core,
+                                         int64_t max_simulations,
                                          const std::function<void(const ChipVariantPoint&)>& on_point) {
   std::vector<ChipVariantPoint> points;
   for (int64_t sram : sram_bytes_per_core)

@@ -1,7 +1,8 @@
 // T10 plans ranked by the physical exchange timing (t10 solve --timing exchange): every plan the profile
-// accepts gets a lower bound on its exchange time (its largest core's compute at the AMP rate and one sync per
-// superstep); plans are simulated on every core (sim/t10/t10_cores) in order of that bound until the bound of
-// the next one reaches the best time found, which proves the best, or until `max_simulations` have run.
+// accepts gets a lower bound on its exchange time (its largest core's compute at the AMP rate and one sync
+// per superstep); plans are simulated on every core (sim/t10/t10_cores) in order of that bound until the
+// bound of the next one reaches the best time found, which proves the best, or until `max_simulations` have
+// run.
 #pragma once
 
 #include <functional>
@@ -38,9 +39,9 @@ struct ChipVariantPoint {
   int64_t simulated = 0;
   double seconds = 0;
 };
-std::vector<ChipVariantPoint> sweep_chip(const Problem& problem, Profile profile,
-                                         const std::vector<double>& exchange_bytes_per_cycle,
-                                         const std::vector<int64_t>& sram_bytes_per_core, int64_t max_simulations,
-                                         const std::function<void(const ChipVariantPoint&)>& on_point = nullptr);
+std::vector<ChipVariantPoint> sweep_chip(
+    const Problem& problem, Profile profile, const std::vector<double>& exchange_bytes_per_cycle,
+    const std::vector<int64_t>& sram_bytes_per_core, int64_t max_simulations,
+    const std::function<void(const ChipVariantPoint&)>& on_point = nullptr);
 
 }  // namespace mlsys::t10

@@ -35,7 +35,8 @@ TEST(Layering, TheCheckerNamesEveryUpwardInclude) {
   const std::string root = fixture_tree("layers-upward");
   write_text(root + "/sim/systemc/replay.cpp",
              "#include \"sim/model.hpp\"\n#include <systemc>\n  #include \"traces/trace.hpp\"\n");
-  write_text(root + "/verifier/verify.cpp", "#include \"verifier/verify.hpp\"\n#include \"solver/search.hpp\"\n");
+  write_text(root + "/verifier/verify.cpp",
+             "#include \"verifier/verify.hpp\"\n#include \"solver/search.hpp\"\n");
   const std::vector<Finding> findings = upward_includes(root);
   ASSERT_EQ(2u, findings.size()) << describe(findings);
   EXPECT_EQ("sim/systemc/replay.cpp", findings[0].file);
@@ -48,7 +49,8 @@ TEST(Layering, TheCheckerNamesEveryUpwardInclude) {
 
 TEST(Layering, TheCheckerFindsProgramsOutsideAppsAndOversizedFiles) {
   const std::string root = fixture_tree("layers-programs");
-  write_text(root + "/solver/solve_main.cpp", "#include \"solver/search.hpp\"\nint main(int argc, char** argv) {}\n");
+  write_text(root + "/solver/solve_main.cpp",
+             "#include \"solver/search.hpp\"\nint main(int argc, char** argv) {}\n");
   write_text(root + "/sim/systemc/sim_main.cpp", "extern \"C\" int sc_main(int, char**) { return 0; }\n");
   const std::vector<Finding> programs = misplaced_programs(root);
   ASSERT_EQ(2u, programs.size()) << describe(programs);

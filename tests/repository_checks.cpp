@@ -15,7 +15,8 @@ bool skipped_directory(const fs::path& relative) {
   const std::string first = relative.begin()->string();
   if (first.rfind("build", 0) == 0 || first == "out" || first == ".git") return true;
   const std::string text = relative.generic_string();
-  return relative.filename() == "__pycache__" || text == "tests/fuzz/corpus" || text == "tests/fuzz/regressions";
+  return relative.filename() == "__pycache__" || text == "tests/fuzz/corpus" ||
+         text == "tests/fuzz/regressions";
 }
 
 std::string read_text(const fs::path& path) {
@@ -83,15 +84,19 @@ std::vector<Finding> outside_references(const fs::path& root) {
       auto report = [&](const std::string& found, const std::string& why) {
         findings.push_back({file.generic_string(), number, found, why});
       };
-      for (auto m = std::sregex_iterator(line.begin(), line.end(), parent_path); m != std::sregex_iterator(); ++m)
+      for (auto m = std::sregex_iterator(line.begin(), line.end(), parent_path); m != std::sregex_iterator();
+           ++m)
         if (!stays_inside(file.parent_path(), m->str()))
           report(m->str(), "a relative path that leaves the repository");
-      for (auto m = std::sregex_iterator(line.begin(), line.end(), shared_path); m != std::sregex_iterator(); ++m)
+      for (auto m = std::sregex_iterator(line.begin(), line.end(), shared_path); m != std::sregex_iterator();
+           ++m)
         report(m->str(), "a path into the workplace's shared folder");
       std::smatch work;
-      if (std::regex_search(line, work, absolute_work)) report("/work/", "an absolute path of this workplace");
+      if (std::regex_search(line, work, absolute_work))
+        report("/work/", "an absolute path of this workplace");
       if (!markdown) continue;
-      for (auto m = std::sregex_iterator(line.begin(), line.end(), markdown_link); m != std::sregex_iterator(); ++m) {
+      for (auto m = std::sregex_iterator(line.begin(), line.end(), markdown_link);
+           m != std::sregex_iterator(); ++m) {
         std::string target = (*m)[1].str();
         if (target.find("://") != std::string::npos || target.rfind("mailto:", 0) == 0 || target[0] == '#')
           continue;
@@ -144,8 +149,9 @@ std::vector<Finding> upward_includes(const fs::path& root) {
         continue;
       }
       if (target_layer > layer)
-        findings.push_back({file.generic_string(), number, target,
-                            std::string("goes up from ") + kLayers[layer] + "/ to " + kLayers[target_layer] + "/"});
+        findings.push_back(
+            {file.generic_string(), number, target,
+             std::string("goes up from ") + kLayers[layer] + "/ to " + kLayers[target_layer] + "/"});
     }
   }
   return findings;

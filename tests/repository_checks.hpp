@@ -1,6 +1,6 @@
 // Checks on the repository's own files, run as tests: the repository stands alone (no file refers to a path
-// outside it, every relative Markdown link resolves inside it) and its layers depend one way, down. Each check takes a root so that tests can
-// run it on a fixture tree as well as on the repository.
+// outside it, every relative Markdown link resolves inside it) and its layers depend one way, down. Each
+// check takes a root so that tests can run it on a fixture tree as well as on the repository.
 #pragma once
 
 #include <filesystem>

@@ -17,12 +17,14 @@ TEST(RepositoryChecks, FindsEveryKindOfOutsideReferenceInAFixture) {
   std::filesystem::create_directories(root + "/docs");
   std::filesystem::create_directories(root + "/build/release");
   write_text(root + "/docs/model.md", "# Model\n");
-  write_text(root + "/README.md",
-             "The rules: [model](docs/model.md), [rule M20](docs/model.md#m20), [site](https://example.org).\n"
-             "Old text: see `../shared/spec/mlsys-model.md`.\n"
-             "A broken link: [gone](docs/missing.md).\n");
+  write_text(
+      root + "/README.md",
+      "The rules: [model](docs/model.md), [rule M20](docs/model.md#m20), [site](https://example.org).\n"
+      "Old text: see `../shared/spec/mlsys-model.md`.\n"
+      "A broken link: [gone](docs/missing.md).\n");
   write_text(root + "/docs/inside.md", "[up and back](../README.md) is fine.\n");
-  write_text(root + "/code.cpp", "// data from shared/anchors/README.md\nconst char* p = \"/work/shared\";\n");
+  write_text(root + "/code.cpp",
+             "// data from shared/anchors/README.md\nconst char* p = \"/work/shared\";\n");
   write_text(root + "/build/release/generated.md", "../shared/spec is ignored in build trees\n");
   const std::vector<Finding> findings = outside_references(root);
   ASSERT_EQ(5u, findings.size()) << describe(findings);
@@ -54,10 +56,12 @@ TEST(RepositoryChecks, TheModelIsDocumentedInsideTheRepository) {
     return std::string(std::istreambuf_iterator<char>(in), {});
   }();
   for (int i = 1; i <= 29; ++i)
-    EXPECT_NE(std::string::npos, model.find("<a id=\"m" + std::to_string(i) + "\"></a>\n### M" + std::to_string(i) + ". "))
+    EXPECT_NE(std::string::npos,
+              model.find("<a id=\"m" + std::to_string(i) + "\"></a>\n### M" + std::to_string(i) + ". "))
         << "M" << i;
   for (int i = 1; i <= 44; ++i)
-    EXPECT_NE(std::string::npos, t10.find("<a id=\"t" + std::to_string(i) + "\"></a>\n### T" + std::to_string(i) + ". "))
+    EXPECT_NE(std::string::npos,
+              t10.find("<a id=\"t" + std::to_string(i) + "\"></a>\n### T" + std::to_string(i) + ". "))
         << "T" << i;
 }
 

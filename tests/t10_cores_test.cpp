@@ -1,10 +1,14 @@
 // T10 on every core (sim/t10/t10_cores): every core of a plan, real pieces moved between real cores.
-// - Grader timing equals the analytic model exactly on every vector of the rule book (tests/golden/t10) and on
+// - Grader timing equals the analytic model exactly on every vector of the rule book (tests/golden/t10) and
+// on
 //   random plans, and every aligned plan is consistent on every core.
-// - Functional mode multiplies real integer matrices and gathers exactly A·B on random plans of small problems;
+// - Functional mode multiplies real integer matrices and gathers exactly A·B on random plans of small
+// problems;
 //   misaligned plans (whose operands the grader never moves) and a ring with a dropped transfer are caught,
 //   naming the step, the core and the piece.
 // - Exchange timing matches hand-derived cases.
+#include "sim/t10/t10_cores.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,7 +18,6 @@
 #include <random>
 #include <systemc>
 
-#include "sim/t10/t10_cores.hpp"
 #include "sim/t10/t10_model.hpp"
 #include "solver/t10_exchange_search.hpp"
 #include "support.hpp"
@@ -32,7 +35,8 @@ class T10Cores : public ::testing::Test {
 };
 
 t10::Problem problem_of(int64_t m, int64_t k, int64_t n, const json& chip = json::object()) {
-  return std::get<t10::Problem>(t10::parse_problem(json{{"op", "matmul"}, {"m", m}, {"k", k}, {"n", n}, {"chip", chip}}));
+  return std::get<t10::Problem>(
+      t10::parse_problem(json{{"op", "matmul"}, {"m", m}, {"k", k}, {"n", n}, {"chip", chip}}));
 }
 
 void expect_grader_totals(const Cost& cost, const CoresResult& r, const std::string& where) {
@@ -49,7 +53,8 @@ TEST_F(T10Cores, GraderTimingEqualsTheAnalyticModelOnEveryVector) {
   int simulated = 0, aligned = 0, misaligned = 0;
   for (const json& c : doc.at("cases")) {
     if (c.at("cost").is_null()) continue;  // E4/E6: no defined cost, no rings
-    const t10::Problem problem = std::get<t10::Problem>(t10::parse_problem(doc.at("problems").at(c.at("problem"))));
+    const t10::Problem problem =
+        std::get<t10::Problem>(t10::parse_problem(doc.at("problems").at(c.at("problem"))));
     const auto plan = t10::parse_plan(c.at("plan"));
     if (!std::holds_alternative<Plan>(plan)) continue;
     const Derived d = derive(problem, std::get<Plan>(plan));
@@ -74,13 +79,14 @@ TEST_F(T10Cores, GraderTimingEqualsTheAnalyticModelOnEveryVector) {
   EXPECT_GE(aligned, 30);
 }
 
-// A random plan with defined cost: F_op, then for each tensor a pair of temporal factors whose product divides
-// its replication (E4 by construction, T39).
+// A random plan with defined cost: F_op, then for each tensor a pair of temporal factors whose product
+// divides its replication (E4 by construction, T39).
 Plan random_plan(const t10::Problem& p, std::mt19937& rng, int64_t max_cores) {
   Plan plan;
   auto pick = [&](int64_t limit) { return 1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(limit)); };
   do {
-    plan.f_op = {pick(std::min<int64_t>(p.m, 6)), pick(std::min<int64_t>(p.k, 6)), pick(std::min<int64_t>(p.n, 6))};
+    plan.f_op = {pick(std::min<int64_t>(p.m, 6)), pick(std::min<int64_t>(p.k, 6)),
+                 pick(std::min<int64_t>(p.n, 6))};
   } while (plan.f_op[0] * plan.f_op[1] * plan.f_op[2] > max_cores);
   auto factors = [&](int64_t replication, int64_t& a, int64_t& b) {
     std::vector<int64_t> divisors;
@@ -112,8 +118,8 @@ TEST_F(T10Cores, RandomPlansAreConsistentOnEveryCoreAndTimedLikeTheGrader) {
     ++simulated;
     if (!d.misaligned) {
       ++aligned;
-      EXPECT_FALSE(r.violation) << plan_to_json(plan).dump() << " m,k,n " << problem.m << "," << problem.k << ","
-                                << problem.n << ": " << r.violation->message;
+      EXPECT_FALSE(r.violation) << plan_to_json(plan).dump() << " m,k,n " << problem.m << "," << problem.k
+                                << "," << problem.n << ": " << r.violation->message;
     }
     rotating_c += d.rotates(C);
     edge += r.edge_idle_cycles > 0;
@@ -142,8 +148,8 @@ TEST_F(T10Cores, FunctionalModeGathersExactlyAB) {
       EXPECT_TRUE(r.violation) << plan_to_json(plan).dump();
       continue;
     }
-    EXPECT_FALSE(r.violation) << plan_to_json(plan).dump() << " m,k,n " << problem.m << "," << problem.k << ","
-                              << problem.n << ": " << r.violation->message;
+    EXPECT_FALSE(r.violation) << plan_to_json(plan).dump() << " m,k,n " << problem.m << "," << problem.k
+                              << "," << problem.n << ": " << r.violation->message;
     ++exact;
     with_reduction += plan.f_op[1] > 1;
   }
@@ -192,14 +198,16 @@ TEST_F(T10Cores, ExchangeTimingOfATwoCoreRing) {
   EXPECT_DOUBLE_EQ(512, r.exchange_exchange);
   EXPECT_DOUBLE_EQ(354, r.exchange_sync);
   EXPECT_DOUBLE_EQ(1378, r.makespan);
-  const CoresResult slow = simulate_cores(problem_of(32, 64, 32, {{"exchange_latency_cycles", 10}}), plan, options);
+  const CoresResult slow =
+      simulate_cores(problem_of(32, 64, 32, {{"exchange_latency_cycles", 10}}), plan, options);
   EXPECT_DOUBLE_EQ(1388, slow.exchange_total);
 }
 
 TEST_F(T10Cores, ExchangeTimingOfAFourCoreRingWithTwoLevels) {
-  // m, k, n = 32, 64, 64; F_op [1, 1, 4], A_m = A_k = 2: levels m (g 2) and k (g 2), both holding A; four steps
-  // and three shifts (level 0 once, level 1 twice). A step: 16 x 32 x 16 = 8,192 MACs, 128 cycles. A shift moves a
-  // 16 x 32 A piece, 1,024 B: 256 cycles. 4 x 128 + 3 x 256 + 7 x 118 = 512 + 768 + 826 = 2,106.
+  // m, k, n = 32, 64, 64; F_op [1, 1, 4], A_m = A_k = 2: levels m (g 2) and k (g 2), both holding A; four
+  // steps and three shifts (level 0 once, level 1 twice). A step: 16 x 32 x 16 = 8,192 MACs, 128 cycles. A
+  // shift moves a 16 x 32 A piece, 1,024 B: 256 cycles. 4 x 128 + 3 x 256 + 7 x 118 = 512 + 768 + 826 =
+  // 2,106.
   Plan plan;
   plan.f_op = {1, 1, 4};
   plan.am = 2;
@@ -233,8 +241,8 @@ TEST_F(T10Cores, ExchangeTimingOfAReductionOverThreeReplicas) {
 
 TEST_F(T10Cores, EdgeCoresHoldLessAndIdle) {
   // m = 10 over pm = 4: ms = 3, the last core holds 1 row. Its steps cost the padded sub-task in the grader's
-  // model; the engine counts the cycles its smaller block leaves idle. (B is replicated over the 4 cores: core
-  // (0, 0, 0) is its home and sends it to the other three, the broadcast's critical core.)
+  // model; the engine counts the cycles its smaller block leaves idle. (B is replicated over the 4 cores:
+  // core (0, 0, 0) is its home and sends it to the other three, the broadcast's critical core.)
   Plan plan;
   plan.f_op = {4, 1, 1};
   CoreSimOptions options;

@@ -8,8 +8,9 @@
 namespace mlsys {
 
 ReplayResult replay_to_files(const Problem& problem, const Graph& graph, const Schedule& schedule,
-                             const ModelOptions& model, const std::string& timing, const std::string& trace_path,
-                             const std::string& vcd_path, const std::string& label) {
+                             const ModelOptions& model, const std::string& timing,
+                             const std::string& trace_path, const std::string& vcd_path,
+                             const std::string& label) {
   ReplayOptions options;
   options.model = model;
   options.timing = timing == "overlapped" ? TimingMode::Overlapped : TimingMode::Contest;

@@ -9,7 +9,8 @@
 namespace mlsys {
 
 ReplayResult replay_to_files(const Problem& problem, const Graph& graph, const Schedule& schedule,
-                             const ModelOptions& model, const std::string& timing, const std::string& trace_path,
-                             const std::string& vcd_path, const std::string& label);
+                             const ModelOptions& model, const std::string& timing,
+                             const std::string& trace_path, const std::string& vcd_path,
+                             const std::string& label);
 
 }  // namespace mlsys

@@ -59,9 +59,9 @@ std::string plan_report_html(const PlanReportPage& page) {
     for (const auto& [name, v] : parts) largest = std::max(largest, v);
     html << "<h2>Cycle breakdown</h2>\n<p class=\"note\">total " << format_display(c.total)
          << " cycles, composed from these terms by rules " << rule_link("T11", page.docs) << "-"
-         << rule_link("T21", page.docs) << " of the T10 rule book (comp = "
-         << format_display(c.comp) << ").</p>\n<svg id=\"cycles\" width=\"760\" height=\"" << 28 * 6 + 10
-         << "\" viewBox=\"0 0 760 " << 28 * 6 + 10 << "\">\n";
+         << rule_link("T21", page.docs) << " of the T10 rule book (comp = " << format_display(c.comp)
+         << ").</p>\n<svg id=\"cycles\" width=\"760\" height=\"" << 28 * 6 + 10 << "\" viewBox=\"0 0 760 "
+         << 28 * 6 + 10 << "\">\n";
     int row = 0;
     for (const auto& [name, v] : parts) {
       const double y = 6 + 28 * row++;
@@ -123,7 +123,8 @@ std::string plan_report_html(const PlanReportPage& page) {
          << " cycles against the grader's " << format_display(r.total) << "; "
          << (r.violation ? "data consistency failed: " + html_escape(r.violation->message)
                          : std::string("every core held the pieces its blocks needed"))
-         << ". Cores in id order ((i_m &middot; pk + i_k) &middot; pn + i_n), row by row; darker is more.</p>\n";
+         << ". Cores in id order ((i_m &middot; pk + i_k) &middot; pn + i_n), row by row; darker is "
+            "more.</p>\n";
     auto heat = [&](const char* id, const char* what, auto value, const std::string& unit) {
       double high = 0;
       for (const CoreStats& c : r.per_core) high = std::max(high, value(c));
@@ -140,9 +141,11 @@ std::string plan_report_html(const PlanReportPage& page) {
       }
       html << "</svg>\n";
     };
-    heat("sram-heat", "SRAM peak per core", [](const CoreStats& c) { return static_cast<double>(c.peak_sram_bytes); },
-         "B");
-    heat("busy-heat", "Busy cycles per core", [](const CoreStats& c) { return c.busy_cycles; }, "cycles");
+    heat(
+        "sram-heat", "SRAM peak per core",
+        [](const CoreStats& c) { return static_cast<double>(c.peak_sram_bytes); }, "B");
+    heat(
+        "busy-heat", "Busy cycles per core", [](const CoreStats& c) { return c.busy_cycles; }, "cycles");
     html << "<h3>Rings</h3>\n<ul id=\"rings\">\n";
     for (const RingPath& ring : r.rings) {
       html << "<li>level " << ring.level << ", " << ring.tensor << ": ";

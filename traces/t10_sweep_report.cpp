@@ -12,7 +12,8 @@ namespace mlsys::t10 {
 
 std::string chip_sweep_csv(const std::vector<ChipVariantPoint>& points) {
   std::ostringstream csv;
-  csv << "exchange_bytes_per_cycle,sram_bytes_per_core,status,exchange_cycles,grader_cycles,plan,proven,simulated,"
+  csv << "exchange_bytes_per_cycle,sram_bytes_per_core,status,exchange_cycles,grader_cycles,plan,proven,"
+         "simulated,"
          "seconds\n";
   for (const ChipVariantPoint& p : points) {
     csv << format_number(p.exchange_bytes_per_cycle) << "," << p.sram_bytes_per_core << ","
@@ -20,7 +21,8 @@ std::string chip_sweep_csv(const std::vector<ChipVariantPoint>& points) {
     if (p.best) {
       std::string plan = plan_to_json(p.best->plan).dump();
       std::replace(plan.begin(), plan.end(), ',', ';');  // one CSV field
-      csv << format_number(p.best->exchange_total) << "," << format_number(p.best->grader_total) << "," << plan;
+      csv << format_number(p.best->exchange_total) << "," << format_number(p.best->grader_total) << ","
+          << plan;
     } else {
       csv << ",,";
     }
@@ -46,13 +48,14 @@ std::string chip_sweep_html(const std::string& problem_name, const std::vector<C
     return left + (std::log(v) - std::log(x_lo)) / (std::log(x_hi) - std::log(x_lo)) * (width - left - right);
   };
   auto y_of = [&](double v) { return height - bottom - v / (y_hi * 1.05) * (height - top - bottom); };
-  const char* colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2"};
+  const char* colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
+                          "#ff7f0e", "#17becf", "#8c564b", "#e377c2"};
   std::ostringstream svg;
-  svg << "<svg id=\"chip-sweep\" width=\"" << width << "\" height=\"" << height << "\" viewBox=\"0 0 " << width << " "
-      << height << "\">\n";
+  svg << "<svg id=\"chip-sweep\" width=\"" << width << "\" height=\"" << height << "\" viewBox=\"0 0 "
+      << width << " " << height << "\">\n";
   svg << "<line x1=\"" << left << "\" y1=\"" << height - bottom << "\" x2=\"" << width - right << "\" y2=\""
-      << height - bottom << "\" stroke=\"#333\"/><line x1=\"" << left << "\" y1=\"" << top << "\" x2=\"" << left
-      << "\" y2=\"" << height - bottom << "\" stroke=\"#333\"/>\n";
+      << height - bottom << "\" stroke=\"#333\"/><line x1=\"" << left << "\" y1=\"" << top << "\" x2=\""
+      << left << "\" y2=\"" << height - bottom << "\" stroke=\"#333\"/>\n";
   for (int i = 0; i <= 4; ++i) {
     const double v = y_hi * 1.05 * i / 4;
     svg << "<text x=\"" << left - 6 << "\" y=\"" << y_of(v) + 4 << "\" text-anchor=\"end\" font-size=\"11\">"
@@ -63,8 +66,8 @@ std::string chip_sweep_html(const std::string& problem_name, const std::vector<C
     if (std::find(ticks.begin(), ticks.end(), p.exchange_bytes_per_cycle) == ticks.end())
       ticks.push_back(p.exchange_bytes_per_cycle);
   for (double t : ticks)
-    svg << "<text x=\"" << x_of(t) << "\" y=\"" << height - bottom + 16 << "\" text-anchor=\"middle\" font-size=\"11\">"
-        << format_number(t) << "</text>\n";
+    svg << "<text x=\"" << x_of(t) << "\" y=\"" << height - bottom + 16
+        << "\" text-anchor=\"middle\" font-size=\"11\">" << format_number(t) << "</text>\n";
   svg << "<text x=\"" << (left + width - right) / 2 << "\" y=\"" << height - 10
       << "\" text-anchor=\"middle\" font-size=\"12\">exchange bytes per cycle per tile</text>\n";
   int curve = 0;
@@ -77,26 +80,33 @@ std::string chip_sweep_html(const std::string& problem_name, const std::vector<C
            << y_of(p->best->exchange_total);
       svg << "<circle class=\"chip-point\" cx=\"" << x_of(p->exchange_bytes_per_cycle) << "\" cy=\""
           << y_of(p->best->exchange_total) << "\" r=\"4\" fill=\"" << color << "\" data-tip=\""
-          << html_escape(plan_to_json(p->best->plan).dump()) << ": " << format_display(p->best->exchange_total)
-          << " cycles (grader " << format_display(p->best->grader_total) << ")\"/>\n";
+          << html_escape(plan_to_json(p->best->plan).dump()) << ": "
+          << format_display(p->best->exchange_total) << " cycles (grader "
+          << format_display(p->best->grader_total) << ")\"/>\n";
     }
-    svg << "<path class=\"chip-curve\" d=\"" << path.str() << "\" fill=\"none\" stroke=\"" << color << "\"/>\n";
-    svg << "<text x=\"" << width - right + 10 << "\" y=\"" << top + 16 * curve << "\" font-size=\"12\" fill=\"" << color
-        << "\">SRAM " << format_display(static_cast<double>(sram)) << " B</text>\n";
+    svg << "<path class=\"chip-curve\" d=\"" << path.str() << "\" fill=\"none\" stroke=\"" << color
+        << "\"/>\n";
+    svg << "<text x=\"" << width - right + 10 << "\" y=\"" << top + 16 * curve
+        << "\" font-size=\"12\" fill=\"" << color << "\">SRAM " << format_display(static_cast<double>(sram))
+        << " B</text>\n";
   }
   svg << "</svg>\n";
   std::ostringstream html;
-  html << html_page_start("T10 chip sweep: " + problem_name) << "<h1>T10 chip sweep: " << html_escape(problem_name)
-       << "</h1>\n<p class=\"note\">The best accepted plan under the exchange timing of the all-cores engine for each "
-          "chip variant (exchange bandwidth per tile x SRAM per core), proven by the search's bound unless the table "
+  html << html_page_start("T10 chip sweep: " + problem_name)
+       << "<h1>T10 chip sweep: " << html_escape(problem_name)
+       << "</h1>\n<p class=\"note\">The best accepted plan under the exchange timing of the all-cores engine "
+          "for each "
+          "chip variant (exchange bandwidth per tile x SRAM per core), proven by the search's bound unless "
+          "the table "
           "says otherwise.</p>\n"
-       << svg.str() << "<table><tr><th>bytes/cycle</th><th>SRAM B</th><th>best plan</th><th>exchange cycles</th>"
+       << svg.str()
+       << "<table><tr><th>bytes/cycle</th><th>SRAM B</th><th>best plan</th><th>exchange cycles</th>"
        << "<th>grader cycles</th><th>proven</th></tr>\n";
   for (const ChipVariantPoint& p : points)
     html << "<tr><td>" << format_number(p.exchange_bytes_per_cycle) << "</td><td>"
          << format_display(static_cast<double>(p.sram_bytes_per_core)) << "</td><td>"
-         << (p.best ? html_escape(plan_to_json(p.best->plan).dump()) : std::string("no accepted plan")) << "</td><td>"
-         << (p.best ? format_display(p.best->exchange_total) : "") << "</td><td>"
+         << (p.best ? html_escape(plan_to_json(p.best->plan).dump()) : std::string("no accepted plan"))
+         << "</td><td>" << (p.best ? format_display(p.best->exchange_total) : "") << "</td><td>"
          << (p.best ? format_display(p.best->grader_total) : "") << "</td><td>" << (p.proven ? "yes" : "no")
          << "</td></tr>\n";
   html << "</table>\n" << html_page_end();

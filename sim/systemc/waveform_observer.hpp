@@ -17,7 +17,7 @@ class WaveformObserver {
  public:
   virtual ~WaveformObserver() = default;
   virtual void elaborated(const EngineSignals& signals) = 0;  // before the simulation starts
-  virtual void finished() = 0;                                 // after it ended, before the modules go
+  virtual void finished() = 0;                                // after it ended, before the modules go
 };
 
 }  // namespace mlsys

@@ -36,8 +36,8 @@ struct Piece {
 };
 
 struct Core {
-  std::array<int64_t, 3> at{};   // (i_m, i_k, i_n)
-  std::array<Piece, 3> holds;    // C, A, B
+  std::array<int64_t, 3> at{};  // (i_m, i_k, i_n)
+  std::array<Piece, 3> holds;   // C, A, B
 };
 
 // A C piece's partial sums, as they travel with the piece, and (for the reduction check) which k blocks
@@ -45,7 +45,7 @@ struct Core {
 struct PartialSums {
   std::array<int64_t, 2> block{};
   std::vector<int64_t> digits;
-  int64_t copy = 0;  // ring copy along k
+  int64_t copy = 0;             // ring copy along k
   std::vector<int64_t> values;  // functional mode: rows x cols of the piece
 };
 
@@ -59,7 +59,7 @@ class Engine {
     factor_[A] = {plan.am, plan.ak, 1};
     factor_[B] = {1, plan.bk, plan.bn};
     for (size_t j = 0; j < d_.levels.size(); ++j)
-      for (char t : d_.levels[j].tensors) levels_of_[t == 'C' ? C : t == 'A' ? A : B].push_back(static_cast<int>(j));
+      for (char t : d_.levels[j].tensors) levels_of_[tensor_index(t)].push_back(static_cast<int>(j));
     for (int x = 0; x < 3; ++x) {
       ring_[x] = 1;
       for (int j : levels_of_[x]) ring_[x] *= d_.levels[j].g;
@@ -70,7 +70,9 @@ class Engine {
 
  private:
   // ---- geometry
-  int64_t core_id(const std::array<int64_t, 3>& c) const { return (c[0] * procs_[1] + c[1]) * procs_[2] + c[2]; }
+  int64_t core_id(const std::array<int64_t, 3>& c) const {
+    return (c[0] * procs_[1] + c[1]) * procs_[2] + c[2];
+  }
   Range block_range(int dim, int64_t i) const {
     return {i * d_.spatial[dim], std::min((i + 1) * d_.spatial[dim], extent_[dim])};
   }
@@ -85,7 +87,8 @@ class Engine {
     const int64_t len = per_piece(x, dim) * d_.sub_task[dim];
     return {std::min(r.lo + q * len, r.hi), std::min(r.lo + (q + 1) * len, r.hi)};
   }
-  // The piece index of `digits` (levels of tensor x) on `dim`: mixed radix over the dim's levels, joint first.
+  // The piece index of `digits` (levels of tensor x) on `dim`: mixed radix over the dim's levels, joint
+  // first.
   int64_t piece_index(int x, int dim, const std::vector<int64_t>& digits) const {
     int64_t q = 0;
     for (size_t i = 0; i < levels_of_[x].size(); ++i) {
@@ -104,6 +107,15 @@ class Engine {
       local /= g;
     }
     return digits;
+  }
+  // Where level `level` sits among tensor x's levels, and the weight of its digit in the ring index.
+  std::pair<size_t, int64_t> ring_place(int x, size_t level) const {
+    size_t pos = 0;
+    int64_t weight = 1;
+    for (size_t i = 0; i < levels_of_[x].size(); ++i)
+      if (static_cast<size_t>(levels_of_[x][i]) == level) pos = i;
+    for (size_t i = pos + 1; i < levels_of_[x].size(); ++i) weight *= d_.levels[levels_of_[x][i]].g;
+    return {pos, weight};
   }
   int64_t piece_bytes(int x, const Piece& piece) const {
     const Range a = piece_range(x, kDims[x][0], piece.block[0], piece_index(x, kDims[x][0], piece.digits));
@@ -134,10 +146,10 @@ class Engine {
   std::array<std::vector<int>, 3> levels_of_;
   std::vector<Core> cores_;
   std::vector<PartialSums> sums_;
-  std::vector<uint8_t> computed_;        // per core and block: computed (exactly once)
-  std::vector<uint64_t> reduced_;        // per output block: bitset of the k blocks that reached it
+  std::vector<uint8_t> computed_;  // per core and block: computed (exactly once)
+  std::vector<uint64_t> reduced_;  // per output block: bitset of the k blocks that reached it
   int64_t k_blocks_ = 0, words_ = 0;
-  std::vector<int64_t> a_, b_;           // functional mode operands (row-major)
+  std::vector<int64_t> a_, b_;  // functional mode operands (row-major)
   int64_t shift_events_ = 0;
   int track_ = 0;
   std::vector<int> core_tracks_;
@@ -188,7 +200,8 @@ void Engine::phase(const std::string& name, double grader_cycles, const std::vec
   if (o_.timing == CoreTiming::Exchange) {
     PhaseCost cost{name, 0, {}, bytes};
     for (size_t c = 0; c < cores_.size(); ++c) {
-      const double t = std::max({send.empty() ? 0 : send[c], recv.empty() ? 0 : recv[c], busy.empty() ? 0 : busy[c]});
+      const double t =
+          std::max({send.empty() ? 0 : send[c], recv.empty() ? 0 : recv[c], busy.empty() ? 0 : busy[c]});
       result_.per_core[c].busy_cycles += t;
       if (t > cost.cycles) cost.cycles = t, cost.critical_core = cores_[c].at;
     }
@@ -205,12 +218,14 @@ void Engine::phase(const std::string& name, double grader_cycles, const std::vec
   trace_->span(track_, name, start / 1000, cycles / 1000, {{"bytes", bytes}});
   for (size_t c = 0; c < core_tracks_.size(); ++c) {
     // Exchange timing: the core's own busy, send and receive time; grader timing: the phase.
-    const double own = o_.timing == CoreTiming::Grader
-                           ? cycles
-                           : std::max({send.empty() ? 0 : send[c], recv.empty() ? 0 : recv[c], busy.empty() ? 0 : busy[c]});
+    const double own =
+        o_.timing == CoreTiming::Grader
+            ? cycles
+            : std::max({send.empty() ? 0 : send[c], recv.empty() ? 0 : recv[c], busy.empty() ? 0 : busy[c]});
     if (own > 0)
       trace_->span(core_tracks_[c], name, start / 1000, own / 1000,
-                   {{"compute", busy.empty() ? 0 : busy[c]}, {"send", send.empty() ? 0 : send[c]},
+                   {{"compute", busy.empty() ? 0 : busy[c]},
+                    {"send", send.empty() ? 0 : send[c]},
                     {"receive", recv.empty() ? 0 : recv[c]}});
   }
 }
@@ -235,7 +250,8 @@ void Engine::broadcast() {
       ++result_.transfers;
     }
   result_.bytes_moved += bytes;
-  const bool any = std::any_of(d_.ring_products.begin() + 1, d_.ring_products.end(), [](int64_t r) { return r > 1; });
+  const bool any =
+      std::any_of(d_.ring_products.begin() + 1, d_.ring_products.end(), [](int64_t r) { return r > 1; });
   if (o_.timing == CoreTiming::Grader) {
     if (any) phase("broadcast", static_cast<double>(cost_.bcast), {}, {}, {}, bytes);
   } else if (bytes > 0) {
@@ -272,9 +288,12 @@ void Engine::compute_step(int64_t step, const std::vector<int64_t>& gray) {
       }
     }
     const int64_t index = (block[0] * d_.steps_per_dim[1] + block[1]) * d_.steps_per_dim[2] + block[2];
-    uint8_t& seen = computed_[static_cast<size_t>(c) * static_cast<size_t>(d_.steps) + static_cast<size_t>(index)];
-    if (seen) fail(step, core, C, "computes block (" + std::to_string(block[0]) + ", " + std::to_string(block[1]) +
-                                      ", " + std::to_string(block[2]) + ") a second time");
+    uint8_t& seen =
+        computed_[static_cast<size_t>(c) * static_cast<size_t>(d_.steps) + static_cast<size_t>(index)];
+    if (seen)
+      fail(step, core, C,
+           "computes block (" + std::to_string(block[0]) + ", " + std::to_string(block[1]) + ", " +
+               std::to_string(block[2]) + ") a second time");
     seen = 1;
     // T35 on every core: each operand's block and piece are those the block needs.
     for (int x = 0; x < 3; ++x) {
@@ -285,10 +304,11 @@ void Engine::compute_step(int64_t step, const std::vector<int64_t>& gray) {
         const int64_t have = piece_index(x, dim, piece.digits);
         if (piece.block[side] != core.at[dim] || have != want)
           fail(step, core, x,
-               std::string("holds piece ") + std::to_string(have) + " of block " + std::to_string(piece.block[side]) +
-                   " on " + kDimName[dim] + ", its block (" + std::to_string(block[0]) + ", " +
-                   std::to_string(block[1]) + ", " + std::to_string(block[2]) + ") needs piece " +
-                   std::to_string(want) + " of block " + std::to_string(core.at[dim]));
+               std::string("holds piece ") + std::to_string(have) + " of block " +
+                   std::to_string(piece.block[side]) + " on " + kDimName[dim] + ", its block (" +
+                   std::to_string(block[0]) + ", " + std::to_string(block[1]) + ", " +
+                   std::to_string(block[2]) + ") needs piece " + std::to_string(want) + " of block " +
+                   std::to_string(core.at[dim]));
       }
     }
     const Range rm = sub_block(0, core.at[0], block[0]), rk = sub_block(1, core.at[1], block[1]),
@@ -308,12 +328,15 @@ void Engine::compute_step(int64_t step, const std::vector<int64_t>& gray) {
     };
     const int64_t out_m = global_block(C, pc, 0, block[0]), out_n = global_block(C, pc, 1, block[2]);
     const int64_t k_a = global_block(A, pa, 1, block[1]), k_b = global_block(B, pb, 0, block[1]);
-    if (k_a != k_b) fail(step, core, B, "reduces over k block " + std::to_string(k_b) + " while A gives " + std::to_string(k_a));
+    if (k_a != k_b)
+      fail(step, core, B,
+           "reduces over k block " + std::to_string(k_b) + " while A gives " + std::to_string(k_a));
     const int64_t out = out_m * procs_[2] * d_.steps_per_dim[2] + out_n;
     uint64_t& word = reduced_[static_cast<size_t>(out * words_ + k_a / 64)];
     if (word & (uint64_t{1} << (k_a % 64)))
-      fail(step, core, C, "adds k block " + std::to_string(k_a) + " to output block (" + std::to_string(out_m) +
-                              ", " + std::to_string(out_n) + ") a second time");
+      fail(step, core, C,
+           "adds k block " + std::to_string(k_a) + " to output block (" + std::to_string(out_m) + ", " +
+               std::to_string(out_n) + ") a second time");
     word |= uint64_t{1} << (k_a % 64);
     if (!o_.functional || rm.size() * rk.size() * rn.size() == 0) continue;
     // Multiply with the pieces held: rows and columns read through each piece's own range.
@@ -327,7 +350,8 @@ void Engine::compute_step(int64_t step, const std::vector<int64_t>& gray) {
     PartialSums& sums = sums_[static_cast<size_t>(pc.buffer)];
     const Range c_rows = piece_range(C, 0, sums.block[0], piece_index(C, 0, sums.digits));
     const Range c_cols = piece_range(C, 2, sums.block[1], piece_index(C, 2, sums.digits));
-    const int64_t c_row = start_in(C, pc, 0, block[0]) - c_rows.lo, c_col = start_in(C, pc, 1, block[2]) - c_cols.lo;
+    const int64_t c_row = start_in(C, pc, 0, block[0]) - c_rows.lo,
+                  c_col = start_in(C, pc, 1, block[2]) - c_cols.lo;
     const int64_t K = p_.k, N = p_.n;
     for (int64_t i = 0; i < rm.size(); ++i)
       for (int64_t j = 0; j < rn.size(); ++j) {
@@ -336,13 +360,14 @@ void Engine::compute_step(int64_t step, const std::vector<int64_t>& gray) {
         int64_t acc = 0;
         for (int64_t q = 0; q < rk.size(); ++q) {
           const int64_t ac = a_col + q, br = b_row + q;
-          if (ac < K && br < K) acc += a_[static_cast<size_t>(ar * K + ac)] * b_[static_cast<size_t>(br * N + bc)];
+          if (ac < K && br < K)
+            acc += a_[static_cast<size_t>(ar * K + ac)] * b_[static_cast<size_t>(br * N + bc)];
         }
         sums.values[static_cast<size_t>(cr * c_cols.size() + cc)] += acc;
       }
   }
-  phase("compute step " + std::to_string(step), d_.steps ? cost_.compute / static_cast<double>(d_.steps) : 0, {}, {},
-        busy, 0);
+  phase("compute step " + std::to_string(step), d_.steps ? cost_.compute / static_cast<double>(d_.steps) : 0,
+        {}, {}, busy, 0);
 }
 
 void Engine::shift(size_t level, int64_t dir) {
@@ -351,13 +376,8 @@ void Engine::shift(size_t level, int64_t dir) {
   std::vector<double> send(cores_.size(), 0), recv(cores_.size(), 0);
   int64_t bytes = 0;
   for (char t : l.tensors) {
-    const int x = t == 'C' ? C : t == 'A' ? A : B;
-    // The position of this level among the tensor's levels, and its weight in the ring index.
-    size_t pos = 0;
-    int64_t weight = 1;
-    for (size_t i = 0; i < levels_of_[x].size(); ++i)
-      if (static_cast<size_t>(levels_of_[x][i]) == level) pos = i;
-    for (size_t i = pos + 1; i < levels_of_[x].size(); ++i) weight *= d_.levels[levels_of_[x][i]].g;
+    const int x = tensor_index(t);
+    const auto [pos, weight] = ring_place(x, level);
     std::vector<Piece> incoming(cores_.size());
     for (size_t c = 0; c < cores_.size(); ++c) {
       // Core c receives from the ring neighbour one place ahead (in direction dir) on this level's ring.
@@ -383,14 +403,14 @@ void Engine::shift(size_t level, int64_t dir) {
   result_.bytes_moved += bytes;
   ++result_.events_per_level[level];
   ++shift_events_;
-  phase("shift level " + std::to_string(level) + " (" + l.dim + ", " + l.tensors + ")", 
+  phase("shift level " + std::to_string(level) + " (" + l.dim + ", " + l.tensors + ")",
         event_cycles(p_, d_).shift[level], send, recv, {}, bytes);
 }
 
 void Engine::reduce_and_gather() {
   // The pk replicas of an output block (the rho_C ring copies when C rotates) each hold partial sums of every
-  // C piece. They reduce-scatter over the all-to-all exchange: each of the n holders of a piece owns 1/n of it
-  // and sends the other n - 1 parts to their owners (every core sends and receives (n - 1)/n of the piece,
+  // C piece. They reduce-scatter over the all-to-all exchange: each of the n holders of a piece owns 1/n of
+  // it and sends the other n - 1 parts to their owners (every core sends and receives (n - 1)/n of the piece,
   // in n - 1 transfers). The sum ends spread over the replicas, as T10 leaves it.
   const double bw = p_.chip.exchange_bytes_per_cycle, latency = p_.chip.exchange_latency_cycles;
   std::vector<double> send(cores_.size(), 0), recv(cores_.size(), 0);
@@ -403,7 +423,8 @@ void Engine::reduce_and_gather() {
   for (const auto& [piece, group] : holders) {
     const int64_t n = static_cast<int64_t>(group.size());
     if (n < 2) continue;
-    const int64_t b = p_.dtype_bytes * piece_range(C, 0, piece.first[0], piece_index(C, 0, piece.second)).size() *
+    const int64_t b = p_.dtype_bytes *
+                      piece_range(C, 0, piece.first[0], piece_index(C, 0, piece.second)).size() *
                       piece_range(C, 2, piece.first[1], piece_index(C, 2, piece.second)).size();
     const double part = static_cast<double>(b) * static_cast<double>(n - 1) / static_cast<double>(n);
     for (size_t c : group) {
@@ -423,13 +444,18 @@ void Engine::reduce_and_gather() {
   if (!result_.violation)
     for (int64_t out = 0; out < static_cast<int64_t>(reduced_.size()) / words_; ++out) {
       int64_t count = 0;
-      for (int64_t w = 0; w < words_; ++w) count += __builtin_popcountll(reduced_[static_cast<size_t>(out * words_ + w)]);
+      for (int64_t w = 0; w < words_; ++w)
+        count += __builtin_popcountll(reduced_[static_cast<size_t>(out * words_ + w)]);
       if (count != k_blocks_) {
-        const int64_t out_m = out / (procs_[2] * d_.steps_per_dim[2]), out_n = out % (procs_[2] * d_.steps_per_dim[2]);
+        const int64_t out_m = out / (procs_[2] * d_.steps_per_dim[2]),
+                      out_n = out % (procs_[2] * d_.steps_per_dim[2]);
         const int64_t im = out_m / d_.steps_per_dim[0], in = out_n / d_.steps_per_dim[2];
-        CoreViolation v{-1, {im, 0, in}, 'C',
-                        "output block (" + std::to_string(out_m) + ", " + std::to_string(out_n) + ") received " +
-                            std::to_string(count) + " of its " + std::to_string(k_blocks_) + " k blocks"};
+        CoreViolation v{-1,
+                        {im, 0, in},
+                        'C',
+                        "output block (" + std::to_string(out_m) + ", " + std::to_string(out_n) +
+                            ") received " + std::to_string(count) + " of its " + std::to_string(k_blocks_) +
+                            " k blocks"};
         result_.violation = v;
         break;
       }
@@ -442,19 +468,21 @@ void Engine::reduce_and_gather() {
     const Range cols = piece_range(C, 2, sums.block[1], piece_index(C, 2, sums.digits));
     for (int64_t i = 0; i < rows.size(); ++i)
       for (int64_t j = 0; j < cols.size(); ++j)
-        c[static_cast<size_t>((rows.lo + i) * p_.n + cols.lo + j)] += sums.values[static_cast<size_t>(i * cols.size() + j)];
+        c[static_cast<size_t>((rows.lo + i) * p_.n + cols.lo + j)] +=
+            sums.values[static_cast<size_t>(i * cols.size() + j)];
   }
   result_.functional_checked = true;
   for (int64_t i = 0; i < p_.m && !result_.violation; ++i)
     for (int64_t j = 0; j < p_.n; ++j) {
       int64_t want = 0;
-      for (int64_t q = 0; q < p_.k; ++q) want += a_[static_cast<size_t>(i * p_.k + q)] * b_[static_cast<size_t>(q * p_.n + j)];
+      for (int64_t q = 0; q < p_.k; ++q)
+        want += a_[static_cast<size_t>(i * p_.k + q)] * b_[static_cast<size_t>(q * p_.n + j)];
       if (c[static_cast<size_t>(i * p_.n + j)] != want) {
         const std::array<int64_t, 3> core{i / d_.spatial[0], 0, j / d_.spatial[2]};
         result_.violation = CoreViolation{-1, core, 'C',
-                                          "C[" + std::to_string(i) + "][" + std::to_string(j) + "] = " +
-                                              std::to_string(c[static_cast<size_t>(i * p_.n + j)]) + ", A·B gives " +
-                                              std::to_string(want)};
+                                          "C[" + std::to_string(i) + "][" + std::to_string(j) +
+                                              "] = " + std::to_string(c[static_cast<size_t>(i * p_.n + j)]) +
+                                              ", A·B gives " + std::to_string(want)};
         break;
       }
     }
@@ -477,7 +505,8 @@ CoresResult Engine::run() {
   computed_.assign(static_cast<size_t>(d_.cores * d_.steps), 0);
   k_blocks_ = procs_[1] * d_.steps_per_dim[1];
   words_ = (k_blocks_ + 63) / 64;
-  reduced_.assign(static_cast<size_t>(procs_[0] * d_.steps_per_dim[0] * procs_[2] * d_.steps_per_dim[2] * words_), 0);
+  reduced_.assign(
+      static_cast<size_t>(procs_[0] * d_.steps_per_dim[0] * procs_[2] * d_.steps_per_dim[2] * words_), 0);
   for (const Core& core : cores_) {
     bool empty = false;
     for (int dim = 0; dim < 3; ++dim) empty = empty || block_range(dim, core.at[dim]).size() == 0;
@@ -488,12 +517,8 @@ CoresResult Engine::run() {
   // The ring through core (0, 0, 0) of every level and tensor: follow the shift's neighbour g times.
   for (size_t j = 0; j < d_.levels.size(); ++j)
     for (char t : d_.levels[j].tensors) {
-      const int x = t == 'C' ? C : t == 'A' ? A : B;
-      size_t pos = 0;
-      int64_t weight = 1;
-      for (size_t i = 0; i < levels_of_[x].size(); ++i)
-        if (static_cast<size_t>(levels_of_[x][i]) == j) pos = i;
-      for (size_t i = pos + 1; i < levels_of_[x].size(); ++i) weight *= d_.levels[levels_of_[x][i]].g;
+      const int x = tensor_index(t);
+      const int64_t weight = ring_place(x, j).second;
       RingPath ring{static_cast<int>(j), t, {}};
       std::array<int64_t, 3> at{0, 0, 0};
       for (int64_t step = 0; step < d_.levels[j].g; ++step) {
@@ -506,8 +531,8 @@ CoresResult Engine::run() {
     track_ = trace_->track("all " + std::to_string(d_.cores) + " cores");
     for (int64_t c = 0; c < std::min<int64_t>(o_.core_tracks, d_.cores); ++c) {
       const auto& at = cores_[static_cast<size_t>(c)].at;
-      core_tracks_.push_back(trace_->track("core (" + std::to_string(at[0]) + ", " + std::to_string(at[1]) + ", " +
-                                           std::to_string(at[2]) + ")"));
+      core_tracks_.push_back(trace_->track("core (" + std::to_string(at[0]) + ", " + std::to_string(at[1]) +
+                                           ", " + std::to_string(at[2]) + ")"));
     }
   }
   broadcast();
@@ -528,17 +553,11 @@ CoresResult Engine::run() {
       step_peak = std::max(step_peak, bytes);
     }
     if (trace_)
-      trace_->counter("SRAM, fullest core (bytes)", sc_time_stamp().to_seconds() * 1e6, {{"bytes", step_peak}});
+      trace_->counter("SRAM, fullest core (bytes)", sc_time_stamp().to_seconds() * 1e6,
+                      {{"bytes", step_peak}});
     compute_step(step, gray);
     if (step + 1 == d_.steps || d_.misaligned) continue;
-    size_t j = L;
-    for (size_t i = L; i-- > 0;)
-      if (gray[i] + dir[i] >= 0 && gray[i] + dir[i] < d_.levels[i].g) {
-        j = i;
-        break;
-      }
-    for (size_t i = j + 1; i < L; ++i) dir[i] = -dir[i];
-    gray[j] += dir[j];
+    const size_t j = gray_advance(d_.levels, gray, dir);
     shift(j, dir[j]);
   }
   reduce_and_gather();
@@ -548,7 +567,8 @@ CoresResult Engine::run() {
   result_.reduce = d_.rotates(C) ? cost_.reduce : 0;
   result_.compute = event_cycles(p_, d_).sub_task * static_cast<double>(d_.steps);
   result_.stall = std::max(0.0, cost_.comp - cost_.compute);
-  result_.total = (result_.compute + result_.stall) + static_cast<double>(result_.shift + result_.bcast + result_.reduce);
+  result_.total =
+      (result_.compute + result_.stall) + static_cast<double>(result_.shift + result_.bcast + result_.reduce);
   result_.exchange_total = result_.exchange_compute + result_.exchange_exchange + result_.exchange_sync;
   result_.makespan = sc_time_stamp().to_seconds() * 1e9;
   return result_;
@@ -557,7 +577,8 @@ CoresResult Engine::run() {
 class Runner : public sc_module {
  public:
   SC_HAS_PROCESS(Runner);
-  Runner(sc_module_name name, Engine& engine, CoresResult& out) : sc_module(name), engine_(engine), out_(out) {
+  Runner(sc_module_name name, Engine& engine, CoresResult& out)
+      : sc_module(name), engine_(engine), out_(out) {
     SC_THREAD(run);
   }
 
@@ -577,10 +598,10 @@ CoresResult simulate_cores(const Problem& problem, const Plan& plan, const CoreS
   // Refusals first, before the kernel is touched.
   const Derived d = derive(problem, plan);
   if (d.cores > kMaxSimulatedCores || d.steps > kMaxCoreSteps / d.cores)
-    throw std::invalid_argument("the plan has " + std::to_string(d.cores) + " cores x " + std::to_string(d.steps) +
-                                " steps; the all-cores engine simulates at most " +
-                                std::to_string(kMaxSimulatedCores) + " cores and " + std::to_string(kMaxCoreSteps) +
-                                " core-steps (--representative replays one core)");
+    throw std::invalid_argument(
+        "the plan has " + std::to_string(d.cores) + " cores x " + std::to_string(d.steps) +
+        " steps; the all-cores engine simulates at most " + std::to_string(kMaxSimulatedCores) +
+        " cores and " + std::to_string(kMaxCoreSteps) + " core-steps (--representative replays one core)");
   for (int x = 0; x < 3; ++x)
     if (d.replication[x] % d.ring_products[x] != 0)
       throw std::invalid_argument(std::string("tensor ") + kName[x] + ": its ring of " +
@@ -607,7 +628,8 @@ nlohmann::json cores_result_to_json(const CoresResult& r, CoreTiming timing) {
   using nlohmann::json;
   json phases = json::array();
   for (const PhaseCost& p : r.phases)
-    phases.push_back({{"name", p.name}, {"cycles", p.cycles}, {"critical_core", p.critical_core}, {"bytes", p.bytes}});
+    phases.push_back(
+        {{"name", p.name}, {"cycles", p.cycles}, {"critical_core", p.critical_core}, {"bytes", p.bytes}});
   json j = {{"timing", timing == CoreTiming::Grader ? "grader" : "exchange"},
             {"cores", r.cores},
             {"empty_cores", r.empty_cores},
@@ -619,18 +641,28 @@ nlohmann::json cores_result_to_json(const CoresResult& r, CoreTiming timing) {
             {"peak_sram_core", r.peak_sram_core},
             {"rule_book_hot_bytes", r.rule_book_hot_bytes},
             {"edge_idle_cycles", r.edge_idle_cycles},
-            {"grader", {{"total", r.total}, {"compute", r.compute}, {"stall", r.stall}, {"shift", r.shift},
-                        {"bcast", r.bcast}, {"reduce", r.reduce}}},
+            {"grader",
+             {{"total", r.total},
+              {"compute", r.compute},
+              {"stall", r.stall},
+              {"shift", r.shift},
+              {"bcast", r.bcast},
+              {"reduce", r.reduce}}},
             {"makespan", r.makespan},
             {"misaligned", r.misaligned},
             {"functional_checked", r.functional_checked},
             {"consistent", !r.violation.has_value()}};
   if (timing == CoreTiming::Exchange)
-    j["exchange"] = {{"total", r.exchange_total}, {"compute", r.exchange_compute}, {"exchange", r.exchange_exchange},
-                     {"sync", r.exchange_sync}, {"phases", phases}};
+    j["exchange"] = {{"total", r.exchange_total},
+                     {"compute", r.exchange_compute},
+                     {"exchange", r.exchange_exchange},
+                     {"sync", r.exchange_sync},
+                     {"phases", phases}};
   if (r.violation)
-    j["violation"] = {{"step", r.violation->step}, {"core", r.violation->core},
-                      {"tensor", std::string(1, r.violation->tensor)}, {"message", r.violation->message}};
+    j["violation"] = {{"step", r.violation->step},
+                      {"core", r.violation->core},
+                      {"tensor", std::string(1, r.violation->tensor)},
+                      {"message", r.violation->message}};
   return j;
 }
 

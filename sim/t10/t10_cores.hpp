@@ -3,10 +3,10 @@
 // pieces between specific cores: every ring of every shift level is an explicit cycle of core ids, the
 // initial placement skews each core's pieces so that it starts on a block its three operands agree on, and a
 // shift event is one send and one receive per core and tensor. At every compute step every core checks that
-// the pieces it holds are the ones its block needs (T35 on all cores); over the run every (m, k, n) block must
-// be computed exactly once and every output block must receive every k block exactly once in the reduction
-// over the pk replicas. In functional mode the cores multiply real integer matrices with the pieces they
-// hold, and the gathered C must equal A·B exactly.
+// the pieces it holds are the ones its block needs (T35 on all cores); over the run every (m, k, n) block
+// must be computed exactly once and every output block must receive every k block exactly once in the
+// reduction over the pk replicas. In functional mode the cores multiply real integer matrices with the pieces
+// they hold, and the gathered C must equal A·B exactly.
 //
 // Two timings: `Grader` charges each phase what the T10 rule book charges (so the totals equal the analytic
 // comp, shift, bcast, reduce and total exactly); `Exchange` is a bulk-synchronous model of the IPU's exchange
@@ -51,7 +51,7 @@ constexpr int64_t kMaxCoreSteps = int64_t{1} << 27;
 
 // The first data-consistency failure: which step, which core, which tensor and piece.
 struct CoreViolation {
-  int64_t step = -1;  // compute step (-1: the reduction or the final check)
+  int64_t step = -1;              // compute step (-1: the reduction or the final check)
   std::array<int64_t, 3> core{};  // (i_m, i_k, i_n)
   char tensor = '?';              // 'A', 'B', 'C'
   std::string message;
@@ -82,8 +82,8 @@ struct RingPath {
 
 struct CoresResult {
   int64_t cores = 0, steps = 0;
-  int64_t empty_cores = 0;               // cores whose block is empty (the ceilings leave them nothing)
-  std::vector<int64_t> events_per_level;  // shift events observed (all cores shift together)
+  int64_t empty_cores = 0;                 // cores whose block is empty (the ceilings leave them nothing)
+  std::vector<int64_t> events_per_level;   // shift events observed (all cores shift together)
   int64_t transfers = 0, bytes_moved = 0;  // core-to-core piece transfers (broadcast, shifts, reduction)
   // SRAM per core from the real piece sizes (with a receive buffer for every rotating tensor): the peak, the
   // core that reaches it, and the rule book's `hot` for comparison (it uses ceil(ms/am)-sized pieces).
@@ -100,8 +100,8 @@ struct CoresResult {
   double exchange_total = 0, exchange_compute = 0, exchange_exchange = 0, exchange_sync = 0;
   double makespan = 0;  // simulated time at the end, for the timing that was run
   bool misaligned = false;
-  std::vector<CoreStats> per_core;  // in core id order ((i_m * pk + i_k) * pn + i_n)
-  std::vector<RingPath> rings;      // the ring through core (0, 0, 0) of every level and tensor
+  std::vector<CoreStats> per_core;         // in core id order ((i_m * pk + i_k) * pn + i_n)
+  std::vector<RingPath> rings;             // the ring through core (0, 0, 0) of every level and tensor
   std::optional<CoreViolation> violation;  // data consistency (T35 on all cores) or the functional check
   bool functional_checked = false;         // the gathered C was compared with A·B
 };

@@ -10,17 +10,22 @@ namespace {
 
 using nlohmann::json;
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
 constexpr int64_t kMaxFactor = int64_t{1} << 31;  // keeps every product of factors inside 64 bits
 const char* kTensorName[] = {"C", "A", "B"};
 
-std::string str(const json& j) { return j.dump(); }
+std::string str(const json& j) {
+  return j.dump();
+}
 
 // "Integer" = JSON number without fractional part (T5: 2.0 counts as 2).
 std::optional<int64_t> as_integer(const json& j) {
   if (j.is_number_integer()) return j.get<int64_t>();
-  if (j.is_number_unsigned()) return j.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX) ? std::nullopt
-                                                                                       : std::optional<int64_t>(j.get<int64_t>());
+  if (j.is_number_unsigned())
+    return j.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX) ? std::nullopt
+                                                                : std::optional<int64_t>(j.get<int64_t>());
   if (j.is_number_float()) {
     const double v = j.get<double>();
     if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 9e15) return static_cast<int64_t>(v);
@@ -48,21 +53,24 @@ std::variant<Problem, InputFault> parse_problem(const json& doc) {
   if (!doc.is_object()) return fault("problem", "must be a JSON object, got " + str(doc));
   Problem p;
   if (!doc.contains("op") || doc["op"] != "matmul")
-    return fault("op", "must be \"matmul\", got " + (doc.contains("op") ? str(doc["op"]) : std::string("nothing")));
+    return fault("op",
+                 "must be \"matmul\", got " + (doc.contains("op") ? str(doc["op"]) : std::string("nothing")));
   for (auto [name, out] : {std::pair{"m", &p.m}, {"k", &p.k}, {"n", &p.n}, {"dtype_bytes", &p.dtype_bytes}}) {
     if (!doc.contains(name)) {
       if (std::string(name) == "dtype_bytes") continue;
       return fault(name, "required");
     }
     auto v = as_integer(doc[name]);
-    if (!v || *v < 1 || *v > kMaxFactor) return fault(name, "must be a positive integer, got " + str(doc[name]));
+    if (!v || *v < 1 || *v > kMaxFactor)
+      return fault(name, "must be a positive integer, got " + str(doc[name]));
     *out = *v;
   }
   if (doc.contains("chip")) {
     const json& c = doc["chip"];
     if (!c.is_object()) return fault("chip", "must be an object, got " + str(c));
     if (c.contains("name") && c["name"].is_string()) p.chip.name = c["name"];
-    for (auto [name, out] : {std::pair{"cores", &p.chip.cores}, {"sram_bytes_per_core", &p.chip.sram_bytes_per_core}}) {
+    for (auto [name, out] :
+         {std::pair{"cores", &p.chip.cores}, {"sram_bytes_per_core", &p.chip.sram_bytes_per_core}}) {
       if (!c.contains(name)) continue;
       auto v = as_integer(c[name]);
       if (!v || *v < 1 || *v > kMaxFactor)
@@ -98,7 +106,8 @@ std::variant<Problem, InputFault> parse_problem(const json& doc) {
       p.chip.systolic = *a;
     }
     if (c.contains("noc_topology")) {
-      if (c["noc_topology"] != "mesh") return fault("chip.noc_topology", "must be \"mesh\", got " + str(c["noc_topology"]));
+      if (c["noc_topology"] != "mesh")
+        return fault("chip.noc_topology", "must be \"mesh\", got " + str(c["noc_topology"]));
     }
   }
   if (doc.contains("reference_cycles")) {
@@ -118,7 +127,8 @@ std::variant<Plan, InputFault> parse_plan(const json& input) {
   if (!doc.is_object()) return fault("plan", "must be a JSON object, got " + str(doc));
   Plan plan;
   if (!doc.contains("F_op") || !doc["F_op"].is_array() || doc["F_op"].size() != 3)
-    return fault("F_op", "must be an array of exactly 3 integers, got " + (doc.contains("F_op") ? str(doc["F_op"]) : "nothing"));
+    return fault("F_op", "must be an array of exactly 3 integers, got " +
+                             (doc.contains("F_op") ? str(doc["F_op"]) : "nothing"));
   for (int i = 0; i < 3; ++i) {
     auto v = as_integer(doc["F_op"][i]);
     if (!v) return fault("F_op", "must be an array of exactly 3 integers, got " + str(doc["F_op"]));
@@ -126,8 +136,12 @@ std::variant<Plan, InputFault> parse_plan(const json& input) {
       return fault("F_op[" + std::to_string(i) + "]", "must be in [1, 2^31], got " + std::to_string(*v));
     plan.f_op[i] = *v;
   }
-  for (auto [name, out] : {std::pair{"f_t_A_m", &plan.am}, {"f_t_A_k", &plan.ak}, {"f_t_B_k", &plan.bk},
-                           {"f_t_B_n", &plan.bn}, {"f_t_C_m", &plan.cm}, {"f_t_C_n", &plan.cn}}) {
+  for (auto [name, out] : {std::pair{"f_t_A_m", &plan.am},
+                           {"f_t_A_k", &plan.ak},
+                           {"f_t_B_k", &plan.bk},
+                           {"f_t_B_n", &plan.bn},
+                           {"f_t_C_m", &plan.cm},
+                           {"f_t_C_n", &plan.cn}}) {
     if (!doc.contains(name)) return fault(name, "missing");
     auto v = as_integer(doc[name]);
     if (!v) return fault(name, "must be an integer, got " + str(doc[name]));
@@ -138,7 +152,7 @@ std::variant<Plan, InputFault> parse_plan(const json& input) {
 }
 
 json plan_to_json(const Plan& p) {
-  return {{"F_op", p.f_op}, {"f_t_A_m", p.am}, {"f_t_A_k", p.ak}, {"f_t_B_k", p.bk},
+  return {{"F_op", p.f_op},  {"f_t_A_m", p.am}, {"f_t_A_k", p.ak}, {"f_t_B_k", p.bk},
           {"f_t_B_n", p.bn}, {"f_t_C_m", p.cm}, {"f_t_C_n", p.cn}};
 }
 
@@ -146,19 +160,22 @@ std::optional<InputFault> check_profile(const Problem& p, Profile profile) {
   if (profile != Profile::EngDesign) return std::nullopt;
   const Chip d;
   auto fault = [](const std::string& field, const std::string& value, const std::string& expected) {
-    return InputFault{"E_PROFILE", "engdesign reproduces the benchmark's chip only: " + field + " = " + value +
-                                       ", expected " + expected};
+    return InputFault{"E_PROFILE", "engdesign reproduces the benchmark's chip only: " + field + " = " +
+                                       value + ", expected " + expected};
   };
   if (p.dtype_bytes != 2) return fault("dtype_bytes", std::to_string(p.dtype_bytes), "2");
-  if (p.chip.cores != d.cores) return fault("chip.cores", std::to_string(p.chip.cores), std::to_string(d.cores));
+  if (p.chip.cores != d.cores)
+    return fault("chip.cores", std::to_string(p.chip.cores), std::to_string(d.cores));
   if (p.chip.systolic != d.systolic)
     return fault("chip.systolic", std::to_string(p.chip.systolic), std::to_string(d.systolic));
   if (p.chip.flops_per_cycle != d.flops_per_cycle)
     return fault("chip.flops_per_cycle", number(p.chip.flops_per_cycle), number(d.flops_per_cycle));
   if (p.chip.local_bytes_per_cycle != d.local_bytes_per_cycle)
-    return fault("chip.local_bytes_per_cycle", number(p.chip.local_bytes_per_cycle), number(d.local_bytes_per_cycle));
+    return fault("chip.local_bytes_per_cycle", number(p.chip.local_bytes_per_cycle),
+                 number(d.local_bytes_per_cycle));
   if (p.chip.noc_elems_per_cycle != d.noc_elems_per_cycle)
-    return fault("chip.noc_elems_per_cycle", number(p.chip.noc_elems_per_cycle), number(d.noc_elems_per_cycle));
+    return fault("chip.noc_elems_per_cycle", number(p.chip.noc_elems_per_cycle),
+                 number(d.noc_elems_per_cycle));
   return std::nullopt;
 }
 
@@ -172,7 +189,8 @@ Derived derive(const Problem& pr, const Plan& p) {
   d.ring_products = {p.cm * p.cn, p.am * p.ak, p.bk * p.bn};
   d.steps_per_dim = {std::max(p.am, p.cm), std::max(p.ak, p.bk), std::max(p.bn, p.cn)};
   d.steps = d.steps_per_dim[0] * d.steps_per_dim[1] * d.steps_per_dim[2];
-  d.sub_task = {ceil_div(ms, d.steps_per_dim[0]), ceil_div(ks, d.steps_per_dim[1]), ceil_div(ns, d.steps_per_dim[2])};
+  d.sub_task = {ceil_div(ms, d.steps_per_dim[0]), ceil_div(ks, d.steps_per_dim[1]),
+                ceil_div(ns, d.steps_per_dim[2])};
   d.elems = {ceil_div(ms, p.cm) * ceil_div(ns, p.cn), ceil_div(ms, p.am) * ceil_div(ks, p.ak),
              ceil_div(ks, p.bk) * ceil_div(ns, p.bn)};
   for (int x = 0; x < 3; ++x) d.hot_bytes += pr.dtype_bytes * d.elems[x] * (d.rotates(x) ? 2 : 1);
@@ -210,19 +228,34 @@ Derived derive(const Problem& pr, const Plan& p) {
     }
   }
   if (!d.misaligned) {
-    std::stable_sort(levels.begin(), levels.end(), [](const auto& a, const auto& b) { return a.size > b.size; });
+    std::stable_sort(levels.begin(), levels.end(),
+                     [](const auto& a, const auto& b) { return a.size > b.size; });
     int64_t it = 1;
     for (size_t i = 0; i < levels.size(); ++i) {
       levels[i].iterations = it;
       levels[i].events = it * (levels[i].g - 1);
       // Q5: levels 2, 3, 4 take the ring-copy count of C, A, B by position, whatever tensors they move.
       if (i >= 2 && i <= 4)
-        levels[i].hops = static_cast<double>(d.replication[i - 2]) / static_cast<double>(d.ring_products[i - 2]);
+        levels[i].hops =
+            static_cast<double>(d.replication[i - 2]) / static_cast<double>(d.ring_products[i - 2]);
       it *= levels[i].g;
     }
     d.levels = levels;
   }
   return d;
+}
+
+size_t gray_advance(const std::vector<ShiftLevel>& levels, std::vector<int64_t>& digits,
+                    std::vector<int64_t>& dir) {
+  size_t j = levels.size();
+  for (size_t i = levels.size(); i-- > 0;)
+    if (digits[i] + dir[i] >= 0 && digits[i] + dir[i] < levels[i].g) {
+      j = i;
+      break;
+    }
+  for (size_t i = j + 1; i < levels.size(); ++i) dir[i] = -dir[i];
+  digits[j] += dir[j];
+  return j;
 }
 
 int64_t shift_cycles(const Derived& d, const std::vector<int64_t>& events, double noc) {
@@ -238,7 +271,8 @@ int64_t shift_cycles(const Derived& d, const std::vector<int64_t>& events, doubl
 EventCycles event_cycles(const Problem& pr, const Derived& d) {
   const double noc = pr.chip.noc_elems_per_cycle;
   EventCycles e{};
-  e.sub_task = 2.0 * static_cast<double>(d.sub_task[0] * d.sub_task[1] * d.sub_task[2]) / pr.chip.flops_per_cycle;
+  e.sub_task =
+      2.0 * static_cast<double>(d.sub_task[0] * d.sub_task[1] * d.sub_task[2]) / pr.chip.flops_per_cycle;
   for (int x : {A, B})
     if (d.rotates(x)) e.bcast[x] = static_cast<double>(d.elems[x] * (d.ring_products[x] - 1)) * 2 / noc;
   if (d.rotates(C)) {
@@ -247,7 +281,8 @@ EventCycles event_cycles(const Problem& pr, const Derived& d) {
     e.reduce = r * 2 * (static_cast<double>(d.replication[C]) / c) / noc;
   }
   for (size_t i = 0; i < d.levels.size(); ++i)
-    e.shift.push_back(static_cast<double>(d.levels[i].size) * d.levels[i].hops * 2 * static_cast<double>(i + 1) / noc);
+    e.shift.push_back(static_cast<double>(d.levels[i].size) * d.levels[i].hops * 2 *
+                      static_cast<double>(i + 1) / noc);
   return e;
 }
 
@@ -284,7 +319,8 @@ std::optional<double> reference_cycles(const Problem& p) {
   if (p.reference_cycles) return p.reference_cycles;
   const Chip d;
   if (p.dtype_bytes != 2 || p.chip.cores != d.cores || p.chip.systolic != d.systolic ||
-      p.chip.flops_per_cycle != d.flops_per_cycle || p.chip.local_bytes_per_cycle != d.local_bytes_per_cycle ||
+      p.chip.flops_per_cycle != d.flops_per_cycle ||
+      p.chip.local_bytes_per_cycle != d.local_bytes_per_cycle ||
       p.chip.noc_elems_per_cycle != d.noc_elems_per_cycle)
     return std::nullopt;
   struct Ref {
@@ -327,43 +363,56 @@ Evaluation evaluate(const Problem& pr, const Plan& plan, Profile profile, bool m
   };
   bool spatial = false, temporal = false, six = false;
   if (d.cores > pr.chip.cores) {
-    add(out, "E_CORES_MAX", [&] { return std::string("P = " + std::to_string(d.cores) + " cores for F_op " + list(plan.f_op) +
-                                      " exceeds the chip's " + std::to_string(pr.chip.cores) + " cores"); });
+    add(out, "E_CORES_MAX", [&] {
+      return std::string("P = " + std::to_string(d.cores) + " cores for F_op " + list(plan.f_op) +
+                         " exceeds the chip's " + std::to_string(pr.chip.cores) + " cores");
+    });
     spatial = true;
   }
   if (dd(d.cores) / cores < u) {
     const int64_t min_p = static_cast<int64_t>(std::ceil(u * cores - 1e-9));
-    add(out, "E_CORES_MIN", [&] { return std::string("P = " + std::to_string(d.cores) + " cores is below the smallest accepted P = " +
-                                      std::to_string(min_p)); });
+    add(out, "E_CORES_MIN", [&] {
+      return std::string("P = " + std::to_string(d.cores) +
+                         " cores is below the smallest accepted P = " + std::to_string(min_p));
+    });
     spatial = true;
   }
   if (ratio_s < q) {
-    add(out, "E_SPATIAL_PAD", [&] { return std::string("spatial padding ratio " + number(ratio_s) + " < q = " + number(q) +
-                                        "; padded sizes " + list({ms * pm, ks * pk, ns * pn})); });
+    add(out, "E_SPATIAL_PAD", [&] {
+      return std::string("spatial padding ratio " + number(ratio_s) + " < q = " + number(q) +
+                         "; padded sizes " + list({ms * pm, ks * pk, ns * pn}));
+    });
     spatial = true;
   }
-  const std::array<std::pair<int64_t, int64_t>, 3> factors{std::pair{plan.cm, plan.cn}, {plan.am, plan.ak},
-                                                            {plan.bk, plan.bn}};
+  const std::array<std::pair<int64_t, int64_t>, 3> factors{
+      std::pair{plan.cm, plan.cn}, {plan.am, plan.ak}, {plan.bk, plan.bn}};
   const char* fop_name[] = {"F_op[1] (pk)", "F_op[2] (pn)", "F_op[0] (pm)"};
   for (int x = 0; x < 3; ++x)
     if (d.replication[x] % d.ring_products[x] != 0) {
-      add(out, "E_REPLICA_DIV", [&] { return std::string(std::string("tensor ") + kTensorName[x] + ": temporal factors " +
-                                          std::to_string(factors[x].first) + " x " + std::to_string(factors[x].second) +
-                                          " = " + std::to_string(d.ring_products[x]) + " must divide " +
-                                          fop_name[x] + " = " + std::to_string(d.replication[x])); });
+      add(out, "E_REPLICA_DIV", [&] {
+        return std::string(std::string("tensor ") + kTensorName[x] + ": temporal factors " +
+                           std::to_string(factors[x].first) + " x " + std::to_string(factors[x].second) +
+                           " = " + std::to_string(d.ring_products[x]) + " must divide " + fop_name[x] +
+                           " = " + std::to_string(d.replication[x]));
+      });
       temporal = true;
     }
   if (ratio_t < q) {
-    add(out, "E_TEMPORAL_PAD", [&] { return std::string("temporal padding ratio " + number(ratio_t) + " < q = " + number(q) +
-                                         "; steps " + list(d.steps_per_dim) + ", sub-task " + list(d.sub_task) +
-                                         ", spatial " + list(d.spatial)); });
+    add(out, "E_TEMPORAL_PAD", [&] {
+      return std::string("temporal padding ratio " + number(ratio_t) + " < q = " + number(q) + "; steps " +
+                         list(d.steps_per_dim) + ", sub-task " + list(d.sub_task) + ", spatial " +
+                         list(d.spatial));
+    });
     temporal = true;
   }
   if (!d.misaligned && d.levels.size() == 6) {
-    add(out, "E_SHIFT_LEVELS", [&] { return std::string("the plan has 6 shift levels; the benchmark's model is defined for at most 5"); });
+    add(out, "E_SHIFT_LEVELS", [&] {
+      return std::string("the plan has 6 shift levels; the benchmark's model is defined for at most 5");
+    });
     six = true;
   }
-  const bool replica = std::any_of(out.begin(), out.end(), [](const auto& v) { return v.code == "E_REPLICA_DIV"; });
+  const bool replica =
+      std::any_of(out.begin(), out.end(), [](const auto& v) { return v.code == "E_REPLICA_DIV"; });
   if (!replica && !six) ev.cost = cost_of(pr, plan, d);
   ev.violations = out;
   if (profile == Profile::Strict) {
@@ -371,35 +420,45 @@ Evaluation evaluate(const Problem& pr, const Plan& plan, Profile profile, bool m
     const int64_t lengths[] = {pr.m, pr.k, pr.n};
     for (int i = 0; i < 3; ++i)
       if (plan.f_op[i] > lengths[i])
-        add(ev.violations, "E_DIM_OVERSPLIT", [&] { return std::string(std::string("dimension ") + dims[i] + ": factor " +
-                                                        std::to_string(plan.f_op[i]) + " > length " +
-                                                        std::to_string(lengths[i])); });
+        add(ev.violations, "E_DIM_OVERSPLIT", [&] {
+          return std::string(std::string("dimension ") + dims[i] + ": factor " +
+                             std::to_string(plan.f_op[i]) + " > length " + std::to_string(lengths[i]));
+        });
     if (d.misaligned) {
       const char dim = d.misaligned_dim;
-      const std::string fields = dim == 'm'   ? "f_t_C_m = " + std::to_string(plan.cm) + ", f_t_A_m = " + std::to_string(plan.am)
-                                 : dim == 'k' ? "f_t_A_k = " + std::to_string(plan.ak) + ", f_t_B_k = " + std::to_string(plan.bk)
-                                              : "f_t_C_n = " + std::to_string(plan.cn) + ", f_t_B_n = " + std::to_string(plan.bn);
-      add(ev.violations, "E_CHAIN", [&] { return std::string(std::string("dimension ") + dim + " is misaligned: " + fields +
-                                              " (both above 1, neither divides the other)"); });
+      const std::string fields =
+          dim == 'm'   ? "f_t_C_m = " + std::to_string(plan.cm) + ", f_t_A_m = " + std::to_string(plan.am)
+          : dim == 'k' ? "f_t_A_k = " + std::to_string(plan.ak) + ", f_t_B_k = " + std::to_string(plan.bk)
+                       : "f_t_C_n = " + std::to_string(plan.cn) + ", f_t_B_n = " + std::to_string(plan.bn);
+      add(ev.violations, "E_CHAIN", [&] {
+        return std::string(std::string("dimension ") + dim + " is misaligned: " + fields +
+                           " (both above 1, neither divides the other)");
+      });
     }
     if (d.hot_bytes > pr.chip.sram_bytes_per_core) {
       std::string doubled;
       for (int x = 0; x < 3; ++x)
         if (d.rotates(x)) doubled += kTensorName[x];
-      add(ev.violations, "E_SRAM", [&] { return std::string("hot " + std::to_string(d.hot_bytes) + " B > capacity " +
-                                             std::to_string(pr.chip.sram_bytes_per_core) + " B per core (S_C " +
-                                             std::to_string(d.elems[C]) + ", S_A " + std::to_string(d.elems[A]) +
-                                             ", S_B " + std::to_string(d.elems[B]) + " elements; doubled: " +
-                                             (doubled.empty() ? "none" : doubled) + ")"); });
+      add(ev.violations, "E_SRAM", [&] {
+        return std::string("hot " + std::to_string(d.hot_bytes) + " B > capacity " +
+                           std::to_string(pr.chip.sram_bytes_per_core) + " B per core (S_C " +
+                           std::to_string(d.elems[C]) + ", S_A " + std::to_string(d.elems[A]) + ", S_B " +
+                           std::to_string(d.elems[B]) +
+                           " elements; doubled: " + (doubled.empty() ? "none" : doubled) + ")");
+      });
     }
   }
   ev.accepted = ev.violations.empty();
   // T29: the benchmark score follows engdesign whatever the profile.
   const auto ref = reference_cycles(pr);
-  if (spatial) ev.score = 0.0;
-  else if (temporal) ev.score = 20.0;
-  else if (six || !ref) ev.score = std::nullopt;
-  else ev.score = (0.0 + 20 + 20) + 60 * std::pow(*ref / ev.cost->total, 0.5);
+  if (spatial)
+    ev.score = 0.0;
+  else if (temporal)
+    ev.score = 20.0;
+  else if (six || !ref)
+    ev.score = std::nullopt;
+  else
+    ev.score = (0.0 + 20 + 20) + 60 * std::pow(*ref / ev.cost->total, 0.5);
   return ev;
 }
 
@@ -408,8 +467,14 @@ json evaluation_to_json(const Problem& pr, const Plan& plan, const Evaluation& e
   json levels = json::array();
   for (size_t i = 0; i < d.levels.size(); ++i) {
     const auto& l = d.levels[i];
-    levels.push_back({{"level", i}, {"dim", std::string(1, l.dim)}, {"g", l.g}, {"tensors", l.tensors},
-                      {"size", l.size}, {"events", l.events}, {"hops", l.hops}, {"contention", i + 1}});
+    levels.push_back({{"level", i},
+                      {"dim", std::string(1, l.dim)},
+                      {"g", l.g},
+                      {"tensors", l.tensors},
+                      {"size", l.size},
+                      {"events", l.events},
+                      {"hops", l.hops},
+                      {"contention", i + 1}});
   }
   json violations = json::array();
   for (const auto& v : e.violations) violations.push_back({{"code", v.code}, {"message", v.message}});
@@ -422,12 +487,19 @@ json evaluation_to_json(const Problem& pr, const Plan& plan, const Evaluation& e
          {"score", e.score ? json(*e.score) : json(nullptr)},
          {"errors", violations},
          {"derived",
-          {{"cores", d.cores}, {"spatial", d.spatial}, {"steps_per_dim", d.steps_per_dim}, {"steps", d.steps},
-           {"sub_task", d.sub_task}, {"elems", {{"C", d.elems[C]}, {"A", d.elems[A]}, {"B", d.elems[B]}}},
-           {"misaligned_shift", d.misaligned}, {"shift_levels", levels}}},
+          {{"cores", d.cores},
+           {"spatial", d.spatial},
+           {"steps_per_dim", d.steps_per_dim},
+           {"steps", d.steps},
+           {"sub_task", d.sub_task},
+           {"elems", {{"C", d.elems[C]}, {"A", d.elems[A]}, {"B", d.elems[B]}}},
+           {"misaligned_shift", d.misaligned},
+           {"shift_levels", levels}}},
          {"problem", {{"m", pr.m}, {"k", pr.k}, {"n", pr.n}}}};
   if (e.cost)
-    for (auto [key, value] : {std::pair{"compute", e.cost->compute}, {"load", e.cost->load}, {"store", e.cost->store},
+    for (auto [key, value] : {std::pair{"compute", e.cost->compute},
+                              {"load", e.cost->load},
+                              {"store", e.cost->store},
                               {"comp", e.cost->comp}})
       j[key] = value;
   j["shift"] = e.cost ? json(e.cost->shift) : json(nullptr);

@@ -103,6 +103,11 @@ struct Evaluation {
 enum Tensor { C = 0, A = 1, B = 2 };
 
 Derived derive(const Problem& problem, const Plan& plan);
+// 'C', 'A', 'B' as the Tensor index.
+inline int tensor_index(char name) { return name == 'C' ? C : name == 'A' ? A : B; }
+// T34: one move of the reflected mixed-radix Gray code over the level digits (level 0 most significant):
+// the last digit that can still move in its direction moves, every later one reverses. Returns that level.
+size_t gray_advance(const std::vector<ShiftLevel>& levels, std::vector<int64_t>& digits, std::vector<int64_t>& dir);
 // T17/T21 shift term for given event counts per level (the analytic model passes it_i*(g_i-1); the replay
 // passes the events it observed).
 int64_t shift_cycles(const Derived& derived, const std::vector<int64_t>& events_per_level, double noc_elems_per_cycle);

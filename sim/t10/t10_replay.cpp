@@ -129,16 +129,9 @@ class Sequencer : public sc_module {
       event(compute_track_, "compute step " + std::to_string(step), sub, {{"block", block}});
       ++out_.compute_steps;
       if (step + 1 == d_.steps || d_.misaligned) continue;
-      size_t j = L;
-      for (size_t i = L; i-- > 0;)
-        if (digit[i] + dir[i] >= 0 && digit[i] + dir[i] < d_.levels[i].g) {
-          j = i;
-          break;
-        }
-      for (size_t i = j + 1; i < L; ++i) dir[i] = -dir[i];
-      digit[j] += dir[j];
+      const size_t j = gray_advance(d_.levels, digit, dir);
       const ShiftLevel& level = d_.levels[j];
-      for (char t : level.tensors) position[{t == 'C' ? C : t == 'A' ? A : B, j}] += dir[j];
+      for (char t : level.tensors) position[{tensor_index(t), j}] += dir[j];
       ++rings_[j]->events;
       event(shift_track_, "shift level " + std::to_string(j), durations.shift[j],
             {{"level", j}, {"dim", std::string(1, level.dim)}, {"tensors", level.tensors}, {"dir", dir[j]},
