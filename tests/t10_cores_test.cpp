@@ -181,16 +181,26 @@ TEST_F(T10Cores, ADroppedShiftIsCaughtWithTheCoreAndPiece) {
   EXPECT_NE(std::string::npos, broken.violation->message.find("needs piece 1")) << broken.violation->message;
 }
 
+// F_op [1, 1, 2], A_m = 2: two cores on one A ring.
+Plan two_core_ring() {
+  Plan plan;
+  plan.f_op = {1, 1, 2};
+  plan.am = 2;
+  return plan;
+}
+CoreSimOptions exchange_timing() {
+  CoreSimOptions options;
+  options.timing = CoreTiming::Exchange;
+  return options;
+}
+
 TEST_F(T10Cores, ExchangeTimingOfATwoCoreRing) {
   // m, k, n = 32, 64, 32; F_op [1, 1, 2], A_m = 2: two cores on one A ring, two steps, one shift. Each step
   // computes a 16 x 64 x 16 block: 16,384 MACs / 64 = 256 cycles. The shift moves a 16 x 64 A piece, 2,048 B
   // at 4 B/cycle: 512 cycles, plus the latency. Three supersteps, three syncs of 118. No broadcast (one ring
   // copy), no reduction (pk = 1): 256 + 512 + 256 + 354 = 1,378; with a latency of 10 per transfer, 1,388.
-  Plan plan;
-  plan.f_op = {1, 1, 2};
-  plan.am = 2;
-  CoreSimOptions options;
-  options.timing = CoreTiming::Exchange;
+  const Plan plan = two_core_ring();
+  const CoreSimOptions options = exchange_timing();
   const CoresResult r = simulate_cores(problem_of(32, 64, 32), plan, options);
   ASSERT_FALSE(r.violation);
   EXPECT_DOUBLE_EQ(1378, r.exchange_total);
@@ -322,11 +332,8 @@ TEST_F(T10Cores, ExchangeSearchFindsTheBestPlanOfABruteForce) {
 TEST_F(T10Cores, TraceHasTheCoreGroupAndPerCoreTracks) {
   // The two-core ring: a track for the group and, on request, one per core; the group track has the three
   // supersteps (compute, shift, compute), each core's track its own busy time of each.
-  Plan plan;
-  plan.f_op = {1, 1, 2};
-  plan.am = 2;
-  CoreSimOptions options;
-  options.timing = CoreTiming::Exchange;
+  const Plan plan = two_core_ring();
+  CoreSimOptions options = exchange_timing();
   options.core_tracks = 2;
   PerfettoTrace trace("test");
   const CoresResult r = simulate_cores(problem_of(32, 64, 32), plan, options, &trace);
