@@ -330,6 +330,9 @@ extern "C" int sc_main(int argc, char** argv) {
     }
     for (const auto& v : e.violations) std::cerr << "error: [" << v.code << "] " << v.message << "\n";
     return e.accepted ? 0 : 1;
+  } catch (const std::invalid_argument& refused) {  // beyond what the search or the engine takes on
+    std::cerr << "error: " << refused.what() << "\n";
+    return 2;
   } catch (const Malformed& m) {
     std::cerr << "error: " << m.message << "\n";
     return 2;

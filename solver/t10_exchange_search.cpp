@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "sim/t10/t10_cores.hpp"
+#include "solver/t10_search.hpp"
 
 namespace mlsys::t10 {
 namespace {
@@ -28,6 +29,7 @@ struct Candidate {
 
 ExchangeSearchResult search_exchange(const Problem& pr, Profile profile, size_t top_n,
                                      int64_t max_simulations) {
+  check_searchable(pr);
   ExchangeSearchResult result;
   std::vector<Candidate> candidates;
   const double amp = pr.chip.amp_macs_per_cycle, sync = pr.chip.sync_cycles;

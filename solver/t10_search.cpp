@@ -1,6 +1,8 @@
 #include "solver/t10_search.hpp"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 #include <tuple>
 
 namespace mlsys::t10 {
@@ -24,7 +26,15 @@ auto order_key(const RankedPlan& r) {
 
 }  // namespace
 
+void check_searchable(const Problem& problem) {
+  if (problem.chip.cores > kMaxSearchCores)
+    throw std::invalid_argument("chip.cores = " + std::to_string(problem.chip.cores) +
+                                ": the search enumerates every F_op, and refuses chips above " +
+                                std::to_string(kMaxSearchCores) + " cores");
+}
+
 SearchResult search(const Problem& pr, Profile profile, size_t top_n, bool prune) {
+  check_searchable(pr);
   SearchResult result;
   const int64_t cores = pr.chip.cores;
   struct Candidate {
@@ -36,7 +46,8 @@ SearchResult search(const Problem& pr, Profile profile, size_t top_n, bool prune
     for (int64_t pk = 1; pm * pk <= cores; ++pk)
       for (int64_t pn = 1; pm * pk * pn <= cores; ++pn) {
         if (profile == Profile::Strict && (pm > pr.m || pk > pr.k || pn > pr.n)) continue;
-        const double ms = static_cast<double>((pr.m + pm - 1) / pm), ks = static_cast<double>((pr.k + pk - 1) / pk),
+        const double ms = static_cast<double>((pr.m + pm - 1) / pm),
+                     ks = static_cast<double>((pr.k + pk - 1) / pk),
                      ns = static_cast<double>((pr.n + pn - 1) / pn);
         candidates.push_back({2 * ms * ks * ns / pr.chip.flops_per_cycle, {pm, pk, pn}});
       }
@@ -54,11 +65,13 @@ SearchResult search(const Problem& pr, Profile profile, size_t top_n, bool prune
     plan.f_op = c.f_op;
     // Spatial stage first (E1-E3 do not depend on temporal factors): one evaluation tells.
     const Evaluation spatial = evaluate(pr, plan, Profile::EngDesign, false);
-    if (std::any_of(spatial.engdesign_violations.begin(), spatial.engdesign_violations.end(), [](const auto& v) {
-          return v.code == "E_CORES_MAX" || v.code == "E_CORES_MIN" || v.code == "E_SPATIAL_PAD";
-        }))
+    if (std::any_of(spatial.engdesign_violations.begin(), spatial.engdesign_violations.end(),
+                    [](const auto& v) {
+                      return v.code == "E_CORES_MAX" || v.code == "E_CORES_MIN" || v.code == "E_SPATIAL_PAD";
+                    }))
       continue;
-    const auto c_pairs = ordered_pairs(c.f_op[1]), a_pairs = ordered_pairs(c.f_op[2]), b_pairs = ordered_pairs(c.f_op[0]);
+    const auto c_pairs = ordered_pairs(c.f_op[1]), a_pairs = ordered_pairs(c.f_op[2]),
+               b_pairs = ordered_pairs(c.f_op[0]);
     for (auto [cm, cn] : c_pairs)
       for (auto [am, ak] : a_pairs)
         for (auto [bk, bn] : b_pairs) {
@@ -74,9 +87,10 @@ SearchResult search(const Problem& pr, Profile profile, size_t top_n, bool prune
           }
           if (r.total == best) ++result.ties;
           if (kept.size() < keep || order_key(r) < order_key(kept.back())) {
-            kept.insert(std::upper_bound(kept.begin(), kept.end(), r,
-                                         [](const auto& a, const auto& b) { return order_key(a) < order_key(b); }),
-                        r);
+            kept.insert(
+                std::upper_bound(kept.begin(), kept.end(), r,
+                                 [](const auto& a, const auto& b) { return order_key(a) < order_key(b); }),
+                r);
             if (kept.size() > keep) kept.pop_back();
           }
         }

@@ -22,6 +22,11 @@ struct SearchResult {
   int64_t accepted = 0;         // plans the profile accepts among those evaluated
 };
 
+// The searches enumerate every F_op with pm·pk·pn <= cores: a chip file may declare 2^31 cores, beyond which
+// that takes hours; they refuse chips above this (std::invalid_argument). The IPU has 1,472.
+constexpr int64_t kMaxSearchCores = int64_t{1} << 14;
+void check_searchable(const Problem& problem);
+
 // `prune = false` visits every plan (for counting accepted plans, T39).
 SearchResult search(const Problem& problem, Profile profile, size_t top_n = 1, bool prune = true);
 

@@ -20,6 +20,7 @@
 
 #include "sim/t10/t10_model.hpp"
 #include "solver/t10_exchange_search.hpp"
+#include "solver/t10_search.hpp"
 #include "support.hpp"
 #include "traces/perfetto_trace.hpp"
 
@@ -277,6 +278,19 @@ TEST_F(T10Cores, RefusesPlansWithoutRingsAndOversizedFunctionalRuns) {
   huge.f_op = {1024, 1024, 1024};
   EXPECT_THROW(simulate_cores(problem_of(4096, 4096, 4096, {{"cores", int64_t{1} << 31}}), huge, {}),
                std::invalid_argument);
+}
+
+TEST_F(T10Cores, SearchesRefuseChipsTheyCannotEnumerate) {
+  // A chip file may declare 2^31 cores; enumerating every F_op would take hours: refused at once, and the CLI
+  // exits 2 naming the field.
+  const t10::Problem huge = problem_of(64, 64, 64, {{"cores", int64_t{1} << 31}});
+  EXPECT_THROW(search(huge, Profile::Strict), std::invalid_argument);
+  EXPECT_THROW(search_exchange(huge, Profile::Strict), std::invalid_argument);
+  const std::string dir = temp_dir("t10-huge");
+  write_text(dir + "/p.json", R"({"op":"matmul","m":64,"k":64,"n":64,"chip":{"cores":2147483648}})");
+  const CommandResult r = run_command(MLSYS_T10_BIN, "solve " + dir + "/p.json");
+  EXPECT_EQ(2, r.exit_code);
+  EXPECT_NE(std::string::npos, r.err.find("chip.cores")) << r.err;
 }
 
 TEST_F(T10Cores, SeedReferencePlanOnAllCores) {
