@@ -38,6 +38,7 @@ struct Piece {
 struct Core {
   std::array<int64_t, 3> at{};  // (i_m, i_k, i_n)
   std::array<Piece, 3> holds;   // C, A, B
+  std::vector<int64_t> start;   // per level: the skew, the digit this core starts at (mod g)
 };
 
 // A C piece's partial sums, as they travel with the piece, and (for the reduction check) which k blocks
@@ -52,7 +53,13 @@ struct PartialSums {
 class Engine {
  public:
   Engine(const Problem& p, const Plan& plan, const CoreSimOptions& o, TraceObserver* trace)
-      : p_(p), plan_(plan), o_(o), trace_(trace), d_(derive(p, plan)), cost_(cost_of(p, plan, d_)) {
+      : p_(p),
+        plan_(plan),
+        o_(o),
+        trace_(trace),
+        d_(derive(p, plan)),
+        cost_(cost_of(p, plan, d_)),
+        durations_(event_cycles(p, d_)) {
     procs_ = plan.f_op;
     extent_ = {p.m, p.k, p.n};
     factor_[C] = {plan.cm, 1, plan.cn};
@@ -141,6 +148,7 @@ class Engine {
   TraceObserver* trace_;
   Derived d_;
   Cost cost_;
+  EventCycles durations_;  // the grader's per-event durations (T33, T34)
   std::array<int64_t, 3> procs_{}, extent_{}, ring_{};
   std::array<std::array<int64_t, 3>, 3> factor_{};
   std::array<std::vector<int>, 3> levels_of_;
@@ -169,15 +177,16 @@ void Engine::place_initial_pieces() {
   // coordinates that fix the tensor's block), so neighbours on the ring start one piece apart, and a core's
   // three operands agree on its first block.
   for (Core& core : cores_) {
-    std::vector<int64_t> start(d_.levels.size(), 0);
+    core.start.assign(d_.levels.size(), 0);
     for (int x = 0; x < 3; ++x) {
       const std::vector<int64_t> digits = ring_digits(x, core.at[kLacking[x]]);
-      for (size_t i = 0; i < digits.size(); ++i) start[levels_of_[x][i]] += digits[i];
+      for (size_t i = 0; i < digits.size(); ++i) core.start[levels_of_[x][i]] += digits[i];
     }
+    for (size_t j = 0; j < core.start.size(); ++j) core.start[j] %= d_.levels[j].g;
     for (int x = 0; x < 3; ++x) {
       Piece& piece = core.holds[x];
       piece.block = {core.at[kDims[x][0]], core.at[kDims[x][1]]};
-      for (int j : levels_of_[x]) piece.digits.push_back(start[j] % d_.levels[j].g);
+      for (int j : levels_of_[x]) piece.digits.push_back(core.start[j]);
     }
     PartialSums sums;
     sums.block = core.holds[C].block;
@@ -270,15 +279,10 @@ void Engine::compute_step(int64_t step, const std::vector<int64_t>& gray) {
     // the mixed radix of its levels, joint first.
     std::array<int64_t, 3> block{0, 0, 0};
     if (!d_.misaligned) {
-      std::vector<int64_t> start(L, 0);
-      for (int x = 0; x < 3; ++x) {
-        const std::vector<int64_t> digits = ring_digits(x, core.at[kLacking[x]]);
-        for (size_t i = 0; i < digits.size(); ++i) start[levels_of_[x][i]] += digits[i];
-      }
       for (int dim = 0; dim < 3; ++dim)
         for (size_t j = 0; j < L; ++j)
           if (d_.levels[j].dim == kDimName[dim])
-            block[dim] = block[dim] * d_.levels[j].g + (start[j] + gray[j]) % d_.levels[j].g;
+            block[dim] = block[dim] * d_.levels[j].g + (core.start[j] + gray[j]) % d_.levels[j].g;
     } else {
       // No levels: the steps walk the blocks in order, and nothing moves (T18).
       int64_t rest = step;
@@ -366,8 +370,7 @@ void Engine::compute_step(int64_t step, const std::vector<int64_t>& gray) {
         sums.values[static_cast<size_t>(cr * c_cols.size() + cc)] += acc;
       }
   }
-  phase("compute step " + std::to_string(step), d_.steps ? cost_.compute / static_cast<double>(d_.steps) : 0,
-        {}, {}, busy, 0);
+  phase("compute step " + std::to_string(step), durations_.sub_task, {}, {}, busy, 0);
 }
 
 void Engine::shift(size_t level, int64_t dir) {
@@ -404,7 +407,7 @@ void Engine::shift(size_t level, int64_t dir) {
   ++result_.events_per_level[level];
   ++shift_events_;
   phase("shift level " + std::to_string(level) + " (" + l.dim + ", " + l.tensors + ")",
-        event_cycles(p_, d_).shift[level], send, recv, {}, bytes);
+        durations_.shift[level], send, recv, {}, bytes);
 }
 
 void Engine::reduce_and_gather() {
@@ -565,7 +568,7 @@ CoresResult Engine::run() {
   result_.shift = shift_cycles(d_, result_.events_per_level, p_.chip.noc_elems_per_cycle);
   result_.bcast = cost_.bcast;
   result_.reduce = d_.rotates(C) ? cost_.reduce : 0;
-  result_.compute = event_cycles(p_, d_).sub_task * static_cast<double>(d_.steps);
+  result_.compute = durations_.sub_task * static_cast<double>(d_.steps);
   result_.stall = std::max(0.0, cost_.comp - cost_.compute);
   result_.total =
       (result_.compute + result_.stall) + static_cast<double>(result_.shift + result_.bcast + result_.reduce);
