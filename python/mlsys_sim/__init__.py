@@ -38,4 +38,22 @@ from ._core import (
     verify,
 )
 
+
+
+def import_onnx(model, hardware, **kwargs):
+    """An ONNX model as a problem dict of the contest format, priced by a hardware profile (a preset name,
+    a JSON path or a dict). See mlsys_sim.importer.import_onnx and docs/import.md; needs python3-onnx."""
+    from .importer import import_onnx as _import_onnx
+
+    return _import_onnx(model, hardware, **kwargs)
+
+
+def import_torch(module, example_inputs, hardware, **kwargs):
+    """A torch.nn.Module, exported with torch.onnx.export (eval mode, opset 17 by default), as a problem dict.
+    See mlsys_sim.importer.import_torch; needs python3-torch and python3-onnx."""
+    from .importer import import_torch as _import_torch
+
+    return _import_torch(module, example_inputs, hardware, **kwargs)
+
+
 __all__ = [name for name in dir() if not name.startswith("_")]

@@ -1,7 +1,7 @@
 """Type stub of mlsys_sim (the extension mlsys_sim._core). Keep in step with python/*.cpp."""
 
 import os
-from typing import Any, Callable, Literal, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Literal, Optional, Sequence, Tuple, Union
 
 JsonSource = Union[str, "os.PathLike[str]", dict, list]
 """A path, a JSON string (starting with '{' or '['), or the parsed JSON (dict/list)."""
@@ -345,3 +345,11 @@ class T10SearchResult:
     accepted: int
 
 def t10_search(problem: Union[T10Problem, JsonSource], profile: Profile = "strict", top: int = 1) -> T10SearchResult: ...
+
+def import_onnx(model: Union[str, "os.PathLike[str]"], hardware: Union[str, Dict[str, Any]], *,
+                dims: Optional[Dict[str, int]] = ..., passthrough: Optional[Dict[str, float]] = ...,
+                max_ops: int = ..., report: bool = ...) -> Any: ...
+def import_torch(module: Any, example_inputs: Any, hardware: Union[str, Dict[str, Any]], *, opset: int = ...,
+                 dims: Optional[Dict[str, int]] = ..., dynamic_axes: Optional[Dict[str, Any]] = ...,
+                 input_names: Optional[List[str]] = ..., onnx_path: Optional[str] = ...,
+                 **kwargs: Any) -> Any: ...

@@ -1,0 +1,129 @@
+"""import_onnx, import_torch: a model file (or a torch.nn.Module) and a hardware profile in, a problem of the
+contest format out, with a `names` section that carries the model's node and value names."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+from . import onnx_graph as og
+from .lowering import GraphLowering
+from .profiles import load_profile
+from .views import LayoutError
+
+DEFAULT_MAX_OPS = 200_000
+
+
+@dataclass
+class ImportReport:
+    """What import_onnx made, for the command line's summary and for tests."""
+
+    problem: dict
+    ops: int
+    tensors: int
+    macs: int
+    warnings: List[str] = field(default_factory=list)
+
+
+def mac_count(problem: dict) -> int:
+    """Multiply-accumulates of a problem's MatMuls: rows(LHS) * cols(LHS) * cols(RHS)."""
+    total = 0
+    for op, ins in zip(problem["op_types"], problem["inputs"]):
+        if op == "MatMul":
+            lhs, rhs = ins
+            total += problem["heights"][lhs] * problem["widths"][lhs] * problem["widths"][rhs]
+    return total
+
+
+def import_onnx(model, hardware, dims: Optional[Dict[str, int]] = None,
+                passthrough: Optional[Dict[str, float]] = None, max_ops: int = DEFAULT_MAX_OPS,
+                report: bool = False):
+    """The problem (a dict) of an ONNX model on a hardware profile (a preset name, a path, a dict).
+
+    dims pins symbolic dimensions ({"batch": 1, "seq": 512}); passthrough maps op types the importer does not
+    know to Pointwise ops of the given weight (vector operations per element). Raises ModelImportError (a
+    ValueError) naming the file, the node and the reason; with report=True returns an ImportReport.
+    """
+    profile = load_profile(hardware)
+    path = os.fspath(model)
+    graph = og.load(path, dims)
+    passthrough = dict(passthrough or {})
+    unknown_passthrough = [op for op in passthrough if op in og.ELEMENTWISE_OPS | og.MATRIX_OPS | og.VIEW_OPS]
+    if unknown_passthrough:
+        raise og.ImportError_(f"--passthrough {', '.join(unknown_passthrough)}: the importer lowers these itself")
+    unsupported = og.unsupported_ops(graph)
+    for op in passthrough:
+        unsupported.pop(op, None)
+    if unsupported:
+        listing = ", ".join(f"{op} x{count}" for op, count in sorted(unsupported.items()))
+        raise og.ImportError_(f"{path}: unsupported ops: {listing}. Nothing was imported; map an op that keeps "
+                              "its input's shape to a Pointwise op with --passthrough OP=WEIGHT (vector "
+                              "operations per element), or change the model")
+    og.find_row_stats(graph)
+    for name in graph.row_stats:
+        for consumer in graph.consumers.get(name, []):
+            if consumer.op_type not in og.ELEMENTWISE_OPS | og.ROW_REDUCTIONS:
+                raise og.ImportError_(f"{path}: {og.node_label(consumer)} reads the per-row statistic '{name}'; "
+                                      "only elementwise ops may")
+    lowering = GraphLowering(graph, profile, passthrough, max_ops)
+    try:
+        lowering.walk()
+        lowering.request_outputs()
+    except LayoutError as e:
+        raise og.ImportError_(f"{path}: {e}") from e
+    b = lowering.builder
+    if not b.op_types:
+        raise og.ImportError_(f"{path}: the model computes nothing on the device")
+    warnings = list(lowering.lw.warnings)
+    if passthrough:
+        warnings.append("passthrough (priced by the given weight, not modelled): " +
+                        ", ".join(f"{op}={w:g}" for op, w in sorted(passthrough.items())))
+    with open(path, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    problem = {
+        "widths": b.widths, "heights": b.heights, "inputs": b.inputs, "outputs": b.outputs,
+        "base_costs": b.base_costs, "op_types": b.op_types,
+        "fast_memory_capacity": profile.fast_memory_capacity,
+        "slow_memory_bandwidth": profile.slow_memory_bandwidth,
+        "native_granularity": list(profile.native_tile),
+        "names": {
+            "model": os.path.basename(path), "model_sha256": digest, "opset": graph.opset,
+            "hardware": profile.name, "dims": dict(sorted((dims or {}).items())),
+            "row_block": lowering.lw.row_block,
+            "ops": b.op_names, "op_kinds": b.op_kinds, "row_wise_ops": b.row_wise, "tensors": b.tensor_names,
+            "warnings": warnings,
+        },
+    }
+    if not report:
+        return problem
+    return ImportReport(problem, len(b.op_types), len(b.widths), mac_count(problem), warnings)
+
+
+def import_torch(module, example_inputs, hardware, opset: int = 17, dims: Optional[Dict[str, int]] = None,
+                 dynamic_axes: Optional[dict] = None, input_names: Optional[List[str]] = None,
+                 onnx_path: Optional[str] = None, **kwargs):
+    """Exports a torch.nn.Module with torch.onnx.export (eval mode, no gradients, constants folded) and
+    imports the file. opset 17 keeps LayerNorm one op (13 decomposes it; the importer re-fuses both)."""
+    import torch
+
+    if not 13 <= opset <= 17:
+        raise og.ImportError_(f"opset {opset}: Debian's torch 1.13 exports opsets 13 to 17 for these models")
+    if not isinstance(example_inputs, tuple):
+        example_inputs = (example_inputs,)
+    names = input_names or [f"input{i}" for i in range(len(example_inputs))]
+    was_training = module.training
+    module.eval()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = onnx_path or os.path.join(tmp, type(module).__name__ + ".onnx")
+            # Not under torch.no_grad(): there nn.MultiheadAttention takes its fused fast path
+            # (aten::_native_multi_head_attention), which torch 1.13 cannot export.
+            if True:
+                torch.onnx.export(module, example_inputs, path, opset_version=opset, do_constant_folding=True,
+                                  input_names=names, output_names=["output"], dynamic_axes=dynamic_axes)
+            return import_onnx(path, hardware, dims=dims, **kwargs)
+    finally:
+        module.train(was_training)

@@ -1,0 +1,262 @@
+"""The problem being built, and the materialized values ("bases") that emit its ops on demand.
+
+Nothing is emitted until a graph output asks for it: a base is asked for a block (a region of its storage)
+and emits the ops that compute exactly that block, asking its operands for theirs. Blocks follow each base's
+units (row and column block sizes), so that every consumer asks for the same blocks and nothing is computed
+twice; a request that does not follow them is a LayoutError, not a silent recomputation.
+"""
+
+from __future__ import annotations
+
+from math import gcd
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from .views import LayoutError, Region, Storage, View, broadcast_index, split_range, unravel
+
+
+class ProblemBuilder:
+    """The problem file's lists, with the names section that travels beside them."""
+
+    def __init__(self, max_ops: int, max_elements: int):
+        self.widths: List[int] = []
+        self.heights: List[int] = []
+        self.inputs: List[List[int]] = []
+        self.outputs: List[List[int]] = []
+        self.base_costs: List[float] = []
+        self.op_types: List[str] = []
+        self.tensor_names: List[str] = []
+        self.op_names: List[str] = []
+        self.op_kinds: List[str] = []
+        self.row_wise: List[int] = []
+        self.max_ops = max_ops
+        self.max_elements = max_elements
+        self.elements = 0
+
+    def tensor(self, rows: int, cols: int, name: str) -> int:
+        self.elements += rows * cols
+        if self.elements > self.max_elements:
+            raise LayoutError(f"the problem would hold more than {self.max_elements} elements")
+        self.heights.append(rows)
+        self.widths.append(cols)
+        self.tensor_names.append(name)
+        return len(self.widths) - 1
+
+    def op(self, op_type: str, kind: str, ins: Sequence[int], outs: Sequence[int], cost: float, name: str,
+           row_wise: bool = False) -> int:
+        if len(self.op_types) >= self.max_ops:
+            raise LayoutError(f"the problem would have more than {self.max_ops} ops (raise --max-ops)")
+        self.op_types.append(op_type)
+        self.op_kinds.append(kind)
+        self.inputs.append(list(ins))
+        self.outputs.append(list(outs))
+        self.base_costs.append(cost)
+        self.op_names.append(name)
+        if row_wise:
+            self.row_wise.append(len(self.op_types) - 1)
+        return len(self.op_types) - 1
+
+
+def region_label(region: Region, storage: Storage) -> str:
+    parts = []
+    if storage.batches > 1:
+        parts.append(f"b{region.batch}")
+    if (region.r0, region.r1) != (0, storage.rows):
+        parts.append(f"r{region.r0}:{region.r1}")
+    if (region.c0, region.c1) != (0, storage.cols):
+        parts.append(f"c{region.c0}:{region.c1}")
+    return f"[{','.join(parts)}]" if parts else ""
+
+
+class Lowering:
+    """Shared state of one import: the builder, the bases by storage, the profile, the block size."""
+
+    def __init__(self, builder: ProblemBuilder, profile, row_block: Optional[int]):
+        self.builder = builder
+        self.profile = profile
+        self.row_block = row_block
+        self.bases: Dict[int, "Base"] = {}
+        self.data_blocks: Dict[tuple, int] = {}
+        self.transposes: Dict[int, int] = {}
+        self.warnings: List[str] = []
+        self._next_key = 0
+
+    def storage(self, batches: int, rows: int, cols: int) -> Storage:
+        self._next_key += 1
+        return Storage(self._next_key, batches, rows, cols)
+
+    def row_unit(self, rows: int) -> int:
+        rb = self.row_block
+        return rb if rb and rows % rb == 0 else rows
+
+    def data_block(self, name: str, batch_index: Sequence[int], rows: Tuple[int, int], cols: Tuple[int, int],
+                   label: str) -> int:
+        """A block of a weight or of host data: a graph input of its own, shared by every op that reads it."""
+        key = (name, tuple(batch_index), rows, cols)
+        if key not in self.data_blocks:
+            b = f"b{','.join(map(str, batch_index))}," if batch_index else ""
+            self.data_blocks[key] = self.builder.tensor(
+                rows[1] - rows[0], cols[1] - cols[0], f"{label}[{b}r{rows[0]}:{rows[1]},c{cols[0]}:{cols[1]}]")
+        return self.data_blocks[key]
+
+    def transpose(self, tensor: int) -> int:
+        """K^T of attention: the format has no layout, so a transposed read of a computed block is an op."""
+        if tensor not in self.transposes:
+            b = self.builder
+            rows, cols = b.heights[tensor], b.widths[tensor]
+            if rows != cols:
+                raise LayoutError(f"a transposed read of a {rows} x {cols} block: the problem format's "
+                                  "Pointwise ops keep shapes, so only square blocks can be transposed")
+            out = b.tensor(cols, rows, b.tensor_names[tensor] + "^T")
+            b.op("Pointwise", "Transpose", [tensor], [out], self.profile.pointwise_cost(["Transpose"]),
+                 f"transpose of {b.tensor_names[tensor]}")
+            self.transposes[tensor] = out
+        return self.transposes[tensor]
+
+    def block_of(self, view: View, batch_index: Sequence[int], rows: Tuple[int, int],
+                 cols: Tuple[int, int]) -> int:
+        region, transposed = view.block(batch_index, rows, cols)
+        tensor = self.bases[view.storage.key].emit(region)
+        return self.transpose(tensor) if transposed else tensor
+
+    def unit(self, view: View, dim: int) -> int:
+        """Block size along a view dimension: its stride run, cut to its base's unit along that axis."""
+        run = view.unit(dim)
+        base = self.bases[view.storage.key]
+        axis = view.storage_axis(dim)
+        base_unit = base.row_unit if axis == "rows" else base.col_unit if axis == "cols" else None
+        return gcd(run, base_unit) if base_unit else run
+
+
+class Base:
+    """A materialized value: a storage whose blocks become problem tensors when first asked for."""
+
+    def __init__(self, lw: Lowering, storage: Storage, name: str, row_unit: Optional[int],
+                 col_unit: Optional[int]):
+        self.lw = lw
+        self.storage = storage
+        self.name = name
+        self.row_unit = row_unit
+        self.col_unit = col_unit
+        self.memo: Dict[Region, int] = {}
+        lw.bases[storage.key] = self
+
+    def _aligned(self, start: int, stop: int, unit: Optional[int], extent: int) -> bool:
+        return not unit or (start % unit == 0 and (stop - start == unit or stop == extent))
+
+    def emit(self, region: Region) -> int:
+        if region in self.memo:
+            return self.memo[region]
+        st = self.storage
+        if not (self._aligned(region.r0, region.r1, self.row_unit, st.rows)
+                and self._aligned(region.c0, region.c1, self.col_unit, st.cols)):
+            raise LayoutError(f"{self.name}: a block {region_label(region, st)} that does not follow its "
+                              f"{self.row_unit} x {self.col_unit} blocks (the layouts of two consumers disagree)")
+        tensor = self._emit(region)
+        self.memo[region] = tensor
+        return tensor
+
+    def _emit(self, region: Region) -> int:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def label(self, region: Region) -> str:
+        return self.name + region_label(region, self.storage)
+
+
+class InputBase(Base):
+    """A graph input (or host data such as looked-up embeddings): the host provides each block."""
+
+    def __init__(self, lw: Lowering, storage: Storage, name: str):
+        super().__init__(lw, storage, name, lw.row_unit(storage.rows), None)
+
+    def _emit(self, region: Region) -> int:
+        return self.lw.builder.tensor(*region.shape, self.label(region))
+
+
+class Operand:
+    """A matrix operand: a view of a computed value, or a weight (data, free to cut into any block)."""
+
+    def __init__(self, shape: Sequence[int], view: Optional[View] = None, data: Optional[str] = None):
+        self.shape = tuple(shape)
+        self.view = view
+        self.data = data
+
+    @property
+    def batch_shape(self) -> Tuple[int, ...]:
+        return self.shape[:-2]
+
+    def block(self, lw: Lowering, batch_index: Sequence[int], rows: Tuple[int, int], cols: Tuple[int, int]) -> int:
+        bidx = broadcast_index(batch_index, self.batch_shape)
+        if self.view is not None:
+            return lw.block_of(self.view, bidx, rows, cols)
+        return lw.data_block(self.data, bidx, rows, cols, self.data)
+
+    def unit(self, lw: Lowering, dim: int) -> Optional[int]:
+        return lw.unit(self.view, dim) if self.view is not None else None
+
+
+def _gcd_all(*values: Optional[int]) -> Optional[int]:
+    out = 0
+    for v in values:
+        if v:
+            out = gcd(out, v)
+    return out or None
+
+
+class MatMulBase(Base):
+    """Y = A @ B per batch index, cut along the reduction into chunks that both operands can deliver; the
+    partial products of several chunks are added by one Pointwise op (rule M20's accumulators)."""
+
+    def __init__(self, lw: Lowering, a: Operand, b: Operand, out_batch: Sequence[int], name: str, label: str):
+        self.a, self.b, self.out_batch, self.label_text = a, b, tuple(out_batch), label
+        m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+        if b.shape[-2] != k:
+            raise LayoutError(f"{label}: inner dimensions {k} and {b.shape[-2]} differ")
+        self.k = k
+        batches = 1
+        for e in out_batch:
+            batches *= e
+        chunk = _gcd_all(a.unit(lw, -1), b.unit(lw, -2)) or k
+        row_unit = _gcd_all(a.unit(lw, -2), lw.row_unit(m)) or m
+        col_unit = b.unit(lw, -1)
+        for operand, which in ((a, "A"), (b, "B")):
+            if operand.view is None:
+                continue
+            orientation = operand.view.orientation()
+            if orientation == "mixed":
+                raise LayoutError(f"{label}: operand {which} is laid out neither by rows nor by columns")
+            if orientation == "transposed":
+                # A transposed block is a Transpose op, and those keep shapes: cut both sides alike.
+                other = row_unit if which == "A" else (col_unit or n)
+                square = _gcd_all(chunk, other, lw.row_unit(m if which == "A" else n))
+                chunk = square
+                if which == "A":
+                    row_unit = square
+                else:
+                    col_unit = square
+        self.chunk = chunk
+        super().__init__(lw, lw.storage(batches, m, n), name, row_unit, col_unit)
+
+    def _emit(self, region: Region) -> int:
+        lw, b = self.lw, self.lw.builder
+        bidx = unravel(region.batch, self.out_batch)
+        rows, cols = (region.r0, region.r1), (region.c0, region.c1)
+        partials = []
+        for k0, k1 in split_range(self.k, self.chunk):
+            lhs = self.a.block(lw, bidx, rows, (k0, k1))
+            rhs = self.b.block(lw, bidx, (k0, k1), cols)
+            suffix = f"/k{k0}:{k1}" if k1 - k0 < self.k else ""
+            out = b.tensor(*region.shape, self.label(region) + suffix)
+            b.op("MatMul", "MatMul", [lhs, rhs], [out], lw.profile.matmul_cost(k1 - k0),
+                 self.label_text + region_label(region, self.storage) + suffix)
+            partials.append(out)
+        return sum_partials(lw, partials, self.label(region), self.label_text)
+
+
+def sum_partials(lw: Lowering, partials: List[int], label: str, op_label: str) -> int:
+    if len(partials) == 1:
+        return partials[0]
+    b = lw.builder
+    out = b.tensor(b.heights[partials[0]], b.widths[partials[0]], label)
+    b.op("Pointwise", "Sum", partials, [out], lw.profile.pointwise_cost(["Sum"] * (len(partials) - 1)),
+         f"{op_label} sum of {len(partials)} partial products")
+    return out

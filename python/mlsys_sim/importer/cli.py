@@ -1,0 +1,111 @@
+"""mlsys-import: an ONNX model and a hardware profile in, a problem file out (docs/import.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+
+from . import onnx_graph as og
+from .api import DEFAULT_MAX_OPS, import_onnx
+from .profiles import ProfileError, presets
+
+EPILOG = """exit codes: 0 imported; 2 bad usage, an unreadable or unsupported model, or a bad profile (the message
+names the file, the node or key, and the reason). Presets: %s. The cost model and the lowering's conventions:
+docs/import.md."""
+
+
+def _pairs(values, what: str, convert):
+    out = {}
+    for item in values or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"{what} {item!r}: expected NAME=VALUE")
+        try:
+            out[key] = convert(value)
+        except ValueError:
+            raise ValueError(f"{what} {item!r}: {value!r} is not a number") from None
+        if out[key] <= 0:
+            raise ValueError(f"{what} {item!r}: the value must be positive")
+    return out
+
+
+def write_atomically(path: str, text: str) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".mlsys-import-", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def problem_text(problem: dict) -> str:
+    """One line per list, so that diffs of two imports read well; the same model gives the same bytes."""
+    lines = ["{"]
+    keys = list(problem)
+    for i, key in enumerate(keys):
+        comma = "," if i + 1 < len(keys) else ""
+        lines.append(f"  {json.dumps(key)}: {json.dumps(problem[key], sort_keys=True)}{comma}")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="mlsys-import", description="Import an ONNX model as a problem of the MLSys 2026 format: MatMuls "
+        "per attention head, convolutions as im2col MatMuls, elementwise chains as Pointwise ops, each op "
+        "priced by a hardware profile.", epilog=EPILOG % ", ".join(presets()),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("model", help="the .onnx file (external weights are not read: only shapes matter)")
+    parser.add_argument("--hardware", required=True, help="a profile: a preset name or a JSON file")
+    parser.add_argument("-o", "--output", required=True, help="the problem file to write (atomically)")
+    parser.add_argument("--dim", action="append", metavar="NAME=N", help="pin a symbolic dimension (repeat)")
+    parser.add_argument("--passthrough", action="append", metavar="OP=WEIGHT",
+                        help="lower an unsupported op type that keeps shapes as a Pointwise op of WEIGHT vector "
+                        "operations per element (repeat; reported as a warning)")
+    parser.add_argument("--max-ops", type=int, default=DEFAULT_MAX_OPS, help="refuse larger problems (%(default)s)")
+    parser.add_argument("--json", action="store_true", help="print a JSON summary on stdout")
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:
+        return 0 if e.code == 0 else 2
+    try:
+        dims = _pairs(args.dim, "--dim", int)
+        passthrough = _pairs(args.passthrough, "--passthrough", float)
+    except ValueError as e:
+        print(f"mlsys-import: {e}", file=sys.stderr)
+        return 2
+    start = time.monotonic()
+    print(f"mlsys-import: reading {args.model}", file=sys.stderr)
+    try:
+        report = import_onnx(args.model, args.hardware, dims=dims, passthrough=passthrough, max_ops=args.max_ops,
+                             report=True)
+    except (og.ImportError_, ProfileError) as e:
+        print(f"mlsys-import: {e}", file=sys.stderr)
+        return 2
+    try:
+        write_atomically(args.output, problem_text(report.problem))
+    except OSError as e:
+        print(f"mlsys-import: {args.output}: {e}", file=sys.stderr)
+        return 2
+    for warning in report.warnings:
+        print(f"mlsys-import: warning: {warning}", file=sys.stderr)
+    summary = {"model": args.model, "output": args.output, "hardware": report.problem["names"]["hardware"],
+               "ops": report.ops, "tensors": report.tensors, "macs": report.macs,
+               "seconds": round(time.monotonic() - start, 3), "warnings": report.warnings}
+    print(f"mlsys-import: {report.ops} ops, {report.tensors} tensors, {report.macs:,} MACs -> {args.output} "
+          f"({summary['seconds']} s)", file=sys.stderr)
+    if args.json:
+        print(json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,290 @@
+"""From an ONNX graph (onnx_graph.Graph) to a problem file of the contest format (docs/import.md).
+
+One walk over the nodes in order builds a view or a base for every value computed on the device; then the
+graph outputs ask for their blocks, which emits exactly the ops they need, in dependency order.
+"""
+
+from __future__ import annotations
+
+from math import gcd, prod
+from typing import Dict, List, Optional
+
+from . import onnx_graph as og
+from .bases import InputBase, Lowering, MatMulBase, Operand, ProblemBuilder
+from .ops import ConvBase, GroupBase, PoolBase
+from .views import LayoutError, View, split_range, unravel
+
+
+def _group_kind(op_types: List[str]) -> str:
+    types = set(op_types)
+    if "LayerNormalization" in types or {"ReduceMean", "Sqrt"} <= types:
+        return "LayerNorm"
+    if "Softmax" in types or "LogSoftmax" in types or ("Exp" in types and types & og.ROW_REDUCTIONS):
+        return "Softmax"
+    if "Gelu" in types or "Erf" in types or {"Tanh", "Pow"} <= types:
+        return "GELU" + ("+" + "+".join(sorted(types - {"Gelu", "Erf", "Tanh", "Pow", "Mul", "Div"}))
+                         if types - {"Gelu", "Erf", "Tanh", "Pow", "Mul", "Div", "Add"} else "")
+    return "+".join(dict.fromkeys(op_types))
+
+
+class GraphLowering:
+    def __init__(self, graph: og.Graph, profile, passthrough: Dict[str, float], max_ops: int):
+        self.g = graph
+        self.profile = profile
+        self.passthrough = passthrough
+        self.builder = ProblemBuilder(max_ops, 2 ** 60)
+        self.views: Dict[str, View] = {}
+        self.elementwise = {n.output[0] for n in graph.nodes if graph.kinds.get(n.output[0]) == og.ACT and (
+            n.op_type in og.ELEMENTWISE_OPS or n.op_type in passthrough or n.output[0] in graph.row_stats)}
+        self.sink = og.fuse_elementwise(graph, self.elementwise)
+        self.lw = Lowering(self.builder, profile, self._row_block())
+
+    def _row_block(self) -> Optional[int]:
+        """Attention's K^T is transposed in square blocks: every token-row tensor is cut into blocks of
+        gcd(sequence, head dimension) rows so that those squares exist (docs/import.md)."""
+        rb = 0
+        for node in self.g.nodes:
+            if node.op_type == "MatMul" and all(self.g.kinds[n] == og.ACT for n in node.input):
+                a, b = self.g.shapes[node.input[0]], self.g.shapes[node.input[1]]
+                rb = gcd(gcd(rb, a[-2]), gcd(a[-1], b[-1]))
+        return rb or None
+
+    def fail(self, node, message: str):
+        raise og.ImportError_(f"{self.g.path}: {og.node_label(node)}: {message}")
+
+    def operand(self, name: str) -> Operand:
+        shape = self.g.shapes[name]
+        if self.g.kinds[name] == og.ACT:
+            return Operand(shape, view=self.views[name])
+        return Operand(shape, data=name)
+
+    def input_view(self, name: str) -> View:
+        shape = list(self.g.shapes[name]) or [1]
+        cols = shape[-1]
+        storage = self.lw.storage(1, prod(shape[:-1]), cols)
+        InputBase(self.lw, storage, name)
+        return View.row_major(storage, shape)
+
+    # ---- layout ops -------------------------------------------------------------------------------------
+
+    def _const_ints(self, node, index: int, what: str) -> Optional[List[int]]:
+        if len(node.input) <= index or not node.input[index]:
+            return None
+        name = node.input[index]
+        if name not in self.g.consts:
+            self.fail(node, f"its {what} ('{name}') is not a constant")
+        return [int(v) for v in self.g.consts[name].reshape(-1)]
+
+    def lower_view(self, node) -> None:
+        g, op = self.g, node.op_type
+        src = self.views[node.input[0]]
+        out_shape = list(g.shapes[node.output[0]]) if node.output[0] in g.shapes else None
+        if op == "Transpose":
+            perm = og.attribute(node, "perm") or list(reversed(range(len(src.shape))))
+            self.views[node.output[0]] = src.transpose(list(perm))
+        elif op in ("Reshape", "Flatten", "Squeeze", "Unsqueeze"):
+            self.views[node.output[0]] = src.reshape(out_shape)
+        elif op in ("Identity", "Dropout", "Cast"):
+            self.views[node.output[0]] = src
+            if op == "Dropout" and len(node.output) > 1 and node.output[1] and g.consumers.get(node.output[1]):
+                self.fail(node, "its mask output is used (export in eval mode)")
+        elif op == "Slice":
+            starts = self._const_ints(node, 1, "starts") or og.attribute(node, "starts")
+            ends = self._const_ints(node, 2, "ends") or og.attribute(node, "ends")
+            axes = self._const_ints(node, 3, "axes") or og.attribute(node, "axes") or list(range(len(starts)))
+            steps = self._const_ints(node, 4, "steps") or [1] * len(starts)
+            view = src
+            for s, e, a, st in zip(starts, ends, axes, steps):
+                if st != 1:
+                    self.fail(node, f"a step of {st}: strided slices are not lowered")
+                extent = view.shape[a]
+                s = max(0, min(extent, s + extent if s < 0 else s))
+                e = max(0, min(extent, e + extent if e < 0 else e))
+                view = view.slice(a % len(view.shape), s, e)
+            self.views[node.output[0]] = view
+        elif op == "Split":
+            axis = og.attribute(node, "axis", 0) % len(src.shape)
+            sizes = self._const_ints(node, 1, "split") or og.attribute(node, "split")
+            if not sizes:
+                sizes = [src.shape[axis] // len(node.output)] * len(node.output)
+            start = 0
+            for name, size in zip(node.output, sizes):
+                self.views[name] = src.slice(axis, start, start + size)
+                start += size
+        for name in node.output:
+            if name in self.views and name in g.shapes and list(self.views[name].shape) != list(g.shapes[name]):
+                self.fail(node, f"the view of '{name}' has shape {list(self.views[name].shape)}, the model says "
+                          f"{list(g.shapes[name])}")
+
+    # ---- compute ops ------------------------------------------------------------------------------------
+
+    def lower_matmul(self, node) -> None:
+        g = self.g
+        a_name, b_name = node.input[0], node.input[1]
+        a, b = self.operand(a_name), self.operand(b_name)
+        if node.op_type == "Gemm":
+            if og.attribute(node, "transA", 0):
+                a = Operand(a.shape[::-1], view=a.view.transpose([1, 0]) if a.view else None, data=a.data)
+            if og.attribute(node, "transB", 0):
+                b = Operand(b.shape[::-1], view=b.view.transpose([1, 0]) if b.view else None, data=b.data)
+        if len(a.shape) < 2 or len(b.shape) < 2:
+            self.fail(node, "a MatMul of a vector: export with 2-D operands")
+        out_shape = list(g.shapes[node.output[0]])
+        if b.view is None and len(b.shape) == 2 and len(a.shape) >= 3:
+            # A weight: leading dimensions collapse into rows, (batch*seq) x K @ K x N.
+            a = Operand((prod(a.shape[:-1]), a.shape[-1]), view=a.view.reshape([prod(a.shape[:-1]), a.shape[-1]]))
+            out_batch: List[int] = []
+            rows = prod(out_shape[:-1])
+        else:
+            out_batch = out_shape[:-2]
+            rows = out_shape[-2]
+        try:
+            base = MatMulBase(self.lw, a, b, out_batch, node.output[0], node.name or node.output[0])
+        except LayoutError as e:
+            self.fail(node, str(e))
+        del rows
+        self.views[node.output[0]] = View.row_major(base.storage, out_shape)
+
+    def lower_conv(self, node) -> None:
+        g = self.g
+        x, w = node.input[0], node.input[1]
+        if g.kinds[w] != og.CONST:
+            self.fail(node, "a convolution by a computed kernel is not lowered")
+        if len(g.shapes[x]) != 4:
+            self.fail(node, "only 2-D convolutions (NCHW) are lowered")
+        attrs = {"group": og.attribute(node, "group", 1), "dilations": list(og.attribute(node, "dilations", [1, 1])),
+                 "strides": list(og.attribute(node, "strides", [1, 1]))}
+        x_view = None if isinstance(self.lw.bases.get(self.views[x].storage.key), InputBase) else self.views[x]
+        try:
+            base = ConvBase(self.lw, x_view, x, w, (g.shapes[x], g.shapes[w], g.shapes[node.output[0]]), attrs,
+                            node.name or node.output[0])
+        except LayoutError as e:
+            self.fail(node, str(e))
+        self.views[node.output[0]] = base.view
+
+    def lower_pool(self, node, axes: List[int]) -> None:
+        """A mean over axes that do not hold the features (those run along storage columns)."""
+        g = self.g
+        src = self.views[node.input[0]]
+        rank = len(src.shape)
+        feature = next((d for d in range(rank) if src.dims[d] and src.dims[d][-1][1] == 1), None)
+        if feature is None or feature in axes:
+            self.fail(node, "a reduction over the feature axis that is not the last axis")
+        kept = [d for d in range(rank) if d not in axes and d != feature]
+        perm = kept + axes + [feature]
+        n_kept, n_red = prod(src.shape[d] for d in kept), prod(src.shape[d] for d in axes)
+        try:
+            x3 = src.transpose(perm).reshape([n_kept, n_red, src.shape[feature]])
+            base = PoolBase(self.lw, x3, [src.shape[d] for d in kept], node.name or node.output[0])
+        except LayoutError as e:
+            self.fail(node, str(e))
+        # The storage holds (kept..., feature) row-major; the model's output keeps its own axis order.
+        strides = {}
+        step = 1
+        for d in reversed(kept + [feature]):
+            strides[d] = step
+            step *= src.shape[d]
+        out_shape = list(g.shapes[node.output[0]])
+        keepdims = len(out_shape) == rank
+        shape_full = [1 if d in axes else src.shape[d] for d in range(rank)]
+        view = View.of_strides(base.storage, shape_full, [strides.get(d, 0) for d in range(rank)])
+        self.views[node.output[0]] = view if keepdims else view.reshape(out_shape)
+
+    def lower_group(self, node) -> None:
+        """The elementwise ops whose values all end in this node's output, as one Pointwise op per block."""
+        g, out = self.g, node.output[0]
+        members, stack, seen = [], [node], {out}
+        acts: List[str] = []
+        data: List[str] = []
+        out_shape = g.shapes[out]
+        while stack:
+            member = stack.pop()
+            members.append(member)
+            for name in member.input:
+                if not name:
+                    continue
+                if g.kinds[name] == og.ACT:
+                    inner = name in g.row_stats or (name in self.elementwise and self.sink.get(name) == out)
+                    if inner:
+                        if name not in seen:
+                            seen.add(name)
+                            stack.append(g.producer[name])
+                    elif name not in acts:
+                        if g.shapes[name] != out_shape:
+                            self.fail(member, f"broadcasts the computed tensor '{name}' {list(g.shapes[name])} to "
+                                      f"{list(out_shape)}; the problem format's Pointwise ops keep shapes")
+                        acts.append(name)
+                elif g.shapes.get(name) == out_shape and name not in data:
+                    data.append(name)
+        members.reverse()
+        if not acts:
+            self.fail(node, "an elementwise op over constants only")
+        op_types = [m.op_type for m in members if m.output[0] not in g.row_stats or m.op_type in og.ROW_REDUCTIONS]
+        row_wise = any(m.op_type in og.ROW_WISE_OPS for m in members)
+        for m in members:
+            if m.op_type in ("Softmax", "LogSoftmax", "LayerNormalization"):
+                axis = og.attribute(m, "axis", -1)
+                if axis % len(g.shapes[m.input[0]]) != len(g.shapes[m.input[0]]) - 1:
+                    self.fail(m, f"axis {axis}: only the last axis is lowered")
+        passthrough = [t for t in op_types if t in self.passthrough]
+        kind = "Passthrough:" + "+".join(passthrough) if passthrough else _group_kind(op_types)
+        label = "+".join(m.name or m.output[0] for m in members) if len(members) <= 3 else (
+            f"{members[0].name or members[0].output[0]} .. {node.name or out} ({len(members)} ops)")
+        try:
+            base = GroupBase(self.lw, out, kind, op_types, row_wise, [self.views[a] for a in acts], data, label)
+        except LayoutError as e:
+            self.fail(node, str(e))
+        self.views[out] = base.view
+
+    def walk(self) -> None:
+        g = self.g
+        for name in g.graph_inputs:
+            if g.kinds[name] == og.ACT:
+                self.views[name] = self.input_view(name)
+        for node in g.nodes:
+            out = node.output[0]
+            if g.kinds.get(out) != og.ACT:
+                continue
+            op = node.op_type
+            if op == "Gather":
+                self.views[out] = self.input_view(out)  # an embedding lookup: the host gathers the rows
+            elif op in og.VIEW_OPS:
+                try:
+                    self.lower_view(node)
+                except LayoutError as e:
+                    self.fail(node, str(e))
+            elif op in ("MatMul", "Gemm"):
+                self.lower_matmul(node)
+            elif op == "Conv":
+                self.lower_conv(node)
+            elif op == "GlobalAveragePool":
+                self.lower_pool(node, [2, 3])
+            elif op in og.ROW_REDUCTIONS and out not in g.row_stats:
+                if op != "ReduceMean":
+                    self.fail(node, "only means are lowered over axes other than the last")
+                self.lower_pool(node, og.reduction_axes(g, node))
+            elif out in self.elementwise:
+                if out not in g.row_stats and self.sink.get(out) == out:
+                    self.lower_group(node)
+            else:  # pragma: no cover - unsupported_ops() refused the model before
+                self.fail(node, "not lowered")
+
+    def request_outputs(self) -> None:
+        lw = self.lw
+        for name in self.g.graph_outputs:
+            if self.g.kinds[name] != og.ACT:
+                lw.warnings.append(f"graph output '{name}' is computed by the host only; it has no op")
+                continue
+            view = self.views[name]
+            shape = list(view.shape)
+            if len(shape) < 2:
+                view = view.reshape([1] * (2 - len(shape)) + shape)
+                shape = list(view.shape)
+            batch = shape[:-2]
+            row_unit = lw.unit(view, len(shape) - 2)
+            col_unit = lw.unit(view, len(shape) - 1)
+            for bi in range(prod(batch)):
+                bidx = unravel(bi, batch)
+                for rows in split_range(shape[-2], row_unit):
+                    for cols in split_range(shape[-1], col_unit):
+                        lw.block_of(view, bidx, rows, cols)

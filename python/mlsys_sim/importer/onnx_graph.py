@@ -1,0 +1,322 @@
+"""Reading an ONNX model for import: load without weights, pin symbolic dimensions, infer every shape,
+classify every value, and find the groups of elementwise ops that become one Pointwise op.
+
+Only shapes matter to a scheduler, so weights stored as external data are never read. Every failure is an
+ImportError naming the file, the node or value, and what to do.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Set
+
+from . import const_eval
+
+CONST, HOST, ACT = "const", "host", "act"
+
+# Ops that move no data: the importer follows them as views (views.py).
+VIEW_OPS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout", "Cast", "Transpose", "Slice",
+            "Split"}
+# Elementwise ops (numpy broadcasting): one Pointwise op per group of them (see fuse_elementwise).
+ELEMENTWISE_OPS = {"Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Reciprocal", "Neg", "Abs", "Exp", "Log", "Erf",
+                   "Tanh", "Sigmoid", "Relu", "LeakyRelu", "Elu", "Selu", "Gelu", "HardSigmoid", "HardSwish",
+                   "Softplus", "Clip", "Max", "Min", "Where", "BatchNormalization", "Softmax", "LogSoftmax",
+                   "LayerNormalization"}
+# Reductions over the last axis (with keepdims): per-row statistics, folded into the op that uses them.
+ROW_REDUCTIONS = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin"}
+ROW_WISE_OPS = {"Softmax", "LogSoftmax", "LayerNormalization"} | ROW_REDUCTIONS
+MATRIX_OPS = {"MatMul", "Gemm", "Conv", "GlobalAveragePool"}
+# Ops whose output is shape data, whatever their input: static once shapes are inferred.
+SHAPE_OPS = {"Shape", "Size"}
+
+MAX_FILE_BYTES = 2 ** 31  # protobuf's own limit for one message
+MAX_NODES = 1_000_000
+
+
+class ImportError_(ValueError):
+    """A model the importer refuses, with the reason (exit code 2 in mlsys-import)."""
+
+
+@dataclass
+class Graph:
+    path: str
+    opset: int
+    nodes: list  # onnx NodeProto, topologically sorted
+    shapes: Dict[str, tuple]
+    kinds: Dict[str, str]  # value name -> CONST | HOST | ACT
+    consts: Dict[str, object]  # small constant values (numpy arrays) the lowering needs (Slice bounds ...)
+    producer: Dict[str, object] = field(default_factory=dict)
+    consumers: Dict[str, list] = field(default_factory=dict)
+    graph_inputs: List[str] = field(default_factory=list)
+    graph_outputs: List[str] = field(default_factory=list)
+    float_inputs: Set[str] = field(default_factory=set)
+    row_stats: Set[str] = field(default_factory=set)
+
+
+def node_label(node) -> str:
+    return f"{node.op_type} node '{node.name}'" if node.name else f"{node.op_type} node writing '{node.output[0]}'"
+
+
+def attribute(node, name: str, default=None):
+    import onnx
+
+    for a in node.attribute:
+        if a.name == name:
+            return onnx.helper.get_attribute_value(a)
+    return default
+
+
+def _pin_dimensions(model, path: str, dims: Dict[str, int]) -> None:
+    initializers = {t.name for t in model.graph.initializer}
+    missing: List[str] = []
+    used: Set[str] = set()
+    for value in model.graph.input:
+        if value.name in initializers:
+            continue
+        tensor_type = value.type.tensor_type
+        if not tensor_type.HasField("shape"):
+            missing.append(f"{value.name} (no shape)")
+            continue
+        for axis, d in enumerate(tensor_type.shape.dim):
+            if d.HasField("dim_value") and d.dim_value > 0:
+                continue
+            if d.HasField("dim_param") and d.dim_param in dims:
+                used.add(d.dim_param)
+                d.Clear()
+                d.dim_value = dims[d.dim_param]
+            else:
+                name = d.dim_param or "?"
+                missing.append(f"{name} (input {value.name}, axis {axis})")
+    if missing:
+        params = sorted({m.split(" ")[0] for m in missing if not m.startswith("?")})
+        hint = " ".join(f"--dim {p}=N" for p in params) or "a static export"
+        raise ImportError_(f"{path}: symbolic or unknown dimensions must be pinned: {', '.join(missing)}; "
+                           f"give {hint}")
+    unknown = sorted(set(dims) - used)
+    if unknown:
+        raise ImportError_(f"{path}: --dim {', '.join(unknown)}: no input of the model has such a dimension")
+
+
+def _static_shape(value_info) -> Optional[tuple]:
+    tensor_type = value_info.type.tensor_type
+    if not tensor_type.HasField("shape"):
+        return None
+    shape = []
+    for d in tensor_type.shape.dim:
+        if not d.HasField("dim_value"):
+            return None
+        shape.append(int(d.dim_value))
+    return tuple(shape)
+
+
+def load(path: str, dims: Optional[Dict[str, int]] = None, max_nodes: int = MAX_NODES) -> Graph:
+    try:
+        import onnx
+        from onnx import numpy_helper, shape_inference
+    except ModuleNotFoundError as e:  # pragma: no cover - scripts/install-deps installs python3-onnx
+        raise ImportError_(f"the ONNX importer needs Debian's python3-onnx ({e})") from e
+    if not os.path.isfile(path):
+        raise ImportError_(f"{path}: no such file")
+    if os.path.getsize(path) > MAX_FILE_BYTES:
+        raise ImportError_(f"{path}: {os.path.getsize(path)} bytes, above protobuf's 2 GiB limit for one model "
+                           "(store the weights as external data: only shapes are read)")
+    try:
+        model = onnx.load(path, load_external_data=False)
+    except Exception as e:  # protobuf's DecodeError and friends
+        raise ImportError_(f"{path}: not an ONNX model ({type(e).__name__}: {e})") from e
+    if len(model.graph.node) > max_nodes:
+        raise ImportError_(f"{path}: {len(model.graph.node)} nodes, above the limit of {max_nodes}")
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    if opset < 11:
+        raise ImportError_(f"{path}: opset {opset}; the importer reads opsets 11 to 17 (re-export the model)")
+    _pin_dimensions(model, path, dict(dims or {}))
+    try:
+        inferred = shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+    except Exception as e:
+        raise ImportError_(f"{path}: shape inference failed: {e}") from e
+    g = inferred.graph
+
+    shapes: Dict[str, tuple] = {}
+    consts: Dict[str, object] = {}
+    for t in g.initializer:
+        shapes[t.name] = tuple(int(d) for d in t.dims)
+        if t.data_location != onnx.TensorProto.EXTERNAL and _small(shapes[t.name]):
+            consts[t.name] = numpy_helper.to_array(t)
+    for v in list(g.input) + list(g.value_info) + list(g.output):
+        s = _static_shape(v)
+        if s is not None:
+            shapes.setdefault(v.name, s)
+
+    initializer_names = {t.name for t in g.initializer}
+    graph = Graph(path=path, opset=opset, nodes=_split_biases(g.node, shapes), shapes=shapes, kinds={},
+                  consts=consts)
+    for v in g.input:
+        if v.name in initializer_names:
+            continue
+        graph.graph_inputs.append(v.name)
+        elem = v.type.tensor_type.elem_type
+        if elem in (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16,
+                    onnx.TensorProto.DOUBLE):
+            graph.float_inputs.add(v.name)
+    graph.graph_outputs = [v.name for v in g.output]
+    _classify(graph, initializer_names)
+    return graph
+
+
+def _split_biases(nodes, shapes: Dict[str, tuple]) -> list:
+    """Gemm's C and Conv's bias become an Add after the product, so that they fuse with what follows."""
+    import onnx
+
+    out = []
+    for node in nodes:
+        bias_at = {"Gemm": 2, "Conv": 2}.get(node.op_type)
+        if bias_at is None or len(node.input) <= bias_at or not node.input[bias_at]:
+            out.append(node)
+            continue
+        product = onnx.NodeProto()
+        product.CopyFrom(node)
+        del product.input[bias_at:]
+        raw = node.output[0] + "/before_bias"
+        product.output[0] = raw
+        if node.output[0] in shapes:
+            shapes[raw] = shapes[node.output[0]]
+        bias = onnx.helper.make_node("Add", [raw, node.input[bias_at]], [node.output[0]],
+                                     name=(node.name or node.output[0]) + "/bias")
+        out += [product, bias]
+    return out
+
+
+def _small(shape: Sequence[int]) -> bool:
+    n = 1
+    for d in shape:
+        n *= d
+    return n <= 4096
+
+
+def _classify(graph: Graph, initializer_names: Set[str]) -> None:
+    import onnx
+    from onnx import numpy_helper
+
+    kinds = graph.kinds
+    for name in initializer_names:
+        kinds[name] = CONST
+    for name in graph.graph_inputs:
+        kinds[name] = ACT if name in graph.float_inputs else HOST
+    known = set(kinds)
+    for node in graph.nodes:
+        for name in node.input:
+            if name and name not in known:
+                raise ImportError_(f"{graph.path}: {node_label(node)} reads '{name}', which no earlier node "
+                                   "writes (the graph is not topologically sorted, or has a cycle)")
+        in_kinds = {kinds[n] for n in node.input if n}
+        if node.op_type in SHAPE_OPS or node.op_type == "Constant":
+            kind = CONST
+        elif node.op_type == "Gather" and kinds[node.input[0]] == CONST and kinds[node.input[1]] != CONST:
+            kind = ACT  # an embedding lookup by the model's inputs: its rows come from the host
+        elif ACT in in_kinds:
+            kind = ACT
+        elif HOST in in_kinds:
+            kind = HOST
+        else:
+            kind = CONST
+        for name in node.output:
+            if not name:
+                continue
+            if name in known:
+                raise ImportError_(f"{graph.path}: value '{name}' is written twice ({node_label(node)})")
+            kinds[name] = kind
+            known.add(name)
+            graph.producer[name] = node
+        for name in node.input:
+            if name:
+                graph.consumers.setdefault(name, []).append(node)
+        if node.op_type == "Constant":
+            value = attribute(node, "value")
+            if isinstance(value, onnx.TensorProto):
+                graph.consts[node.output[0]] = numpy_helper.to_array(value)
+                graph.shapes.setdefault(node.output[0], tuple(int(d) for d in value.dims))
+        elif kind == CONST and len(node.output) == 1:
+            value = const_eval.evaluate(node, graph.consts, graph.shapes, attribute)
+            if value is not None:
+                graph.consts[node.output[0]] = value
+    for name in graph.graph_outputs:
+        if name not in kinds:
+            raise ImportError_(f"{graph.path}: graph output '{name}' is never written")
+
+
+def unsupported_ops(graph: Graph) -> Counter:
+    """Op types that compute on device values and that the importer cannot lower, with their counts."""
+    supported = VIEW_OPS | ELEMENTWISE_OPS | ROW_REDUCTIONS | MATRIX_OPS | SHAPE_OPS | {"Constant"}
+    counts: Counter = Counter()
+    for node in graph.nodes:
+        lookup = node.op_type == "Gather" and graph.kinds[node.input[0]] == CONST
+        if graph.kinds.get(node.output[0]) == ACT and node.op_type not in supported and not lookup:
+            counts[node.op_type] += 1
+    return counts
+
+
+def reduction_axes(graph: Graph, node) -> List[int]:
+    rank = len(graph.shapes[node.input[0]])
+    axes = attribute(node, "axes")
+    if axes is None and len(node.input) > 1 and node.input[1]:
+        if node.input[1] not in graph.consts:
+            raise ImportError_(f"{graph.path}: {node_label(node)}: its axes are not a constant")
+        axes = [int(a) for a in graph.consts[node.input[1]].reshape(-1)]
+    if axes is None:
+        axes = list(range(rank))
+    return sorted(a % rank for a in axes)
+
+
+def find_row_stats(graph: Graph) -> None:
+    """Marks the per-row statistics: [..., 1] values from a reduction over the last axis (keepdims), and
+    elementwise results of only such statistics and constants. They are folded into the op that uses them."""
+    for node in graph.nodes:
+        out = node.output[0]
+        if graph.kinds.get(out) != ACT:
+            continue
+        if node.op_type in ROW_REDUCTIONS:
+            rank = len(graph.shapes[node.input[0]])
+            if reduction_axes(graph, node) == [rank - 1] and attribute(node, "keepdims", 1):
+                graph.row_stats.add(out)
+        elif node.op_type in ELEMENTWISE_OPS - ROW_WISE_OPS:
+            acts = [n for n in node.input if n and graph.kinds[n] == ACT]
+            if acts and all(n in graph.row_stats for n in acts):
+                graph.row_stats.add(out)
+
+
+def fuse_elementwise(graph: Graph, elementwise: Set[str]) -> Dict[str, str]:
+    """Assigns every elementwise node (by its first output) to the node whose output its group materializes.
+
+    A value is folded into its consumer when every use of it, directly or through per-row statistics, ends in
+    the same group: LayerNorm and GELU exported as a dozen small ops become one op each, while a value read
+    by two groups (the residual stream) stays a tensor.
+    """
+    sink: Dict[str, str] = {}
+    outputs = set(graph.graph_outputs)
+
+    def sinks_of(value: str, seen: Set[str]) -> Set[str]:
+        found: Set[str] = set()
+        if value in outputs:
+            return {"<materialize>"}
+        for consumer in graph.consumers.get(value, []):
+            out = consumer.output[0]
+            if out not in elementwise:
+                return {"<materialize>"}
+            if out in graph.row_stats:
+                if out in seen:
+                    continue
+                seen.add(out)
+                found |= sinks_of(out, seen)
+            else:
+                found.add(sink[out])
+        return found
+
+    for node in reversed(graph.nodes):
+        out = node.output[0]
+        if out not in elementwise or out in graph.row_stats:
+            continue
+        targets = sinks_of(out, set())
+        sink[out] = next(iter(targets)) if len(targets) == 1 and "<materialize>" not in targets else out
+    return sink

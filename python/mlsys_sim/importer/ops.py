@@ -1,0 +1,169 @@
+"""The bases of the ops that are neither a plain MatMul nor a layout: groups of elementwise ops (one
+Pointwise op per block), convolutions (im2col) and pooling (a MatMul by an averaging vector)."""
+
+from __future__ import annotations
+
+from math import gcd
+from typing import List, Optional, Sequence, Tuple
+
+from .bases import Base, Lowering, Operand, region_label, sum_partials
+from .views import LayoutError, Region, View, locate, split_range
+
+
+class GroupBase(Base):
+    """A group of elementwise ONNX ops (a bias add and GELU, a whole decomposed LayerNorm) as one Pointwise
+    op per block. A row-wise group (Softmax, LayerNorm) takes whole rows: one op per row block, reading and
+    writing every column block of those rows."""
+
+    def __init__(self, lw: Lowering, name: str, kind: str, op_types: List[str], row_wise: bool,
+                 act_views: List[View], data_inputs: List[str], label: str):
+        # The output is laid out like the first input read by rows; an input laid out otherwise (transposed,
+        # as the token mixing of MLP-Mixer) is read through its view, in square blocks.
+        v0 = act_views[0]
+        if any(not self._same_layout(v, v0) for v in act_views):
+            v0 = next((v for v in act_views if v.orientation() == "normal"), None)
+            if v0 is None:
+                raise LayoutError(f"{label}: its inputs are laid out differently and none by rows")
+        base0 = lw.bases[v0.storage.key]
+        st = v0.storage
+        storage = lw.storage(st.batches, st.rows, st.cols)
+        self.kind, self.op_types, self.row_wise, self.label_text = kind, op_types, row_wise, label
+        self.v0 = v0
+        self.inputs = [(lw.bases[v.storage.key], None if self._same_layout(v, v0) else v) for v in act_views]
+        self.data_inputs = data_inputs
+        col_unit = base0.col_unit
+        row_unit = base0.row_unit
+        if any(view is not None for _, view in self.inputs):
+            square = 0
+            for v in act_views:
+                square = gcd(square, gcd(lw.unit(v, len(v.dims) - 2), lw.unit(v, len(v.dims) - 1)))
+            row_unit = col_unit = square
+        self.row_span: Optional[Tuple[int, int]] = None
+        if row_wise:
+            if v0.orientation() != "normal":
+                raise LayoutError(f"{label}: a row-wise op over a transposed tensor")
+            region, _ = v0.block((0,) * (len(v0.dims) - 2), (0, 1), (0, v0.shape[-1]))
+            self.row_span = (region.c0, region.c1)
+        super().__init__(lw, storage, name, row_unit, col_unit)
+        self.view = View(storage, v0.offset, v0.dims)
+
+    @staticmethod
+    def _same_layout(v: View, v0: View) -> bool:
+        return v.dims == v0.dims and v.offset == v0.offset and (
+            v.storage.batches, v.storage.rows, v.storage.cols) == (v0.storage.batches, v0.storage.rows,
+                                                                   v0.storage.cols)
+
+    def _input_block(self, base: Base, view: Optional[View], region: Region) -> int:
+        if view is None:
+            return base.emit(region)
+        bidx, rows, cols = locate(self.v0, region)
+        return self.lw.block_of(view, bidx, rows, cols)
+
+    def emit(self, region: Region) -> int:
+        if self.row_wise and not self.col_unit and region not in self.memo:
+            # Whole rows are computed together; the first reader decides how they are cut into columns.
+            self.col_unit = region.c1 - region.c0
+        return super().emit(region)
+
+    def _emit(self, region: Region) -> int:
+        lw, b = self.lw, self.lw.builder
+        if self.row_wise:
+            c_lo, c_hi = self.row_span
+            col_blocks = [(c_lo + a, c_lo + z) for a, z in split_range(c_hi - c_lo, self.col_unit)]
+        else:
+            col_blocks = [(region.c0, region.c1)]
+        ins: List[int] = []
+        outs: List[int] = []
+        regions = [Region(region.batch, region.r0, region.r1, c0, c1) for c0, c1 in col_blocks]
+        for r in regions:
+            ins += [self._input_block(base, view, r) for base, view in self.inputs]
+            ins += [lw.data_block(name, (r.batch,), (r.r0, r.r1), (r.c0, r.c1), name) for name in self.data_inputs]
+            outs.append(b.tensor(*r.shape, self.label(r)))
+        suffix = region_label(Region(region.batch, region.r0, region.r1, col_blocks[0][0], col_blocks[-1][1]),
+                              self.storage)
+        b.op("Pointwise", self.kind, ins, outs, lw.profile.pointwise_cost(self.op_types), self.label_text + suffix,
+             row_wise=self.row_wise)
+        for r, t in zip(regions, outs):
+            self.memo[r] = t
+        return self.memo[region] if region in self.memo else outs[0]
+
+
+class ConvBase(Base):
+    """A convolution as an im2col MatMul: M = N*OH*OW rows (pixels), K = C*R*S, N = C_out columns.
+
+    On a graph input the im2col matrix is what the host provides (one MatMul, any stride and padding). On a
+    computed tensor the format has no gather, so the reduction is cut into the R*S kernel offsets, each a
+    MatMul of K = C that reads the input tensor itself (implicit GEMM): exact for stride 1 and 'same'
+    padding, where every shifted window has the input's shape; other convolutions are refused."""
+
+    def __init__(self, lw: Lowering, x_view: Optional[View], x_name: str, w_name: str, shapes, attrs, label: str):
+        (n, c, h, w), (cout, cin, r, s), (_, _, oh, ow) = shapes
+        self.label_text, self.w_name = label, w_name
+        self.offsets = r * s
+        self.cin, self.cout = c, cout
+        if attrs["group"] != 1:
+            raise LayoutError(f"{label}: grouped convolution (group={attrs['group']}) is not lowered")
+        self.host = x_view is None
+        if self.host:
+            self.x = Operand((n * oh * ow, c * r * s), data=f"im2col({x_name})")
+        else:
+            if attrs["dilations"] != [1, 1] or (r * s > 1 and (oh, ow) != (h, w)) or (
+                    r * s == 1 and (attrs["strides"] != [1, 1] or (oh, ow) != (h, w))):
+                raise LayoutError(f"{label}: a {r}x{s} convolution with strides {attrs['strides']} over a computed "
+                                  f"{h}x{w} map giving {oh}x{ow}: the problem format cannot gather its windows "
+                                  "(only stride 1 with 'same' padding is lowered on computed tensors)")
+            pixels = x_view.transpose([0, 2, 3, 1]).reshape([n * h * w, c])
+            self.x = Operand((n * h * w, c), view=pixels)
+        rows = n * oh * ow
+        row_unit = lw.row_unit(rows)
+        if not self.host:
+            row_unit = min(row_unit, lw.unit(self.x.view, 0))
+        super().__init__(lw, lw.storage(1, rows, cout), label, row_unit, None)
+        self.view = View.of_strides(self.storage, [n, cout, oh, ow], [oh * ow * cout, 1, ow * cout, cout])
+        self.chunk = lw.unit(self.x.view, 1) if not self.host else None
+
+    def _emit(self, region: Region) -> int:
+        lw, b = self.lw, self.lw.builder
+        rows, cols = (region.r0, region.r1), (region.c0, region.c1)
+        partials = []
+        if self.host:
+            k = self.x.shape[1]
+            lhs = self.x.block(lw, (), rows, (0, k))
+            rhs = lw.data_block(self.w_name, (), (0, k), cols, f"{self.w_name} as [C*R*S, C_out]")
+            out = b.tensor(*region.shape, self.label(region))
+            b.op("MatMul", "Conv", [lhs, rhs], [out], lw.profile.matmul_cost(k), self.label(region))
+            return out
+        for offset in range(self.offsets):
+            for k0, k1 in split_range(self.cin, self.chunk):
+                lhs = self.x.block(lw, (), rows, (k0, k1))
+                rhs = lw.data_block(self.w_name, (offset,), (k0, k1), cols, f"{self.w_name} offset")
+                out = b.tensor(*region.shape, f"{self.label(region)}/offset{offset}/k{k0}:{k1}")
+                b.op("MatMul", "Conv", [lhs, rhs], [out], lw.profile.matmul_cost(k1 - k0),
+                     f"{self.label(region)} kernel offset {offset}")
+                partials.append(out)
+        return sum_partials(lw, partials, self.label(region), self.label(region))
+
+
+class PoolBase(Base):
+    """A mean over non-feature axes (GlobalAveragePool, ReduceMean over the tokens) as a MatMul of an
+    averaging row vector by the rows it reduces, one output row per kept index."""
+
+    def __init__(self, lw: Lowering, x3: View, kept_shape: Sequence[int], label: str):
+        nb, red, feat = x3.shape
+        self.x3, self.label_text, self.red = x3, label, red
+        self.chunk = lw.unit(x3, 1)
+        super().__init__(lw, lw.storage(1, nb, feat), label, 1 if nb > 1 else None, None)
+        self.kept_shape = list(kept_shape)
+
+    def _emit(self, region: Region) -> int:
+        lw, b = self.lw, self.lw.builder
+        if region.r1 - region.r0 != 1:
+            raise LayoutError(f"{self.label_text}: a block of several pooled rows")
+        partials = []
+        for k0, k1 in split_range(self.red, self.chunk):
+            lhs = lw.data_block(f"mean over {self.red}", (), (0, 1), (k0, k1), f"averaging vector of {self.red}")
+            rhs = lw.block_of(self.x3, (region.r0,), (k0, k1), (region.c0, region.c1))
+            out = b.tensor(1, region.c1 - region.c0, f"{self.label(region)}/k{k0}:{k1}")
+            b.op("MatMul", "Pool", [lhs, rhs], [out], lw.profile.matmul_cost(k1 - k0), self.label(region))
+            partials.append(out)
+        return sum_partials(lw, partials, self.label(region), self.label_text)
