@@ -140,17 +140,19 @@ class Base:
         self.memo: Dict[Region, int] = {}
         lw.bases[storage.key] = self
 
-    def _aligned(self, start: int, stop: int, unit: Optional[int], extent: int) -> bool:
-        return not unit or (start % unit == 0 and (stop - start == unit or stop == extent))
+    computed = True  # blocks are ops (an input's blocks are only data, which may overlap freely)
 
     def emit(self, region: Region) -> int:
         if region in self.memo:
             return self.memo[region]
-        st = self.storage
-        if not (self._aligned(region.r0, region.r1, self.row_unit, st.rows)
-                and self._aligned(region.c0, region.c1, self.col_unit, st.cols)):
-            raise LayoutError(f"{self.name}: a block {region_label(region, st)} that does not follow its "
-                              f"{self.row_unit} x {self.col_unit} blocks (the layouts of two consumers disagree)")
+        overlapping = [r for r in self.memo if r.batch == region.batch and r.r0 < region.r1 and region.r0 < r.r1
+                       and r.c0 < region.c1 and region.c0 < r.c1]
+        if overlapping and self.computed:
+            # Two consumers cut this value differently (one by rows, one in transposed squares, say): the
+            # problem stays exact, but the overlap is computed twice. Say so rather than hide it.
+            self.lw.warnings.append(
+                f"{self.name}: block {region_label(region, self.storage)} overlaps "
+                f"{region_label(overlapping[0], self.storage)}, computed twice (its consumers cut it differently)")
         tensor = self._emit(region)
         self.memo[region] = tensor
         return tensor
@@ -164,6 +166,8 @@ class Base:
 
 class InputBase(Base):
     """A graph input (or host data such as looked-up embeddings): the host provides each block."""
+
+    computed = False
 
     def __init__(self, lw: Lowering, storage: Storage, name: str):
         super().__init__(lw, storage, name, lw.row_unit(storage.rows), None)

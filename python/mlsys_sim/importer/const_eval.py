@@ -75,3 +75,44 @@ def _dtype(to):
 
     return {TensorProto.INT64: np.int64, TensorProto.INT32: np.int32, TensorProto.FLOAT: np.float32,
             TensorProto.BOOL: np.bool_, TensorProto.DOUBLE: np.float64}.get(to, np.float32)
+
+
+UNARY_SAME_SHAPE = {"Identity", "Cast", "Dropout", "Relu", "Softmax", "LogSoftmax", "Sqrt", "Exp", "Erf", "Tanh",
+                    "Sigmoid", "Neg", "Abs", "Reciprocal", "LayerNormalization", "Gelu", "Log", "Not", "Sign",
+                    "Floor", "Ceil", "Round", "IsNaN", "IsInf"}
+BROADCASTING = {"Add", "Sub", "Mul", "Div", "Pow", "Where", "Max", "Min", "Equal", "Less", "Greater", "And", "Or"}
+
+
+def shape_of(node, shapes: Dict[str, tuple], values: Dict[str, object], attribute) -> Optional[tuple]:
+    """The first output's shape where ONNX's inference left it unknown (a Slice whose bounds are computed
+    from shapes, in exports with symbolic dimensions), for the ops that commonly follow one."""
+    import numpy as np
+
+    ins = [shapes.get(n) for n in node.input if n]
+    if node.op_type in UNARY_SAME_SHAPE and ins and ins[0] is not None:
+        return ins[0]
+    if node.op_type in BROADCASTING and ins and all(s is not None for s in ins):
+        try:
+            return tuple(int(d) for d in np.broadcast_shapes(*ins))
+        except ValueError:
+            return None
+    if node.op_type == "MatMul" and len(ins) == 2 and all(s is not None and len(s) >= 2 for s in ins):
+        try:
+            batch = np.broadcast_shapes(ins[0][:-2], ins[1][:-2])
+        except ValueError:
+            return None
+        return tuple(int(d) for d in batch) + (ins[0][-2], ins[1][-1])
+    if node.op_type == "Slice" and ins and ins[0] is not None:
+        bounds = [values.get(n) if i < len(node.input) and n else None
+                  for i, n in enumerate(list(node.input) + [""] * 5) if 1 <= i <= 4]
+        starts, ends, axes, steps = bounds[:4]
+        if starts is None or ends is None:
+            return None
+        shape = list(ins[0])
+        axes = range(len(starts)) if axes is None else axes
+        steps = [1] * len(starts) if steps is None else steps
+        for s, e, a, st in zip(starts, ends, axes, steps):
+            a = int(a) % len(shape)
+            shape[a] = len(range(*slice(int(s), int(e), int(st)).indices(shape[a])))
+        return tuple(shape)
+    return None

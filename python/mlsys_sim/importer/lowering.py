@@ -6,6 +6,7 @@ graph outputs ask for their blocks, which emits exactly the ops they need, in de
 
 from __future__ import annotations
 
+import dataclasses
 from math import gcd, prod
 from typing import Dict, List, Optional
 
@@ -30,6 +31,8 @@ def _group_kind(op_types: List[str]) -> str:
 class GraphLowering:
     def __init__(self, graph: og.Graph, profile, passthrough: Dict[str, float], max_ops: int):
         self.g = graph
+        # A passthrough op is priced like any other: by its weight, in vector operations per element.
+        profile = dataclasses.replace(profile, op_weights={**profile.op_weights, **passthrough})
         self.profile = profile
         self.passthrough = passthrough
         self.builder = ProblemBuilder(max_ops, 2 ** 60)
@@ -227,7 +230,7 @@ class GraphLowering:
                 if axis % len(g.shapes[m.input[0]]) != len(g.shapes[m.input[0]]) - 1:
                     self.fail(m, f"axis {axis}: only the last axis is lowered")
         passthrough = [t for t in op_types if t in self.passthrough]
-        kind = "Passthrough:" + "+".join(passthrough) if passthrough else _group_kind(op_types)
+        kind = "Passthrough:" + "+".join(passthrough) if passthrough else _group_kind([m.op_type for m in members])
         label = "+".join(m.name or m.output[0] for m in members) if len(members) <= 3 else (
             f"{members[0].name or members[0].output[0]} .. {node.name or out} ({len(members)} ops)")
         try:

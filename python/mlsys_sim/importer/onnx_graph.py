@@ -84,8 +84,9 @@ def _pin_dimensions(model, path: str, dims: Dict[str, int]) -> None:
                 continue
             if d.HasField("dim_param") and d.dim_param in dims:
                 used.add(d.dim_param)
+                value_of = dims[d.dim_param]
                 d.Clear()
-                d.dim_value = dims[d.dim_param]
+                d.dim_value = value_of
             else:
                 name = d.dim_param or "?"
                 missing.append(f"{name} (input {value.name}, axis {axis})")
@@ -132,22 +133,38 @@ def load(path: str, dims: Optional[Dict[str, int]] = None, max_nodes: int = MAX_
     if opset < 11:
         raise ImportError_(f"{path}: opset {opset}; the importer reads opsets 11 to 17 (re-export the model)")
     _pin_dimensions(model, path, dict(dims or {}))
-    try:
-        inferred = shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
-    except Exception as e:
-        raise ImportError_(f"{path}: shape inference failed: {e}") from e
-    g = inferred.graph
-
-    shapes: Dict[str, tuple] = {}
-    consts: Dict[str, object] = {}
-    for t in g.initializer:
-        shapes[t.name] = tuple(int(d) for d in t.dims)
-        if t.data_location != onnx.TensorProto.EXTERNAL and _small(shapes[t.name]):
-            consts[t.name] = numpy_helper.to_array(t)
-    for v in list(g.input) + list(g.value_info) + list(g.output):
-        s = _static_shape(v)
-        if s is not None:
-            shapes.setdefault(v.name, s)
+    # ONNX's inference stops at a Slice whose bounds are computed from shapes (exports with symbolic
+    # dimensions); the shapes found by evaluating that arithmetic are fed back until nothing changes.
+    for _ in range(16):
+        try:
+            inferred = shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+        except Exception as e:
+            raise ImportError_(f"{path}: shape inference failed: {e}") from e
+        g = inferred.graph
+        shapes: Dict[str, tuple] = {}
+        consts: Dict[str, object] = {}
+        for t in g.initializer:
+            shapes[t.name] = tuple(int(d) for d in t.dims)
+            if t.data_location != onnx.TensorProto.EXTERNAL and _small(shapes[t.name]):
+                consts[t.name] = numpy_helper.to_array(t)
+        for v in list(g.input) + list(g.value_info) + list(g.output):
+            s = _static_shape(v)
+            if s is not None:
+                shapes.setdefault(v.name, s)
+        found = _evaluate_shapes(g.node, shapes, consts)
+        if not found:
+            break
+        known = {v.name: v for v in g.value_info}
+        for name, shape in found.items():
+            info = known.get(name)
+            if info is None:
+                info = g.value_info.add()
+                info.name = name
+                info.type.tensor_type.elem_type = onnx.TensorProto.FLOAT
+            info.type.tensor_type.ClearField("shape")
+            for d in shape:
+                info.type.tensor_type.shape.dim.add().dim_value = d
+        model = inferred
 
     initializer_names = {t.name for t in g.initializer}
     graph = Graph(path=path, opset=opset, nodes=_split_biases(g.node, shapes), shapes=shapes, kinds={},
@@ -163,6 +180,29 @@ def load(path: str, dims: Optional[Dict[str, int]] = None, max_nodes: int = MAX_
     graph.graph_outputs = [v.name for v in g.output]
     _classify(graph, initializer_names)
     return graph
+
+
+def _evaluate_shapes(nodes, shapes: Dict[str, tuple], consts: Dict[str, object]) -> Dict[str, tuple]:
+    """Shapes ONNX's inference left unknown, from evaluated shape arithmetic (const_eval)."""
+    found: Dict[str, tuple] = {}
+    from onnx import TensorProto, numpy_helper
+
+    for node in nodes:
+        if node.op_type == "Constant":
+            value = attribute(node, "value")
+            if isinstance(value, TensorProto) and _small(value.dims):
+                consts[node.output[0]] = numpy_helper.to_array(value)
+            continue
+        if node.output and node.output[0] and node.output[0] not in consts:
+            value = const_eval.evaluate(node, consts, shapes, attribute)
+            if value is not None:
+                consts[node.output[0]] = value
+        if node.output and node.output[0] and node.output[0] not in shapes:
+            shape = const_eval.shape_of(node, shapes, consts, attribute)
+            if shape is not None:
+                shapes[node.output[0]] = shape
+                found[node.output[0]] = shape
+    return found
 
 
 def _split_biases(nodes, shapes: Dict[str, tuple]) -> list:
@@ -237,10 +277,20 @@ def _classify(graph: Graph, initializer_names: Set[str]) -> None:
             if isinstance(value, onnx.TensorProto):
                 graph.consts[node.output[0]] = numpy_helper.to_array(value)
                 graph.shapes.setdefault(node.output[0], tuple(int(d) for d in value.dims))
-        elif kind == CONST and len(node.output) == 1:
-            value = const_eval.evaluate(node, graph.consts, graph.shapes, attribute)
-            if value is not None:
-                graph.consts[node.output[0]] = value
+        else:
+            if node.output[0] not in graph.shapes:
+                inferred = const_eval.shape_of(node, graph.shapes, graph.consts, attribute)
+                if inferred is not None:
+                    graph.shapes[node.output[0]] = inferred
+            if kind == CONST and len(node.output) == 1:
+                value = const_eval.evaluate(node, graph.consts, graph.shapes, attribute)
+                if value is not None:
+                    graph.consts[node.output[0]] = value
+        if kind == ACT:
+            for name in [n for n in node.input if n and kinds[n] == ACT] + [node.output[0]]:
+                if name not in graph.shapes:
+                    raise ImportError_(f"{graph.path}: {node_label(node)}: the shape of '{name}' is unknown after "
+                                       "shape inference (pin every symbolic dimension, or export statically)")
     for name in graph.graph_outputs:
         if name not in kinds:
             raise ImportError_(f"{graph.path}: graph output '{name}' is never written")

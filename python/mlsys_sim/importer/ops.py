@@ -69,7 +69,10 @@ class GroupBase(Base):
         lw, b = self.lw, self.lw.builder
         if self.row_wise:
             c_lo, c_hi = self.row_span
-            col_blocks = [(c_lo + a, c_lo + z) for a, z in split_range(c_hi - c_lo, self.col_unit)]
+            unit = self.col_unit
+            if (region.c0 - c_lo) % unit or (region.c1 - region.c0 != unit and region.c1 != c_hi):
+                unit = region.c1 - region.c0  # a reader cutting the rows otherwise gets rows of its own
+            col_blocks = [(c_lo + a, c_lo + z) for a, z in split_range(c_hi - c_lo, unit)]
         else:
             col_blocks = [(region.c0, region.c1)]
         ins: List[int] = []

@@ -1,0 +1,41 @@
+"""The model zoo: each entry builds a torch.nn module (random weights) and example inputs. `full` sizes are
+the published architectures' (one block, or GPT-2 medium's 24 layers); `small` ones keep the tests fast."""
+
+import torch
+
+from .cnn import SmallCNN
+from .transformers import BertLayer, GPT2Block, GPT2Stack, MixerBlock, ViTBlock
+
+
+def _ids(batch, seq, vocab):
+    return (torch.randint(0, vocab, (batch, seq)),)
+
+
+ZOO = {
+    # name: (full factory, full inputs, small factory, small inputs, what)
+    "gpt2-block": (lambda: GPT2Block(768, 12, 1024), lambda: (torch.randn(1, 128, 768),),
+                   lambda: GPT2Block(128, 2, 64), lambda: (torch.randn(1, 64, 128),),
+                   "GPT-2 small decoder block (d=768, 12 heads), 128 tokens"),
+    "gpt2-medium": (lambda: GPT2Stack(24, 1024, 16, 50257, 1024), lambda: _ids(1, 64, 50257),
+                    lambda: GPT2Stack(2, 128, 2, 1000, 64), lambda: _ids(1, 64, 1000),
+                    "GPT-2 medium: embeddings, 24 blocks (d=1024, 16 heads), LM head; 64 tokens"),
+    "bert-layer": (lambda: BertLayer(768, 12, 3072), lambda: (torch.randn(1, 128, 768),),
+                   lambda: BertLayer(128, 2, 512), lambda: (torch.randn(1, 64, 128),),
+                   "BERT-base encoder layer on nn.MultiheadAttention, 128 tokens"),
+    "vit-block": (lambda: ViTBlock(256, 16, 768, 12, 1000), lambda: (torch.randn(1, 3, 256, 256),),
+                  lambda: ViTBlock(64, 16, 128, 2, 10), lambda: (torch.randn(1, 3, 64, 64),),
+                  "ViT-B/16 patch embedding, one block, mean pooling and classifier; 256x256 image"),
+    "mixer-block": (lambda: MixerBlock(256, 512, 256, 2048), lambda: (torch.randn(1, 256, 512),),
+                    lambda: MixerBlock(64, 128, 64, 256), lambda: (torch.randn(1, 64, 128),),
+                    "MLP-Mixer-B block: 256 patches x 512 channels"),
+    "small-cnn": (lambda: SmallCNN(64, 10), lambda: (torch.randn(1, 3, 64, 64),),
+                  lambda: SmallCNN(16, 10), lambda: (torch.randn(1, 3, 32, 32),),
+                  "stem 4x4/4, two 3x3 convolutions with BatchNorm, 1x1, pooling, classifier; 64x64 image"),
+}
+
+
+def build(name: str, size: str = "full", seed: int = 0):
+    """(module, example inputs) of a zoo entry; the seed fixes the random weights and inputs."""
+    torch.manual_seed(seed)
+    full, full_in, small, small_in, _ = ZOO[name]
+    return (full(), full_in()) if size == "full" else (small(), small_in())

@@ -1,0 +1,256 @@
+"""The ONNX/PyTorch importer (mlsys_sim.importer, mlsys-import): every zoo model imports, its MACs, graph
+output elements and weight elements equal counts taken independently from the ONNX graph, it solves and
+verifies --strict; opsets 13 and 17, static and symbolic exports, both attention styles, Gemm's transposes,
+unsupported ops listed at once, and byte-identical imports."""
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from math import prod
+
+import pytest
+
+onnx = pytest.importorskip("onnx")
+torch = pytest.importorskip("torch")
+from onnx import TensorProto, helper, numpy_helper, shape_inference  # noqa: E402
+
+from mlsys_sim.importer import ModelImportError, import_onnx, import_torch, load_profile, mac_count  # noqa: E402
+from mlsys_sim.importer.cli import problem_text  # noqa: E402
+
+SOURCE = os.environ.get("MLSYS_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+BIN = os.environ.get("MLSYS_BIN_DIR", os.path.join(SOURCE, "build", "release"))
+sys.path.insert(0, os.path.join(SOURCE, "examples"))
+from models.zoo import ZOO, build  # noqa: E402
+
+
+def onnx_counts(path):
+    """MACs, graph output elements and matrix-weight elements, read from the ONNX graph itself."""
+    model = shape_inference.infer_shapes(onnx.load(path), data_prop=True)
+    g = model.graph
+    shapes = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim]
+              for v in list(g.input) + list(g.value_info) + list(g.output)}
+    weights = {t.name: list(t.dims) for t in g.initializer}
+    shapes.update(weights)
+    macs = weight_elements = 0
+    for node in g.node:
+        out = shapes[node.output[0]]
+        if node.op_type == "MatMul":
+            macs += prod(out) * shapes[node.input[0]][-1]
+        elif node.op_type == "Gemm":
+            a = shapes[node.input[0]]
+            k = a[0] if any(x.name == "transA" and x.i for x in node.attribute) else a[1]
+            macs += prod(out) * k
+        elif node.op_type == "Conv":
+            w = shapes[node.input[1]]
+            macs += prod(out) * prod(w[1:])
+        elif node.op_type in ("GlobalAveragePool", "ReduceMean") and len(out) and out[-1] != 1 or (
+                node.op_type == "GlobalAveragePool"):
+            macs += prod(shapes[node.input[0]])  # a mean is one multiply-add per input element
+        if node.op_type in ("MatMul", "Gemm", "Conv"):
+            weight_elements += sum(prod(weights[n]) for n in node.input[1:2] if n in weights)
+    outputs = sum(prod(shapes[o.name]) for o in g.output)
+    return macs, outputs, weight_elements
+
+
+def problem_counts(problem):
+    produced = {t for outs in problem["outputs"] for t in outs}
+    consumed = {t for ins in problem["inputs"] for t in ins}
+    size = lambda t: problem["widths"][t] * problem["heights"][t]  # noqa: E731
+    outputs = sum(size(t) for t in produced - consumed)
+    weights = {ins[1] for op, ins, kind in zip(problem["op_types"], problem["inputs"], problem["names"]["op_kinds"])
+               if op == "MatMul" and kind in ("MatMul", "Conv") and ins[1] not in produced}
+    return mac_count(problem), outputs, sum(size(t) for t in weights)
+
+
+def run(program, *args):
+    return subprocess.run([os.path.join(BIN, program), *map(str, args)], capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """Every small zoo model exported once at opset 17, and the GPT-2 block also at opset 13."""
+    out = tmp_path_factory.mktemp("zoo")
+    paths = {}
+    for name in ZOO:
+        module, inputs = build(name, "small")
+        for opset in (17, 13) if name == "gpt2-block" else (17,):
+            path = str(out / f"{name}-{opset}.onnx")
+            torch.onnx.export(module.eval(), inputs, path, opset_version=opset, do_constant_folding=True)
+            paths[(name, opset)] = path
+    return paths
+
+
+@pytest.mark.parametrize("name", list(ZOO))
+def test_zoo_counts_match_the_onnx_graph_and_the_schedule_verifies(name, exported, tmp_path):
+    path = exported[(name, 17)]
+    problem = import_onnx(path, "tpu-like-core")
+    assert problem_counts(problem) == onnx_counts(path)
+    problem_file, schedule = tmp_path / "p.json", tmp_path / "s.json"
+    problem_file.write_text(problem_text(problem))
+    solved = run("mlsys", problem_file, schedule, "--timeout", 3)
+    assert solved.returncode == 0, solved.stderr
+    verified = run("verify", problem_file, schedule, "--strict")
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+def test_opsets_13_and_17_give_the_same_problem(exported):
+    """Opset 13 decomposes LayerNorm into nine ops; they re-fuse into one row-wise Pointwise op."""
+    p13, p17 = (import_onnx(exported[("gpt2-block", o)], "tpu-like-core") for o in (13, 17))
+    assert Counter(p13["names"]["op_kinds"]) == Counter(p17["names"]["op_kinds"])
+    assert Counter(p17["names"]["op_kinds"])["LayerNorm"] == 2
+    for key in ("widths", "heights", "inputs", "outputs", "base_costs", "op_types"):
+        assert p13[key] == p17[key], key
+
+
+def test_hand_written_attention_is_one_matmul_per_batch_and_head(tmp_path):
+    """GPT-2 block, batch 2, 4 heads of 32 over 64 tokens: K^T in 32 x 32 squares (gcd of 64 and 32)."""
+    from models.transformers import GPT2Block
+
+    torch.manual_seed(0)
+    problem = import_torch(GPT2Block(128, 4, 64), (torch.randn(2, 64, 128),), "tpu-like-core")
+    kinds, names = problem["names"]["op_kinds"], problem["names"]["ops"]
+    scores = [i for i, n in enumerate(names) if n.startswith("/attn/MatMul[") or n.startswith("/attn/MatMul/")]
+    # per (batch, head): 2 x 2 row/column blocks of 32 tokens, each one MatMul of K = 32 (the head dimension).
+    assert len(scores) == 2 * 4 * 2 * 2
+    for i in scores:
+        lhs, rhs = problem["inputs"][i]
+        assert (problem["heights"][lhs], problem["widths"][lhs]) == (32, 32)
+        assert (problem["heights"][rhs], problem["widths"][rhs]) == (32, 32)
+    assert kinds.count("Transpose") == 2 * 4 * 2  # each K block of (batch, head, rows) transposed once
+    assert problem["names"]["row_block"] == 32
+    assert mac_count(problem) == 2 * 64 * (128 * 384 + 2 * 64 * 128 + 128 * 128 + 2 * 128 * 512)
+
+
+def test_multihead_attention_module_is_split_per_head():
+    """nn.MultiheadAttention (packed in_proj, need_weights=False): Q, K and V of each head are column blocks
+    of the projection, never the heads folded into N."""
+    from models.transformers import BertLayer
+
+    torch.manual_seed(0)
+    problem = import_torch(BertLayer(128, 4, 256), (torch.randn(1, 32, 128),), "tpu-like-core")
+    proj = [i for i, n in enumerate(problem["names"]["ops"]) if "in_proj" in n or n.startswith("/attn/MatMul")]
+    widths = Counter(problem["widths"][problem["outputs"][i][0]] for i in proj
+                     if problem["names"]["op_kinds"][i] == "MatMul")
+    assert widths[32] >= 3 * 4, widths  # Q, K, V of 4 heads of 32, each its own MatMul
+    assert Counter(problem["names"]["op_kinds"])["Softmax"] == 4
+
+
+def _gemm_model(path, trans_a, trans_b):
+    a_shape = [48, 64] if trans_a else [64, 48]
+    w_shape = [32, 48] if trans_b else [48, 32]
+    w = numpy_helper.from_array(__import__("numpy").ones(w_shape, dtype="float32"), "W")
+    bias = numpy_helper.from_array(__import__("numpy").ones([32], dtype="float32"), "bias")
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, a_shape)
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [64, 32])
+    relu = helper.make_node("Relu", ["x"], ["xr"])
+    gemm = helper.make_node("Gemm", ["xr", "W", "bias"], ["y"], transA=trans_a, transB=trans_b, name="gemm")
+    graph = helper.make_graph([relu, gemm], "g", [x], [y], [w, bias])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+
+@pytest.mark.parametrize("trans_a,trans_b", [(0, 0), (0, 1), (1, 0), (1, 1)])
+def test_gemm_transposes(tmp_path, trans_a, trans_b):
+    path = str(tmp_path / "gemm.onnx")
+    _gemm_model(path, trans_a, trans_b)
+    problem = import_onnx(path, "gpu-sm-like")
+    assert problem_counts(problem) == onnx_counts(path) == (64 * 48 * 32, 64 * 32, 48 * 32)
+    kinds = problem["names"]["op_kinds"]
+    # A transposed activation is read in square blocks (gcd(64, 48) = 16), each a Transpose op.
+    assert kinds.count("Transpose") == (12 if trans_a else 0)
+    assert "Add" in kinds  # the bias, a Pointwise op after the product
+
+
+def test_symbolic_dimensions_must_be_pinned_and_then_match_the_static_export(tmp_path):
+    from models.transformers import GPT2Block
+
+    torch.manual_seed(0)
+    module, x = GPT2Block(128, 2, 64).eval(), torch.randn(1, 64, 128)
+    static, dynamic = str(tmp_path / "static.onnx"), str(tmp_path / "dynamic.onnx")
+    torch.onnx.export(module, (x,), static, opset_version=17, input_names=["x"])
+    torch.onnx.export(module, (x,), dynamic, opset_version=17, input_names=["x"],
+                      dynamic_axes={"x": {0: "batch", 1: "seq"}})
+    with pytest.raises(ModelImportError, match=r"batch .*seq|--dim batch=N --dim seq=N"):
+        import_onnx(dynamic, "tpu-like-core")
+    pinned = import_onnx(dynamic, "tpu-like-core", dims={"batch": 1, "seq": 64})
+    plain = import_onnx(static, "tpu-like-core")
+    for key in ("widths", "heights", "inputs", "outputs", "base_costs", "op_types"):
+        assert pinned[key] == plain[key], key
+    assert pinned["names"]["dims"] == {"batch": 1, "seq": 64}
+
+
+def test_unsupported_ops_are_listed_once_and_passthrough_is_loud(tmp_path):
+    class Odd(torch.nn.Module):
+        def forward(self, x):
+            y = torch.nn.functional.max_pool2d(x, 2) + torch.nn.functional.max_pool2d(x + 1, 2)
+            return torch.sign(y) * y
+
+    path = str(tmp_path / "odd.onnx")
+    torch.onnx.export(Odd(), (torch.randn(1, 4, 8, 8),), path, opset_version=17)
+    with pytest.raises(ModelImportError) as refused:
+        import_onnx(path, "tpu-like-core")
+    assert "MaxPool x2" in str(refused.value) and "Sign x1" in str(refused.value)
+    cli = run("mlsys-import", path, "--hardware", "tpu-like-core", "-o", tmp_path / "odd.json")
+    assert cli.returncode == 2 and "MaxPool x2" in cli.stderr and not (tmp_path / "odd.json").exists()
+
+    class Signed(torch.nn.Module):
+        def forward(self, x):
+            return torch.sign(x @ x)
+
+    path = str(tmp_path / "signed.onnx")
+    torch.onnx.export(Signed(), (torch.randn(32, 32),), path, opset_version=17)
+    cli = run("mlsys-import", path, "--hardware", "tpu-like-core", "-o", tmp_path / "signed.json",
+              "--passthrough", "Sign=3")
+    assert cli.returncode == 0, cli.stderr
+    assert "warning: passthrough" in cli.stderr and "Sign=3" in cli.stderr
+    problem = json.loads((tmp_path / "signed.json").read_text())
+    assert problem["names"]["op_kinds"] == ["MatMul", "Passthrough:Sign"]
+    n_w, n_h = problem["native_granularity"]
+    assert problem["base_costs"][1] == n_w * n_h * 3 / load_profile("tpu-like-core").vector_elements_per_cycle
+
+
+def test_import_is_deterministic_and_costs_follow_the_profile(exported, tmp_path):
+    path = exported[("gpt2-block", 17)]
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    for out in (first, second):
+        assert run("mlsys-import", path, "--hardware", "gpu-sm-like", "-o", out).returncode == 0
+    assert first.read_bytes() == second.read_bytes()
+    problem = json.loads(first.read_text())
+    profile = load_profile("gpu-sm-like")
+    assert problem["fast_memory_capacity"] == 167936 // 2 and problem["slow_memory_bandwidth"] == 5
+    assert problem["native_granularity"] == [64, 64]
+    for op, kind, ins, cost in zip(problem["op_types"], problem["names"]["op_kinds"], problem["inputs"],
+                                   problem["base_costs"]):
+        if kind == "MatMul":  # a native 64 x 64 tile over the whole reduction, at 1,024 MACs per cycle
+            assert cost == 64 * 64 * problem["widths"][ins[0]] / 1024
+    assert profile.matmul_cost(128) == 512
+
+
+@pytest.mark.parametrize("content,message", [
+    (b"not a protobuf at all", "not an ONNX model"),
+    (b"", "computes nothing|no graph|not an ONNX model|opset"),
+])
+def test_bad_model_files_exit_2_naming_the_file(tmp_path, content, message):
+    path = tmp_path / "bad.onnx"
+    path.write_bytes(content)
+    result = run("mlsys-import", path, "--hardware", "tpu-like-core", "-o", tmp_path / "out.json")
+    assert result.returncode == 2
+    assert str(path) in result.stderr
+    import re
+
+    assert re.search(message, result.stderr), result.stderr
+
+
+def test_bad_profiles_and_arguments_exit_2(tmp_path, exported):
+    path = exported[("small-cnn", 17)]
+    profile = tmp_path / "hw.json"
+    profile.write_text(json.dumps({"name": "x", "native_tile": [16, 16], "matrix_macs_per_cycle": -1}))
+    result = run("mlsys-import", path, "--hardware", profile, "-o", tmp_path / "o.json")
+    assert result.returncode == 2 and "missing" in result.stderr
+    result = run("mlsys-import", path, "--hardware", "no-such-preset", "-o", tmp_path / "o.json")
+    assert result.returncode == 2 and "preset" in result.stderr
+    result = run("mlsys-import", path, "--hardware", "tpu-like-core", "-o", tmp_path / "o.json", "--dim", "seq")
+    assert result.returncode == 2 and "NAME=VALUE" in result.stderr
+    result = run("mlsys-import", path, "--hardware", "tpu-like-core", "-o", tmp_path / "o.json", "--dim", "seq=4")
+    assert result.returncode == 2 and "no input of the model has such a dimension" in result.stderr
