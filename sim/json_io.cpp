@@ -117,6 +117,35 @@ json read_json_file(const std::string& path) {
   return parse_json_text(buffer.str(), path);
 }
 
+namespace {
+
+// The names section is informational (M1: unknown keys are ignored): a list is kept only if it has one string
+// per op or tensor, and nothing in it can make a problem invalid.
+std::vector<std::string> string_list(const json& names, const char* key, size_t expected) {
+  const auto it = names.find(key);
+  if (it == names.end() || !it->is_array() || it->size() != expected) return {};
+  std::vector<std::string> out;
+  for (const json& item : *it) {
+    if (!item.is_string()) return {};
+    out.push_back(item.get<std::string>());
+  }
+  return out;
+}
+
+void read_names(const json& doc, Problem& p) {
+  const auto it = doc.find("names");
+  if (it == doc.end() || !it->is_object()) return;
+  p.names.ops = string_list(*it, "ops", p.op_types.size());
+  p.names.op_kinds = string_list(*it, "op_kinds", p.op_types.size());
+  p.names.tensors = string_list(*it, "tensors", p.widths.size());
+  for (auto [key, out] : {std::pair{"model", &p.names.model}, {"hardware", &p.names.hardware}}) {
+    const auto field = it->find(key);
+    if (field != it->end() && field->is_string()) *out = field->get<std::string>();
+  }
+}
+
+}  // namespace
+
 Problem parse_problem(const json& doc, const std::string& file) {
   Reader r{file, "M1"};
   if (!doc.is_object()) r.fail("", "a problem must be a JSON object, got " + type_name(doc));
@@ -189,6 +218,7 @@ Problem parse_problem(const json& doc, const std::string& file) {
   p.native_h = r.integer(native[1], "native_granularity[1]");
   if (p.native_w < 1 || p.native_w > kMaxDimension) r.fail("native_granularity[0]", "must be in [1, 2^30]");
   if (p.native_h < 1 || p.native_h > kMaxDimension) r.fail("native_granularity[1]", "must be in [1, 2^30]");
+  read_names(doc, p);
   return p;
 }
 

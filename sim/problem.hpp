@@ -22,6 +22,12 @@ struct Problem {
   double slow_memory_bandwidth = 0;
   int64_t native_w = 0;  // native_granularity[0]; also the native reduction depth n_k
   int64_t native_h = 0;  // native_granularity[1]
+  // The optional "names" section of imported models (mlsys-import): the model's node and value names. Only
+  // reports read them; they are empty when the section is absent or does not match the lists above.
+  struct Names {
+    std::string model, hardware;
+    std::vector<std::string> ops, op_kinds, tensors;
+  } names;
 
   int num_tensors() const { return static_cast<int>(widths.size()); }
   int num_ops() const { return static_cast<int>(op_types.size()); }

@@ -22,6 +22,13 @@ std::string quoted(const std::string& text) {
 
 }  // namespace
 
+// "64x128", and the model's value name for an imported problem.
+std::string tensor_caption(const Problem& p, int t) {
+  std::string caption = std::to_string(p.heights[t]) + "x" + std::to_string(p.widths[t]);
+  if (!p.names.tensors.empty()) caption += ", " + p.names.tensors[t];
+  return caption;
+}
+
 std::string subgraph_color(int index) {
   // Hues a golden angle apart, light enough for black text.
   const double h = std::fmod(index * 137.508, 360.0) / 60.0, s = 0.55, l = 0.78;
@@ -61,20 +68,24 @@ std::string dag_svg(const Problem& p, const Graph& g, const Schedule& schedule) 
       << "  edge [fontname=\"sans-serif\", fontsize=8, color=\"#777777\"];\n";
   for (int o = 0; o < p.num_ops(); ++o) {
     const bool matmul = p.is_matmul(o);
+    const bool named = !p.names.ops.empty();
     std::string tip = "op " + std::to_string(o) + ": " + (matmul ? "MatMul" : "Pointwise");
+    if (named) tip += " " + p.names.ops[o];
     std::ostringstream base;
     base << p.base_costs[o];
     tip += ", base " + base.str() + ", subgraph";
     for (size_t k = 0; k < runs[o].size(); ++k) tip += (k ? ", " : " ") + std::to_string(runs[o][k]);
     if (runs[o].empty()) tip += " none";
     dot << "  op" << o << " [id=" << quoted("op-" + std::to_string(o))
-        << ", label=" << quoted(std::to_string(o) + (matmul ? " MM" : " PW"))
+        << ", label="
+        << quoted(std::to_string(o) + " " +
+                  (!p.names.op_kinds.empty() ? p.names.op_kinds[o] : std::string(matmul ? "MM" : "PW")))
         << ", shape=" << (matmul ? "box" : "ellipse")
         << ", fillcolor=" << quoted(runs[o].empty() ? "#ffffff" : subgraph_color(runs[o].front()))
         << (runs[o].size() > 1 ? ", peripheries=2" : "") << ", tooltip=" << quoted(tip) << "];\n";
   }
   for (int t = 0; t < p.num_tensors(); ++t) {
-    const std::string shape = std::to_string(p.heights[t]) + "x" + std::to_string(p.widths[t]);
+    const std::string shape = tensor_caption(p, t);
     if (g.is_graph_input[t])
       dot << "  t" << t << " [id=" << quoted("tensor-" + std::to_string(t))
           << ", label=" << quoted("T" + std::to_string(t)) << ", shape=note, fillcolor=\"#eeeeee\", tooltip="
@@ -86,7 +97,7 @@ std::string dag_svg(const Problem& p, const Graph& g, const Schedule& schedule) 
           << quoted("graph output T" + std::to_string(t) + " (" + shape + ")") << "];\n";
   }
   for (int t = 0; t < p.num_tensors(); ++t) {
-    const std::string shape = std::to_string(p.heights[t]) + "x" + std::to_string(p.widths[t]);
+    const std::string shape = tensor_caption(p, t);
     const int producer = g.producer[t];
     for (const Consumer& c : g.consumers[t]) {
       const std::string from = producer >= 0 ? "op" + std::to_string(producer) : "t" + std::to_string(t);

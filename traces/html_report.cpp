@@ -78,8 +78,11 @@ std::string schedule_report_html(const ScheduleReportPage& page) {
        << "<tr><td>problem</td><td>" << html_escape(page.problem_name) << ": " << p.num_ops() << " ops, "
        << p.num_tensors() << " tensors, capacity " << format_display(p.fast_memory_capacity) << ", bandwidth "
        << format_display(p.slow_memory_bandwidth) << ", native " << p.native_w << "x" << p.native_h
-       << "</td></tr>"
-       << "<tr><td>schedule</td><td>" << html_escape(page.solution_name) << ": "
+       << "</td></tr>";
+  if (!p.names.model.empty())
+    html << "<tr><td>imported from</td><td>" << html_escape(p.names.model) << " on "
+         << html_escape(p.names.hardware) << " (op and tensor names in the graph's tooltips)</td></tr>";
+  html << "<tr><td>schedule</td><td>" << html_escape(page.solution_name) << ": "
        << page.schedule->subgraphs.size() << " subgraphs</td></tr><tr><td>model</td><td>" << to_string(model)
        << (page.model.allow_supernative_k ? ", --allow-supernative-k" : "") << " (<a href=\""
        << html_escape(page.docs + "/model.md") << "\">the cost model</a>)</td></tr>";
