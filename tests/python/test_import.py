@@ -254,3 +254,47 @@ def test_bad_profiles_and_arguments_exit_2(tmp_path, exported):
     assert result.returncode == 2 and "NAME=VALUE" in result.stderr
     result = run("mlsys-import", path, "--hardware", "tpu-like-core", "-o", tmp_path / "o.json", "--dim", "seq=4")
     assert result.returncode == 2 and "no input of the model has such a dimension" in result.stderr
+
+
+def _matmul_model(path, rows, nodes=None):
+    import numpy
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [rows, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [rows, 8])
+    w = numpy_helper.from_array(numpy.ones([8, 8], dtype="float32"), "W")
+    nodes = nodes or [helper.make_node("MatMul", ["x", "W"], ["y"], name="mm")]
+    graph = helper.make_graph(nodes, "g", [x], [y], [w])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+
+def test_hostile_models_are_refused_with_their_reason(tmp_path):
+    cyclic = str(tmp_path / "cycle.onnx")
+    _matmul_model(cyclic, 8, [helper.make_node("Add", ["x", "z"], ["z2"], name="first"),
+                              helper.make_node("Relu", ["z2"], ["z"], name="second"),
+                              helper.make_node("MatMul", ["z", "W"], ["y"], name="mm")])
+    with pytest.raises(ModelImportError, match="first|topologically|shape inference"):
+        import_onnx(cyclic, "tpu-like-core")
+    huge = str(tmp_path / "huge.onnx")
+    _matmul_model(huge, 2 ** 31)
+    with pytest.raises(ModelImportError, match=r"2\^30"):
+        import_onnx(huge, "tpu-like-core")
+    slow = {"name": "slow", "native_tile": [8, 8], "matrix_macs_per_cycle": 1e-14, "vector_elements_per_cycle": 1,
+            "fast_memory_bytes": 4096, "slow_memory_bytes_per_cycle": 1, "bytes_per_element": 2}
+    with pytest.raises(ModelImportError, match=r"1e\+?15"):
+        import_onnx(_small_model(tmp_path), slow)
+
+
+def _small_model(tmp_path):
+    path = str(tmp_path / "small.onnx")
+    _matmul_model(path, 8)
+    return path
+
+
+def test_the_package_level_functions_are_the_importer(tmp_path):
+    import mlsys_sim
+
+    path = _small_model(tmp_path)
+    assert mlsys_sim.import_onnx(path, "ipu-like-tile") == import_onnx(path, "ipu-like-tile")
+    problem = mlsys_sim.import_onnx(path, "ipu-like-tile")
+    assert problem["native_granularity"] == [16, 16] and problem["fast_memory_capacity"] == 638976 // 2
+    assert mac_count(problem) == 8 * 8 * 8

@@ -14,6 +14,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from .views import LayoutError, Region, Storage, View, broadcast_index, split_range, unravel
 
 
+MAX_DIMENSION = 2 ** 30  # M1's accepted range for widths and heights
+
+
 class ProblemBuilder:
     """The problem file's lists, with the names section that travels beside them."""
 
@@ -33,6 +36,8 @@ class ProblemBuilder:
         self.elements = 0
 
     def tensor(self, rows: int, cols: int, name: str) -> int:
+        if max(rows, cols) > MAX_DIMENSION:
+            raise LayoutError(f"{name}: a {rows} x {cols} tensor; the problem format takes sides up to 2^30 (M1)")
         self.elements += rows * cols
         if self.elements > self.max_elements:
             raise LayoutError(f"the problem would hold more than {self.max_elements} elements")
@@ -43,6 +48,8 @@ class ProblemBuilder:
 
     def op(self, op_type: str, kind: str, ins: Sequence[int], outs: Sequence[int], cost: float, name: str,
            row_wise: bool = False) -> int:
+        if not 0 < cost <= 1e15:
+            raise LayoutError(f"{name}: a base cost of {cost:g} cycles, outside M1's (0, 1e15]: check the profile")
         if len(self.op_types) >= self.max_ops:
             raise LayoutError(f"the problem would have more than {self.max_ops} ops (raise --max-ops)")
         self.op_types.append(op_type)
@@ -138,6 +145,7 @@ class Base:
         self.row_unit = row_unit
         self.col_unit = col_unit
         self.memo: Dict[Region, int] = {}
+        self.rows_emitted: Dict[int, Dict[Tuple[int, int], List[Region]]] = {}  # batch -> row range -> blocks
         lw.bases[storage.key] = self
 
     computed = True  # blocks are ops (an input's blocks are only data, which may overlap freely)
@@ -145,8 +153,9 @@ class Base:
     def emit(self, region: Region) -> int:
         if region in self.memo:
             return self.memo[region]
-        overlapping = [r for r in self.memo if r.batch == region.batch and r.r0 < region.r1 and region.r0 < r.r1
-                       and r.c0 < region.c1 and region.c0 < r.c1]
+        rows = self.rows_emitted.setdefault(region.batch, {})
+        overlapping = [r for (r0, r1), regions in rows.items() if r0 < region.r1 and region.r0 < r1
+                       for r in regions if r.c0 < region.c1 and region.c0 < r.c1]
         if overlapping and self.computed:
             # Two consumers cut this value differently (one by rows, one in transposed squares, say): the
             # problem stays exact, but the overlap is computed twice. Say so rather than hide it.
@@ -155,6 +164,7 @@ class Base:
                 f"{region_label(overlapping[0], self.storage)}, computed twice (its consumers cut it differently)")
         tensor = self._emit(region)
         self.memo[region] = tensor
+        rows.setdefault((region.r0, region.r1), []).append(region)
         return tensor
 
     def _emit(self, region: Region) -> int:  # pragma: no cover - abstract

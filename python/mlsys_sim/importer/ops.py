@@ -88,6 +88,7 @@ class GroupBase(Base):
              row_wise=self.row_wise)
         for r, t in zip(regions, outs):
             self.memo[r] = t
+            self.rows_emitted.setdefault(r.batch, {}).setdefault((r.r0, r.r1), []).append(r)
         return self.memo[region] if region in self.memo else outs[0]
 
 

@@ -119,8 +119,12 @@ def profile_from_dict(doc: dict, where: str = "profile") -> HardwareProfile:
         slow_memory_bytes_per_cycle=_positive(doc, "slow_memory_bytes_per_cycle", where),
         bytes_per_element=_positive(doc, "bytes_per_element", where, integer=True),
         op_weights={k: float(v) for k, v in weights.items()}, source=str(doc.get("source", "")))
-    if profile.fast_memory_capacity < 1:
-        raise ProfileError(f"{where}: 'fast_memory_bytes' holds no element of {profile.bytes_per_element} bytes")
+    if not 1 <= profile.fast_memory_capacity <= 2 ** 62:
+        raise ProfileError(f"{where}: 'fast_memory_bytes' must hold 1 to 2^62 elements of "
+                           f"{profile.bytes_per_element} bytes (M1's range)")
+    if not 1e-9 <= profile.slow_memory_bandwidth <= 1e18:
+        raise ProfileError(f"{where}: 'slow_memory_bytes_per_cycle' must give 1e-9 to 1e18 elements per cycle "
+                           "(M1's range)")
     return profile
 
 
