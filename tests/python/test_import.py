@@ -298,3 +298,17 @@ def test_the_package_level_functions_are_the_importer(tmp_path):
     problem = mlsys_sim.import_onnx(path, "ipu-like-tile")
     assert problem["native_granularity"] == [16, 16] and problem["fast_memory_capacity"] == 638976 // 2
     assert mac_count(problem) == 8 * 8 * 8
+
+
+def test_weights_stored_as_external_data_are_not_needed(exported, tmp_path):
+    """Only shapes matter: a model whose weights live in a separate file imports without that file."""
+    model = onnx.load(exported[("gpt2-block", 17)])
+    path = tmp_path / "external.onnx"
+    onnx.save_model(model, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
+                    location="weights.bin", size_threshold=0)
+    (tmp_path / "weights.bin").unlink()
+    assert path.stat().st_size < 200_000  # the graph without its weights
+    problem = import_onnx(str(path), "tpu-like-core")
+    reference = import_onnx(exported[("gpt2-block", 17)], "tpu-like-core")
+    for key in ("widths", "heights", "inputs", "outputs", "base_costs", "op_types"):
+        assert problem[key] == reference[key], key
