@@ -312,3 +312,21 @@ def test_weights_stored_as_external_data_are_not_needed(exported, tmp_path):
     reference = import_onnx(exported[("gpt2-block", 17)], "tpu-like-core")
     for key in ("widths", "heights", "inputs", "outputs", "base_costs", "op_types"):
         assert problem[key] == reference[key], key
+
+
+def test_profile_numbers_can_be_overridden_on_the_command_line(exported, tmp_path):
+    """'What does 4 MiB of SRAM and twice the bandwidth do?': --set changes the machine, not the ops' kinds."""
+    path = exported[("gpt2-block", 17)]
+    out = tmp_path / "p.json"
+    result = run("mlsys-import", path, "--hardware", "tpu-like-core", "-o", out, "--set", "fast_memory_bytes=4194304",
+                 "--set", "slow_memory_bytes_per_cycle=1170")
+    assert result.returncode == 0, result.stderr
+    problem = json.loads(out.read_text())
+    assert problem["fast_memory_capacity"] == 4194304 // 2 and problem["slow_memory_bandwidth"] == 1170 / 2
+    assert problem["names"]["hardware"] == ("tpu-like-core+fast_memory_bytes=4194304,"
+                                            "slow_memory_bytes_per_cycle=1170")
+    assert problem["op_types"] == import_onnx(path, "tpu-like-core")["op_types"]
+    bad = run("mlsys-import", path, "--hardware", "tpu-like-core", "-o", out, "--set", "native_tile=8")
+    assert bad.returncode == 2 and "not a number of the profile" in bad.stderr
+    bad = run("mlsys-import", path, "--hardware", "tpu-like-core", "-o", out, "--set", "bytes_per_element=0.5")
+    assert bad.returncode == 2

@@ -11,7 +11,7 @@ import time
 
 from . import onnx_graph as og
 from .api import DEFAULT_MAX_OPS, import_onnx
-from .profiles import ProfileError, presets
+from .profiles import ProfileError, load_profile, override_profile, presets
 
 EPILOG = """exit codes: 0 imported; 2 bad usage, an unreadable or unsupported model, or a bad profile (the message
 names the file, the node or key, and the reason). Presets: %s. The cost model and the lowering's conventions:
@@ -70,6 +70,9 @@ def main(argv=None) -> int:
     parser.add_argument("--passthrough", action="append", metavar="OP=WEIGHT",
                         help="lower an unsupported op type that keeps shapes as a Pointwise op of WEIGHT vector "
                         "operations per element (repeat; reported as a warning)")
+    parser.add_argument("--set", action="append", metavar="KEY=VALUE",
+                        help="override a number of the profile, e.g. --set fast_memory_bytes=4194304 "
+                        "--set slow_memory_bytes_per_cycle=1170 (repeat)")
     parser.add_argument("--max-ops", type=int, default=DEFAULT_MAX_OPS, help="refuse larger problems (%(default)s)")
     parser.add_argument("--json", action="store_true", help="print a JSON summary on stdout")
     try:
@@ -79,13 +82,17 @@ def main(argv=None) -> int:
     try:
         dims = _pairs(args.dim, "--dim", int)
         passthrough = _pairs(args.passthrough, "--passthrough", float)
+        overrides = _pairs(args.set, "--set", float)
     except ValueError as e:
         print(f"mlsys-import: {e}", file=sys.stderr)
         return 2
     start = time.monotonic()
     print(f"mlsys-import: reading {args.model}", file=sys.stderr)
     try:
-        report = import_onnx(args.model, args.hardware, dims=dims, passthrough=passthrough, max_ops=args.max_ops,
+        hardware = load_profile(args.hardware)
+        if overrides:
+            hardware = override_profile(hardware, overrides)
+        report = import_onnx(args.model, hardware, dims=dims, passthrough=passthrough, max_ops=args.max_ops,
                              report=True)
     except (og.ImportError_, ProfileError) as e:
         print(f"mlsys-import: {e}", file=sys.stderr)

@@ -145,3 +145,15 @@ def load_profile(spec) -> HardwareProfile:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ProfileError(f"{path}: {e}") from e
     return profile_from_dict(doc, path)
+
+
+def override_profile(profile: HardwareProfile, overrides: Dict[str, float]) -> HardwareProfile:
+    """The profile with some of its numbers replaced (mlsys-import --set KEY=VALUE), checked like a file."""
+    doc = profile.to_dict()
+    for key, value in overrides.items():
+        if key not in doc or key in ("name", "source", "native_tile", "op_weights"):
+            numbers = [k for k in doc if k not in ("name", "source", "native_tile", "op_weights")]
+            raise ProfileError(f"--set {key}: not a number of the profile ({', '.join(numbers)})")
+        doc[key] = int(value) if key in ("fast_memory_bytes", "bytes_per_element") and value == int(value) else value
+    doc["name"] = profile.name + "+" + ",".join(f"{k}={v:.15g}" for k, v in sorted(overrides.items()))
+    return profile_from_dict(doc, f"{profile.name} with --set")
