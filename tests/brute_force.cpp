@@ -1,0 +1,280 @@
+#include "tests/brute_force.hpp"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <queue>
+#include <tuple>
+#include <variant>
+
+#include "sim/step_model.hpp"
+
+namespace mlsys::testing {
+namespace {
+
+struct State {
+  uint32_t covered = 0, in_slow = 0, retained = 0;
+  auto key() const { return std::tuple(covered, in_slow, retained); }
+  bool operator<(const State& o) const { return key() < o.key(); }
+};
+
+std::vector<int> bits(uint32_t mask) {
+  std::vector<int> out;
+  for (int i = 0; i < 32; ++i)
+    if (mask >> i & 1u) out.push_back(i);
+  return out;
+}
+
+struct Best {
+  bool feasible = false;
+  double latency = 0;
+  SubgraphSpec spec;
+};
+
+// The cheapest configuration of one subgraph: every granularity, every traversal permutation.
+Best best_configuration(const Problem& p, const Graph& g, const ModelOptions& options,
+                        const std::vector<int>& ops, const std::vector<int>& retained_in,
+                        const std::vector<int>& retain, int max_permuted, int64_t* evaluations,
+                        bool* exhaustive) {
+  Best best;
+  auto structure = SubgraphModel::compile_structure(p, g, ops, retain, 0, retained_in, options);
+  if (std::holds_alternative<RuleViolation>(structure)) return best;
+  SubgraphModel model = std::get<SubgraphModel>(structure);
+  const int64_t max_k = std::max<int64_t>(1, p.native_w);
+  for (int64_t w = 1; w <= p.native_w; ++w)
+    for (int64_t h = 1; h <= p.native_h; ++h)
+      for (int64_t k = 1; k <= max_k; ++k) {
+        const Granularity gran{w, h, k};
+        if (model.set_granularity(gran, std::nullopt)) continue;
+        const int64_t tiles = model.tiles();
+        std::vector<int64_t> order(tiles);
+        std::iota(order.begin(), order.end(), 0);
+        const bool permute = tiles <= max_permuted;
+        if (!permute) *exhaustive = false;
+        do {
+          if (model.set_traversal(order)) continue;
+          ++*evaluations;
+          const SubgraphResult r = model.simulate();
+          if (r.violation) continue;
+          if (!best.feasible || r.latency < best.latency) {
+            best.feasible = true;
+            best.latency = r.latency;
+            best.spec = SubgraphSpec{ops, gran, retain, order};
+          }
+        } while (permute && std::next_permutation(order.begin(), order.end()));
+      }
+  return best;
+}
+
+}  // namespace
+
+BruteForceResult brute_force_optimum(const Problem& p, const Graph& g, const ModelOptions& options,
+                                     int max_permuted_tiles) {
+  BruteForceResult result;
+  const int n_ops = p.num_ops();
+  const uint32_t all_ops = (1u << n_ops) - 1;
+  uint32_t graph_outputs = 0;
+  for (int t = 0; t < p.num_tensors(); ++t)
+    if (g.is_graph_output[t]) graph_outputs |= 1u << t;
+
+  // Per op set: reads, writes, and what may be retained (M9).
+  struct Candidate {
+    std::vector<int> ops;
+    uint32_t reads = 0, writes = 0, read_inside = 0, retainable = 0;
+  };
+  std::vector<Candidate> candidates;
+  for (uint32_t s = 1; s <= all_ops; ++s) {
+    Candidate c;
+    for (int o : g.topological_order)
+      if (s >> o & 1u) c.ops.push_back(o);
+    uint32_t matmul_reads = 0;
+    for (int o : c.ops) {
+      for (int t : p.inputs[o]) {
+        c.reads |= 1u << t;
+        if (p.is_matmul(o)) matmul_reads |= 1u << t;
+      }
+      for (int t : p.outputs[o]) c.writes |= 1u << t;
+    }
+    c.read_inside = c.reads & c.writes;
+    c.retainable = c.writes & ~graph_outputs & ~matmul_reads;
+    candidates.push_back(c);
+  }
+
+  std::map<std::tuple<int, uint32_t, uint32_t>, Best> cache;
+  std::map<State, double> dist;
+  std::map<State, std::pair<State, SubgraphSpec>> parent;
+  using Entry = std::pair<double, State>;
+  auto cmp = [](const Entry& a, const Entry& b) {
+    return a.first > b.first || (a.first == b.first && b.second < a.second);
+  };
+  std::priority_queue<Entry, std::vector<Entry>, decltype(cmp)> queue(cmp);
+  dist[State{}] = 0;
+  queue.push({0, State{}});
+  uint32_t graph_inputs = 0;
+  for (int t = 0; t < p.num_tensors(); ++t)
+    if (g.is_graph_input[t]) graph_inputs |= 1u << t;
+  while (!queue.empty()) {
+    const auto [d, state] = queue.top();
+    queue.pop();
+    if (d > dist[state]) continue;
+    if (state.covered == all_ops && (state.in_slow & graph_outputs) == graph_outputs) {
+      result.feasible = true;
+      result.optimum = d;
+      std::vector<SubgraphSpec> specs;
+      for (State s = state; parent.count(s); s = parent[s].first) specs.push_back(parent[s].second);
+      std::reverse(specs.begin(), specs.end());
+      result.schedule.subgraphs = specs;
+      return result;
+    }
+    for (size_t ci = 0; ci < candidates.size(); ++ci) {
+      const Candidate& c = candidates[ci];
+      const uint32_t external = c.reads & ~c.writes;
+      if ((external & ~(graph_inputs | state.in_slow | state.retained)) != 0) continue;  // M15
+      // Every subset of the retainable outputs.
+      for (uint32_t retain = c.retainable;; retain = (retain - 1) & c.retainable) {
+        auto key = std::tuple(static_cast<int>(ci), state.retained, retain);
+        auto it = cache.find(key);
+        if (it == cache.end()) {
+          it = cache
+                   .emplace(key,
+                            best_configuration(p, g, options, c.ops, bits(state.retained), bits(retain),
+                                               max_permuted_tiles, &result.evaluations, &result.exhaustive))
+                   .first;
+        }
+        const Best& best = it->second;
+        if (best.feasible) {
+          State next;
+          next.covered = state.covered;
+          for (int o : c.ops) next.covered |= 1u << o;
+          const uint32_t evicted = c.writes & ~c.read_inside & ~retain;
+          next.in_slow = state.in_slow | evicted;
+          next.retained = retain;
+          const double nd = d + best.latency;
+          auto known = dist.find(next);
+          if (known == dist.end() || nd < known->second) {
+            dist[next] = nd;
+            parent[next] = {state, best.spec};
+            queue.push({nd, next});
+          }
+        }
+        if (retain == 0) break;
+      }
+    }
+  }
+  return result;
+}
+
+Problem random_tiny_problem(std::mt19937& rng, int max_ops) {
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  Problem p;
+  p.native_w = pick(1, 2);
+  p.native_h = pick(1, 2);
+  auto add_tensor = [&](int64_t rows, int64_t cols) {
+    p.heights.push_back(rows);
+    p.widths.push_back(cols);
+    return static_cast<int>(p.widths.size()) - 1;
+  };
+  // Output sides keep every grid within 6 tiles at w = h = 1, so every traversal permutation is tried.
+  auto side_pair = [&]() {
+    static const std::pair<int, int> shapes[] = {{1, 2}, {2, 1}, {2, 2}, {1, 3},
+                                                 {3, 1}, {2, 3}, {3, 2}, {1, 1}};
+    return shapes[pick(0, 7)];
+  };
+  std::vector<int> pool;
+  const int first_inputs = pick(1, 2);
+  for (int i = 0; i < first_inputs; ++i) {
+    auto [r, c] = side_pair();
+    pool.push_back(add_tensor(r, pick(0, 1) ? c : pick(1, 4)));
+  }
+  const int ops = pick(2, max_ops);
+  for (int o = 0; o < ops; ++o) {
+    const int a = pool[pick(0, static_cast<int>(pool.size()) - 1)];
+    const bool matmul = pick(0, 1) == 1 && p.heights[a] <= 3;
+    int out;
+    if (matmul) {
+      const int64_t K = p.widths[a];
+      int rhs = -1;
+      for (int t : pool)
+        if (p.heights[t] == K && p.widths[t] <= 3 && pick(0, 1)) rhs = t;
+      if (rhs < 0) rhs = add_tensor(K, pick(1, 6 / std::max<int64_t>(1, p.heights[a]) >= 3 ? 3 : 2));
+      if (p.heights[a] * p.widths[rhs] > 6) rhs = add_tensor(K, 1);
+      out = add_tensor(p.heights[a], p.widths[rhs]);
+      p.inputs.push_back({a, rhs});
+      p.op_types.push_back(OpType::MatMul);
+      p.base_costs.push_back(pick(1, 40));
+    } else {
+      if (p.heights[a] * p.widths[a] > 6) continue;
+      std::vector<int> ins{a};
+      if (pick(0, 2) == 0) {
+        int other = add_tensor(p.heights[a], p.widths[a]);
+        for (int t : pool)
+          if (t != a && p.heights[t] == p.heights[a] && p.widths[t] == p.widths[a] && pick(0, 1)) other = t;
+        ins.push_back(other);
+      }
+      out = add_tensor(p.heights[a], p.widths[a]);
+      p.inputs.push_back(ins);
+      p.op_types.push_back(OpType::Pointwise);
+      p.base_costs.push_back(pick(1, 20));
+    }
+    p.outputs.push_back({out});
+    pool.push_back(out);
+  }
+  if (p.op_types.empty()) return random_tiny_problem(rng, max_ops);
+  // Remove tensors nobody reads or writes (unused new inputs cannot occur) and keep indices dense: none here.
+  p.fast_memory_capacity = pick(4, 30);
+  p.slow_memory_bandwidth = std::uniform_real_distribution<double>(0.5, 4.0)(rng);
+  return p;
+}
+
+Problem random_matmul_chain(std::mt19937& rng, int max_ops) {
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  Problem p;
+  p.native_w = pick(1, 2);
+  p.native_h = pick(1, 2);
+  auto add_tensor = [&](int64_t rows, int64_t cols) {
+    p.heights.push_back(rows);
+    p.widths.push_back(cols);
+    return static_cast<int>(p.widths.size()) - 1;
+  };
+  // Reductions deeper than n_k, outputs wider or taller than native, tensors larger than the fast memory:
+  // the cases Theorems 1 and 2 of docs/bounds.md speak about.
+  const int64_t native = std::max(p.native_w, p.native_h);
+  auto deep = [&]() { return pick(static_cast<int>(native) + 1, 4); };
+  int64_t rows = pick(1, 3);
+  int current = add_tensor(rows, deep());
+  const int ops = pick(2, max_ops);
+  for (int o = 0; o < ops; ++o) {
+    const bool matmul = o == 0 || pick(0, 2) > 0;
+    if (matmul) {
+      const int64_t K = p.widths[current];
+      const int64_t N = o + 1 < ops ? deep() : pick(1, static_cast<int>(6 / rows));
+      const int64_t width = std::min<int64_t>(N, 6 / rows);
+      const int rhs = pick(0, 3) == 0 && K <= 3 && o > 0 ? current : add_tensor(K, width);
+      if (rhs == current) {
+        p.inputs.push_back({current, add_tensor(K, width)});
+      } else {
+        p.inputs.push_back({current, rhs});
+      }
+      const int out = add_tensor(rows, p.widths[p.inputs.back()[1]]);
+      p.outputs.push_back({out});
+      p.op_types.push_back(OpType::MatMul);
+      p.base_costs.push_back(pick(1, 30));
+      current = out;
+    } else {
+      std::vector<int> ins{current};
+      if (pick(0, 1)) ins.push_back(add_tensor(p.heights[current], p.widths[current]));
+      const int out = add_tensor(p.heights[current], p.widths[current]);
+      p.inputs.push_back(ins);
+      p.outputs.push_back({out});
+      p.op_types.push_back(OpType::Pointwise);
+      p.base_costs.push_back(pick(1, 10));
+      current = out;
+    }
+    if (p.heights[current] * p.widths[current] > 6) break;
+  }
+  p.fast_memory_capacity = pick(2, 12);
+  p.slow_memory_bandwidth = std::uniform_real_distribution<double>(0.25, 2.0)(rng);
+  return p;
+}
+
+}  // namespace mlsys::testing

@@ -1,0 +1,36 @@
+// The exact optimum of a tiny problem over every schedule the rule book accepts: any sequence of subgraphs
+// (recomputation included), every retention, every granularity and every traversal permutation. The ground
+// truth the certified bound is tested against (bound_test.cpp).
+#pragma once
+
+#include <cstdint>
+#include <random>
+
+#include "sim/graph.hpp"
+#include "sim/problem.hpp"
+
+namespace mlsys::testing {
+
+struct BruteForceResult {
+  bool feasible = false;
+  double optimum = 0;
+  Schedule schedule;        // one optimal schedule, to be checked by the verifier
+  int64_t evaluations = 0;  // subgraph configurations walked
+  bool exhaustive = true;   // false if a grid had more tiles than permutations were tried for
+};
+
+// Dijkstra over (ops covered, tensors in slow memory, tensors retained): a subgraph's cost depends only on
+// its ops, what it receives retained and what it retains, so the cheapest path is the cheapest schedule.
+// Every permutation of the tiles is tried for grids of at most `max_permuted_tiles` tiles.
+BruteForceResult brute_force_optimum(const Problem& problem, const Graph& graph, const ModelOptions& options,
+                                     int max_permuted_tiles = 6);
+
+// A random tiny problem: 2 to `max_ops` MatMul and Pointwise ops over tensors of at most 3 x 3 outputs,
+// native granularity 1 or 2 per side, reductions up to 4 deep, a small fast memory.
+Problem random_tiny_problem(std::mt19937& rng, int max_ops = 4);
+
+// A random chain of MatMuls (and Pointwise ops between them) whose reductions are deeper than native and
+// whose tensors exceed the fast memory: the structures the bound's reload and recompute terms are about.
+Problem random_matmul_chain(std::mt19937& rng, int max_ops = 4);
+
+}  // namespace mlsys::testing

@@ -1,0 +1,278 @@
+// The certified lower bound (docs/bounds.md). Every step costs max(compute, memory), so for any lambda in
+// [0, 1] a schedule costs at least lambda * (its compute) + (1 - lambda) * (its memory time). Both sums are
+// bounded below term by term: each op's compute once (M23, M24), each graph input loaded and each graph
+// output stored once (M21, M22), and the operand reloads that a MatMul whose reduction is deeper than n_k
+// cannot avoid (Theorem 1 of docs/bounds.md), unless the operand is produced in the same subgraph, which
+// makes its producer compute again for every tile (M24's head charge): a choice, priced at its cheapest for
+// the lambda.
+#include "verifier/bound.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "verifier/verify.hpp"
+
+namespace mlsys {
+namespace {
+
+std::string number(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+// Which links a MatMul can head: its output reaches another MatMul's LHS (or RHS) through Pointwise ops only.
+struct HeadRoles {
+  bool lhs = false, rhs = false;
+};
+
+HeadRoles head_roles(const Problem& p, const Graph& g, int op) {
+  HeadRoles roles;
+  std::vector<int> stack(p.outputs[op].begin(), p.outputs[op].end());
+  std::set<int> seen(stack.begin(), stack.end());
+  while (!stack.empty()) {
+    const int t = stack.back();
+    stack.pop_back();
+    for (const Consumer& c : g.consumers[t]) {
+      if (p.is_matmul(c.op)) {
+        (c.position == 0 ? roles.lhs : roles.rhs) = true;
+        continue;
+      }
+      for (int out : p.outputs[c.op])
+        if (seen.insert(out).second) stack.push_back(out);
+    }
+  }
+  return roles;
+}
+
+// MatMuls from which tensor t is reachable through Pointwise ops only (t itself may be their output): the
+// possible heads of a link that would make t ephemeral in its reader's subgraph (M12).
+std::set<int> link_heads(const Problem& p, const Graph& g, int t) {
+  std::set<int> heads, seen{t};
+  std::vector<int> stack{t};
+  while (!stack.empty()) {
+    const int x = stack.back();
+    stack.pop_back();
+    const int producer = g.producer[x];
+    if (producer < 0) continue;
+    if (p.is_matmul(producer)) {
+      heads.insert(producer);
+      continue;
+    }
+    for (int in : p.inputs[producer])
+      if (seen.insert(in).second) stack.push_back(in);
+  }
+  return heads;
+}
+
+// A choice between two ways of paying for one tensor: loading it (traffic) or making it in the reader's
+// subgraph (the head's compute again). The mixed schedules lie on the line between the two, except that
+// the head's compute already counted once in the base may absorb part of the recompute (the kink).
+struct Choice {
+  double load_traffic = 0;   // store + reloads, time units
+  double per_coverage = 0;   // the head's compute if the tail covered everything through the link
+  double head_base = 0;      // the head's base compute (already in the sum)
+  double head_unpadded = 0;  // the head's compute over its output once, unpadded
+  // Fraction f of the tail's work done with the tensor loaded: traffic f * load, head compute at least
+  // max(base, (f + (1 - f) rho) * unpadded) (docs/bounds.md, Theorem 2). Convex in f: the least value is at
+  // f = 0, f = 1 or the kink. Returns the value at lambda and sets the compute and traffic it charges.
+  double value(double lambda, double* compute, double* traffic) const {
+    double best = INFINITY;
+    auto at = [&](double f) {
+      const double head = std::max(head_base, f * head_unpadded + (1 - f) * per_coverage);
+      const double c = head - head_base, m = f * load_traffic;
+      const double v = lambda * c + (1 - lambda) * m;
+      if (v < best) {
+        best = v;
+        *compute = c;
+        *traffic = m;
+      }
+    };
+    at(0);
+    at(1);
+    if (per_coverage > head_unpadded) {
+      const double kink = (per_coverage - head_base) / (per_coverage - head_unpadded);
+      if (kink > 0 && kink < 1) at(kink);
+    }
+    return best;
+  }
+};
+
+struct TensorTerm {
+  int tensor = -1;
+  double rho = 1;   // reloads forced on each element
+  int reader = -1;  // the MatMul that forces them
+  bool graph_input = false;
+  int head = -1;  // the only MatMul that could make the tensor in its reader's subgraph, or -1
+  Choice choice;
+};
+
+}  // namespace
+
+double proven_gap_percent(double cost, double bound) {
+  return bound > 0 ? 100.0 * (cost / bound - 1.0) : INFINITY;
+}
+
+CertifiedBound certified_bound(const Problem& p, const Graph& g, const ModelOptions& options) {
+  CertifiedBound out;
+  const LowerBound rule_book = lower_bound(p, g);
+  out.rule_book = rule_book.bound(options.matmul_compute);
+  const double B = p.slow_memory_bandwidth;
+  const double n_w = static_cast<double>(p.native_w), n_h = static_cast<double>(p.native_h);
+
+  double base_compute = 0, base_traffic = 0;
+  std::vector<BoundTerm> base_terms;
+  std::vector<double> op_floor(p.num_ops());
+  for (int o = 0; o < p.num_ops(); ++o) {
+    op_floor[o] = compute_floor(p, g, o, options.matmul_compute);
+    base_compute += op_floor[o];
+    base_terms.push_back({"op " + std::to_string(o), p.is_matmul(o) ? "M24" : "M23", op_floor[o], 0,
+                          "computes its output at least once, each native tile at least base"});
+  }
+  for (int t = 0; t < p.num_tensors(); ++t) {
+    if (!g.is_graph_input[t] && !g.is_graph_output[t]) continue;
+    const double v = static_cast<double>(p.size(t)) / B;
+    base_traffic += v;
+    base_terms.push_back({"tensor " + std::to_string(t), g.is_graph_input[t] ? "M21 M9" : "M22", 0, v,
+                          g.is_graph_input[t]
+                              ? "a graph input is loaded at least once (it can never be retained)"
+                              : "a graph output is stored at least once"});
+  }
+
+  // Theorem 1: reloads of a MatMul's operand, for tensors every reader of which is a MatMul reading it on one
+  // side.
+  std::vector<TensorTerm> tensor_terms;
+  if (!options.allow_supernative_k) {
+    for (int t = 0; t < p.num_tensors(); ++t) {
+      if (g.is_graph_output[t] || g.consumers[t].empty()) continue;
+      const int side = g.consumers[t].front().position;
+      bool one_side = true;
+      for (const Consumer& c : g.consumers[t]) {
+        if (!p.is_matmul(c.op) || c.position != side) one_side = false;
+        if (p.is_matmul(c.op) && p.inputs[c.op][0] == p.inputs[c.op][1]) one_side = false;
+      }
+      if (!one_side) continue;
+      // Retained-in needs the whole tensor in fast memory (M20 A).
+      if (!g.is_graph_input[t] && static_cast<double>(p.size(t)) <= p.fast_memory_capacity) continue;
+      TensorTerm term;
+      term.tensor = t;
+      term.graph_input = g.is_graph_input[t];
+      for (const Consumer& c : g.consumers[t]) {
+        const int o = c.op;
+        const double K = static_cast<double>(g.reduction_depth[o]);
+        const int y = p.outputs[o][0];
+        const double M = static_cast<double>(p.heights[y]), N = static_cast<double>(p.widths[y]);
+        // A non-head run has nk > 1 (k <= n_k < K, M6), and a prologue cannot make the operand (M14).
+        if (!(K > n_w && K > n_h)) continue;
+        const HeadRoles roles = head_roles(p, g, o);
+        double rho;
+        if (side ==
+            0) {  // LHS: reloaded once per tile column, unless o heads an LHS link (strip kept per row)
+          if (roles.lhs || (roles.rhs && !(M > n_w))) continue;
+          rho = N / n_w;
+        } else {
+          if (roles.rhs || (roles.lhs && !(N > n_w))) continue;
+          rho = M / n_h;
+        }
+        if (rho > term.rho) {
+          term.rho = rho;
+          term.reader = o;
+        }
+      }
+      if (term.reader < 0 || term.rho <= 1) continue;
+      const double size = static_cast<double>(p.size(t));
+      if (term.graph_input) {
+        term.choice.load_traffic = (term.rho - 1) * size / B;
+      } else {
+        term.choice.load_traffic = (1 + term.rho) * size / B;  // stored once, loaded rho times
+        const std::set<int> heads = link_heads(p, g, t);
+        if (heads.size() > 1) continue;  // which head would pay is unknown: no term
+        if (heads.size() == 1) {
+          const int a = *heads.begin();
+          const int ya = p.outputs[a][0];
+          const bool deep = options.matmul_compute == MatmulCompute::NativeK;
+          const double depth = deep ? static_cast<double>(g.reduction_depth[a]) / n_w : 1.0;
+          // The head's output, unpadded, at base per native tile; the streamed side at n_k (M24).
+          const double unpadded = p.base_costs[a] * depth * static_cast<double>(p.heights[ya]) / n_h *
+                                  static_cast<double>(p.widths[ya]) / n_w;
+          term.head = a;
+          term.choice.head_base = op_floor[a];
+          term.choice.head_unpadded = unpadded;
+          term.choice.per_coverage = term.rho * unpadded;
+        }
+      }
+      tensor_terms.push_back(term);
+    }
+  }
+
+  // Terms that share a head share its recompute: each group counts its largest member only.
+  struct Charge {
+    int term;
+    double compute, traffic;
+  };
+  auto evaluate = [&](double lambda, std::vector<Charge>* charges) {
+    double total = lambda * base_compute + (1 - lambda) * base_traffic;
+    std::map<int, std::pair<double, Charge>> by_head;  // head -> (value, charge)
+    for (size_t i = 0; i < tensor_terms.size(); ++i) {
+      const TensorTerm& term = tensor_terms[i];
+      Charge charge{static_cast<int>(i), 0, term.choice.load_traffic};
+      double v = (1 - lambda) * term.choice.load_traffic;
+      if (term.head >= 0) v = term.choice.value(lambda, &charge.compute, &charge.traffic);
+      if (term.head < 0) {
+        total += v;
+        if (charges) charges->push_back(charge);
+        continue;
+      }
+      auto it = by_head.find(term.head);
+      if (it == by_head.end() || v > it->second.first) by_head[term.head] = {v, charge};
+    }
+    for (const auto& [head, slot] : by_head) {
+      total += slot.first;
+      if (charges) charges->push_back(slot.second);
+    }
+    return total;
+  };
+  double best = -1, best_lambda = 0;
+  for (int i = 0; i <= 1000; ++i) {
+    const double lambda = i / 1000.0;
+    const double v = evaluate(lambda, nullptr);
+    if (v > best) {
+      best = v;
+      best_lambda = lambda;
+    }
+  }
+  std::vector<Charge> charges;
+  out.bound = evaluate(best_lambda, &charges);
+  out.lambda = best_lambda;
+  out.compute = base_compute;
+  out.traffic = base_traffic;
+  out.terms = std::move(base_terms);
+  for (const Charge& charge : charges) {
+    const TensorTerm& term = tensor_terms[charge.term];
+    const std::string t = "tensor " + std::to_string(term.tensor);
+    const std::string reload = "MatMul op " + std::to_string(term.reader) +
+                               " reduces over more than n_k, so each of its steps loads a new slice of " + t +
+                               ": it is loaded at least " + number(term.rho) + " times over (Theorem 1)";
+    out.compute += charge.compute;
+    out.traffic += charge.traffic;
+    if (term.head < 0) {
+      out.terms.push_back(
+          {t, "M21 M6 M14", 0, charge.traffic,
+           reload + (term.graph_input ? ", beyond the once counted above" : ", after one store")});
+      continue;
+    }
+    const double full_link = std::max(0.0, term.choice.per_coverage - term.choice.head_base);
+    out.terms.push_back(
+        {t, "M12 M21 M22 M24", charge.compute, charge.traffic,
+         "either " + reload + ", after one store (" + number(term.choice.load_traffic) +
+             " of traffic), or it is made in the subgraph of op " + std::to_string(term.reader) +
+             " by a link whose head op " + std::to_string(term.head) + " computes again for every tile (" +
+             number(full_link) + " of compute), or a mix (Theorem 2); charged at the cheapest for lambda"});
+  }
+  out.bound = std::max(out.bound, out.rule_book);
+  return out;
+}
+
+}  // namespace mlsys

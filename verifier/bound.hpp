@@ -1,0 +1,39 @@
+// A certified lower bound on the latency of every schedule the rule book accepts (any grouping,
+// recomputation, retention, granularity and traversal), with the terms it sums and the rule that forces each
+// one. The proofs are in docs/bounds.md; tests/bound_test.cpp checks the bound against the exact optimum of
+// random tiny problems.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sim/graph.hpp"
+#include "sim/problem.hpp"
+#include "sim/step_model.hpp"
+
+namespace mlsys {
+
+// One forced cost. `compute` and `traffic` are time units that every schedule pays on top of the other terms;
+// a term with a choice (load a tensor again, or recompute its producer) carries the mix of the two that is
+// cheapest at the certificate's lambda, and its reason states both.
+struct BoundTerm {
+  std::string subject;  // "op 3", "tensor 5"
+  std::string rule;     // rule ids of docs/model.md, e.g. "M21 M6"
+  double compute = 0, traffic = 0;
+  std::string reason;  // one sentence a person can check
+};
+
+struct CertifiedBound {
+  double bound = 0;   // lambda * compute + (1 - lambda) * traffic, maximized over lambda in [0, 1]
+  double lambda = 0;  // every step costs max(compute, memory) >= lambda compute + (1 - lambda) memory
+  double compute = 0, traffic = 0;  // the sums of the terms at that lambda
+  double rule_book = 0;             // section 8's bound, for comparison (the certified one is never lower)
+  std::vector<BoundTerm> terms;
+};
+
+CertifiedBound certified_bound(const Problem& problem, const Graph& graph, const ModelOptions& options);
+
+// "within 12.30 % of optimal": how far `cost` can be from the best schedule, in percent of the bound.
+double proven_gap_percent(double cost, double bound);
+
+}  // namespace mlsys
