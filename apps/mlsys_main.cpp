@@ -12,6 +12,7 @@
 #include "sim/json_io.hpp"
 #include "solver/search.hpp"
 #include "traces/report.hpp"
+#include "verifier/bound.hpp"
 #include "verifier/verify.hpp"
 
 using namespace mlsys;
@@ -87,6 +88,7 @@ int main(int argc, char** argv) {
                                       : default_timeout_seconds(problem.num_ops());
     options.timeout_seconds = search_seconds_within(limit);
     const LowerBound lb = lower_bound(problem, graph);
+    const CertifiedBound certified = certified_bound(problem, graph, options.model);
     const auto start = std::chrono::steady_clock::now();
     std::mutex io;
     auto on_improvement = [&](const Schedule& s, double cost, const std::string& strategy, int64_t evaluations) {
@@ -95,7 +97,8 @@ int main(int argc, char** argv) {
       if (progress) {
         const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         std::cerr << "[" << format_number(std::round(t * 1000) / 1000) << " s] cost " << format_number(cost)
-                  << " (lower bound " << format_number(lb.bound(options.model.matmul_compute)) << ", " << strategy
+                  << " (proven gap " << format_number(std::round(proven_gap_percent(cost, certified.bound) * 100) / 100)
+                  << " % to the certified bound " << format_number(certified.bound) << ", " << strategy
                   << ", " << static_cast<int64_t>(evaluations / std::max(t, 1e-3)) << " evaluations/s)\n";
       }
     };
@@ -112,6 +115,9 @@ int main(int argc, char** argv) {
       nlohmann::json j{{"valid", best.has_value()},
                        {"cost", best ? nlohmann::json(stats.best_cost) : nlohmann::json(nullptr)},
                        {"lower_bound", lb.bound(options.model.matmul_compute)},
+                       {"certified_bound", certified.bound},
+                       {"proven_gap_percent", best ? nlohmann::json(proven_gap_percent(stats.best_cost, certified.bound))
+                                                   : nlohmann::json(nullptr)},
                        {"time_to_best", stats.time_to_best},
                        {"time_to_first", stats.time_to_first},
                        {"elapsed", elapsed},

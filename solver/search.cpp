@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "solver/search_internal.hpp"
+#include "verifier/bound.hpp"
 
 namespace mlsys {
 
@@ -102,7 +103,8 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
     return {j % 4 == 2 ? OrderKind::RandomRetentionFriendly : OrderKind::Random,
             j % 8 == 0 ? long_random : 10};
   };
-  const double floor = lower_bound(problem, graph).bound(options.model.matmul_compute);
+  // The certified bound (docs/bounds.md): a schedule that meets it is optimal, so the search stops there.
+  const double floor = certified_bound(problem, graph, options.model).bound;
   auto at_floor = [&] { return inc.bound.load() <= floor * (1 + 1e-9); };  // nothing can beat it: stop
   size_t next = 0;
   OracleCache cache;
@@ -159,7 +161,7 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
   inc.stats.evaluations = inc.evaluations.load();
   inc.stats.orders = inc.orders.load();
   inc.stats.stopped_by = stop.load()                                                        ? "signal"
-                         : at_floor()                                                       ? "lower bound"
+                         : at_floor()                                                       ? "certified bound"
                          : options.max_orders > 0 && inc.stats.orders >= options.max_orders ? "order budget"
                          : inc.stats.exhaustive_complete ? "exhaustive search done"
                                                          : "timeout";

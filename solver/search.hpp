@@ -41,7 +41,7 @@ struct SolveStats {
   int64_t improvements = 0;
   std::string best_strategy;
   std::string infeasible_reason;  // set when no schedule was found
-  std::string stopped_by;  // "lower bound", "order budget", "signal", "timeout" or "exhaustive search done"
+  std::string stopped_by;  // "certified bound" (a proven optimum), "order budget", "signal", "timeout" or "exhaustive search done"
   bool exhaustive_complete = false;  // the exhaustive search finished: no schedule of its space is cheaper
 };
 

@@ -118,3 +118,61 @@ TEST(CertifiedBound, NeverAboveAGoldenCaseTotal) {
 
 }  // namespace
 }  // namespace mlsys
+
+namespace mlsys {
+namespace {
+
+using namespace mlsys::test;
+
+TEST(BoundProgram, PrintsTheCertificateAndExitsTwoOnBadInput) {
+  const std::string problem = source_path("benchmarks/mlsys-2026-1.json");
+  const CommandResult json_run = run_command(MLSYS_BOUND_BIN, problem + " --json");
+  ASSERT_EQ(0, json_run.exit_code) << json_run.err;
+  const nlohmann::json certificate = nlohmann::json::parse(json_run.out);
+  const Problem p = load_problem(problem);
+  const CertifiedBound direct = certified_bound(p, analyze_graph(p, problem), ModelOptions{});
+  EXPECT_DOUBLE_EQ(direct.bound, certificate["bound"].get<double>());
+  EXPECT_GT(certificate["bound"].get<double>(), certificate["rule_book_bound"].get<double>());
+  double compute = 0, traffic = 0;
+  bool reload_term = false;
+  for (const auto& term : certificate["terms"]) {
+    EXPECT_FALSE(term["rule"].get<std::string>().empty());
+    EXPECT_FALSE(term["reason"].get<std::string>().empty());
+    compute += term["compute"].get<double>();
+    traffic += term["traffic"].get<double>();
+    reload_term |= term["reason"].get<std::string>().find("Theorem 1") != std::string::npos;
+  }
+  EXPECT_TRUE(reload_term);
+  const double lambda = certificate["lambda"].get<double>();
+  EXPECT_NEAR(lambda * compute + (1 - lambda) * traffic, certificate["bound"].get<double>(), 1e-6);
+
+  const CommandResult text = run_command(MLSYS_BOUND_BIN, problem);
+  EXPECT_EQ(0, text.exit_code);
+  EXPECT_NE(text.out.find("certified bound: "), std::string::npos);
+  EXPECT_NE(text.out.find("M21 M6 M14"), std::string::npos);
+
+  const CommandResult missing = run_command(MLSYS_BOUND_BIN, "/no/such/problem.json");
+  EXPECT_EQ(2, missing.exit_code);
+  EXPECT_NE(missing.err.find("/no/such/problem.json"), std::string::npos);
+  const CommandResult usage = run_command(MLSYS_BOUND_BIN, problem + " --timeout -1");
+  EXPECT_EQ(2, usage.exit_code);
+}
+
+TEST(BoundProgram, VerifyShowsHowFarFromOptimalASolutionIs) {
+  // The hand-derived MatMul of TightOnAHandDerivedMatMul: its raster schedule is proven optimal.
+  const std::string dir = temp_dir("bound-verify");
+  write_text(dir + "/p.json", R"({"widths": [512, 256, 256], "heights": [256, 512, 256], "inputs": [[0, 1]],
+      "outputs": [[2]], "base_costs": [1], "op_types": ["MatMul"], "fast_memory_capacity": 50000,
+      "slow_memory_bandwidth": 1, "native_granularity": [128, 128]})");
+  write_text(dir + "/s.json", R"({"subgraphs": [[0]], "granularities": [[128, 128, 128]]})");
+  const CommandResult r = run_command(MLSYS_VERIFY_BIN, dir + "/p.json " + dir + "/s.json --json");
+  ASSERT_EQ(0, r.exit_code) << r.err;
+  const nlohmann::json report = nlohmann::json::parse(r.out);
+  EXPECT_DOUBLE_EQ(589824, report["certified_bound"]["bound"].get<double>());
+  EXPECT_DOUBLE_EQ(0, report["certified_bound"]["proven_gap_percent"].get<double>());
+  const CommandResult text = run_command(MLSYS_VERIFY_BIN, dir + "/p.json " + dir + "/s.json");
+  EXPECT_NE(text.out.find("certified bound: 589824 (within 0 % of optimal"), std::string::npos) << text.out;
+}
+
+}  // namespace
+}  // namespace mlsys

@@ -143,7 +143,9 @@ TEST(Solver, StopsOnceTheLowerBoundIsMet) {
   const auto stats = read_json(dir + "/stats.json");
   EXPECT_DOUBLE_EQ(1417600, verified_total(problem, dir + "/s.json"));
   EXPECT_LT(stats.at("elapsed").get<double>(), 20.0);
-  EXPECT_EQ("lower bound", stats.at("stopped_by").get<std::string>());
+  EXPECT_EQ("certified bound", stats.at("stopped_by").get<std::string>());
+  EXPECT_DOUBLE_EQ(1417600, stats.at("certified_bound").get<double>());
+  EXPECT_DOUBLE_EQ(0, stats.at("proven_gap_percent").get<double>());
 }
 
 TEST(Solver, OrderBudgetOnOneThreadIsReproducible) {

@@ -8,6 +8,7 @@
 #include "traces/dag_layout.hpp"
 #include "traces/html_page.hpp"
 #include "traces/report.hpp"
+#include "verifier/bound.hpp"
 
 namespace mlsys {
 namespace {
@@ -92,6 +93,11 @@ std::string schedule_report_html(const ScheduleReportPage& page) {
          << format_display(r.total_latency) << "</td></tr><tr><td>lower bound</td><td>"
          << format_display(bound) << " (gap " << format_display(100 * (r.total_latency / bound - 1))
          << " %)</td></tr>";
+    if (page.bound.certified > 0)
+      html << "<tr><td>certified bound</td><td id=\"certified\">" << format_display(page.bound.certified)
+           << ": within " << format_display(proven_gap_percent(r.total_latency, page.bound.certified))
+           << " % of optimal (<a href=\"" << html_escape(page.docs + "/bounds.md")
+           << "\">the proof</a>; <code>bound PROBLEM</code> lists its terms)</td></tr>";
   } else if (r.error) {
     html << "<tr><td>verdict</td><td class=\"invalid\" id=\"verdict\">invalid: ["
          << rule_link(r.error->rule, page.docs) << "] " << html_escape(r.error->sentence()) << "</td></tr>";
@@ -252,6 +258,7 @@ void write_schedule_report(const std::string& path, const std::string& problem_n
   page.schedule = &schedule;
   page.report = &report;
   page.bound = lower_bound(problem, graph);
+  page.bound.certified = certified_bound(problem, graph, model).bound;
   page.model = model;
   page.docs = docs_location(path);
   const int64_t steps = count_steps(problem, graph, schedule, model);

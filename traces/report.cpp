@@ -1,5 +1,7 @@
 #include "traces/report.hpp"
 
+#include "verifier/bound.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -73,6 +75,12 @@ json report_to_json(const ScheduleReport& r, const LowerBound& lb, MatmulCompute
             {"compute_full_k", lb.compute_full_k},
             {"compute_native_k", lb.compute_native_k},
             {"io", lb.io}}},
+          {"certified_bound", lb.certified > 0
+                                  ? json{{"bound", lb.certified},
+                                         {"proven_gap_percent",
+                                          r.valid ? json(proven_gap_percent(r.total_latency, lb.certified))
+                                                  : json(nullptr)}}
+                                  : json(nullptr)},
           {"fast_memory_capacity", r.capacity},
           {"errors", errors},
           {"warnings", warnings},
@@ -105,6 +113,10 @@ void print_report(std::ostream& out, const ScheduleReport& r, const LowerBound& 
   if (!r.valid) return;
   for (const auto& sg : r.subgraphs) out << "subgraph " << sg.index << ": " << format_number(sg.latency) << "\n";
   out << "lower bound: " << format_number(lb.bound(model)) << " (" << to_string(model) << ")\n";
+  if (lb.certified > 0)
+    out << "certified bound: " << format_number(lb.certified) << " (within "
+        << format_display(proven_gap_percent(r.total_latency, lb.certified)) << " % of optimal; bound --json "
+        << "gives the certificate)\n";
   out << "total: " << format_number(r.total_latency) << "\n";
 }
 

@@ -115,7 +115,8 @@ double proven_gap_percent(double cost, double bound) {
   return bound > 0 ? 100.0 * (cost / bound - 1.0) : INFINITY;
 }
 
-CertifiedBound certified_bound(const Problem& p, const Graph& g, const ModelOptions& options) {
+CertifiedBound certified_bound(const Problem& p, const Graph& g, const ModelOptions& options,
+                               const std::function<bool()>& expired) {
   CertifiedBound out;
   const LowerBound rule_book = lower_bound(p, g);
   out.rule_book = rule_book.bound(options.matmul_compute);
@@ -236,6 +237,7 @@ CertifiedBound certified_bound(const Problem& p, const Graph& g, const ModelOpti
   };
   double best = -1, best_lambda = 0;
   for (int i = 0; i <= 1000; ++i) {
+    if (i > 0 && expired && expired()) break;
     const double lambda = i / 1000.0;
     const double v = evaluate(lambda, nullptr);
     if (v > best) {

@@ -14,6 +14,7 @@ namespace mlsys {
 
 struct LowerBound {
   double compute_full_k = 0, compute_native_k = 0, io = 0;  // rule book section 8
+  double certified = 0;  // certified_bound(...).bound (verifier/bound.hpp) when a caller computed it, else 0
   double bound(MatmulCompute m) const {
     return std::max(m == MatmulCompute::FullK ? compute_full_k : compute_native_k, io);
   }

@@ -1,0 +1,14 @@
+// The certified bound's certificate as text (a table of terms) and as JSON (`bound`, mlsys_sim.bound).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "verifier/bound.hpp"
+
+namespace mlsys {
+
+nlohmann::json certified_bound_to_json(const CertifiedBound& bound);
+void print_certified_bound(std::ostream& out, const CertifiedBound& bound);
+
+}  // namespace mlsys
