@@ -8,8 +8,9 @@
 #include <sstream>
 
 #include "sim/json_io.hpp"
-#include "sim/violation.hpp"
 #include "sim/number_format.hpp"
+#include "sim/violation.hpp"
+#include "verifier/bound.hpp"
 #include "verifier/verify.hpp"
 
 namespace mlsys {
@@ -36,6 +37,10 @@ std::string point_name(const SweepPoint& p) {
 
 const char* const kSweepCsvHeader =
     "capacity,bandwidth,status,total,lower_bound,compute_bound_share,peak_working_set,solve_seconds,schedule,"
+    "found_at,certified_bound";
+// Sweeps written before the certified bound: still merged (the bounds are recomputed anyway).
+static const char* const kSweepCsvHeaderWithoutCertifiedBound =
+    "capacity,bandwidth,status,total,lower_bound,compute_bound_share,peak_working_set,solve_seconds,schedule,"
     "found_at";
 
 bool price_at_point(const Problem& base, const Graph& graph, const ModelOptions& model,
@@ -58,6 +63,7 @@ bool price_at_point(const Problem& base, const Graph& graph, const ModelOptions&
   }
   point.compute_bound_share = report.total_latency > 0 ? compute_bound / report.total_latency : 0;
   point.lower_bound = lower_bound(problem, graph).bound(model.matmul_compute);
+  point.certified_bound = certified_bound(problem, graph, model).bound;
   point.schedule = priced;
   return true;
 }
@@ -128,6 +134,7 @@ std::vector<SweepPoint> run_sweep(const Problem& problem, const Graph& graph, co
     point.bandwidth = options.bandwidths[point.bandwidth_index];
     const Problem at = problem_at(problem, point.capacity, point.bandwidth);
     point.lower_bound = lower_bound(at, graph).bound(options.solve.model.matmul_compute);
+    point.certified_bound = certified_bound(at, graph, options.solve.model).bound;
     const auto t0 = std::chrono::steady_clock::now();
     SolveStats stats;
     const std::optional<Schedule> best = solve(at, graph, options.solve, stop, nullptr, &stats);
@@ -175,16 +182,18 @@ std::vector<SweepPoint> read_sweep(const std::string& dir, const Problem& proble
   std::ifstream in(path);
   if (!in) throw InputError(path, "", "", "cannot open file");
   std::string line;
-  if (!std::getline(in, line) || line != kSweepCsvHeader)
+  if (!std::getline(in, line) || (line != kSweepCsvHeader && line != kSweepCsvHeaderWithoutCertifiedBound))
     throw InputError(path, "line 1", "",
                      "not a sweep.csv (expected the header " + std::string(kSweepCsvHeader) + ")");
+  const size_t fields = line == kSweepCsvHeader ? 11 : 10;
   std::vector<SweepPoint> points;
   for (int number = 2; std::getline(in, line); ++number) {
     if (line.empty()) continue;
     const std::vector<std::string> f = split(line, ',');
     const std::string where = "line " + std::to_string(number);
-    if (f.size() != 10)
-      throw InputError(path, where, "", "expected 10 fields, got " + std::to_string(f.size()));
+    if (f.size() != fields)
+      throw InputError(path, where, "",
+                       "expected " + std::to_string(fields) + " fields, got " + std::to_string(f.size()));
     SweepPoint p;
     p.capacity = parse_positive(f[0], where + " capacity");
     p.bandwidth = parse_positive(f[1], where + " bandwidth");

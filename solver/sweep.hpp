@@ -29,6 +29,7 @@ struct SweepPoint {
   int capacity_index = 0, bandwidth_index = 0;  // position in the grid
   bool feasible = false;
   double total = 0, lower_bound = 0;
+  double certified_bound = 0;  // verifier/bound.hpp at this capacity and bandwidth
   double compute_bound_share = 0;  // share of the latency spent in compute-bound steps
   int64_t peak_working_set = 0;
   double solve_seconds = 0;

@@ -14,6 +14,7 @@
 
 #include "sim/json_io.hpp"
 #include "support.hpp"
+#include "verifier/bound.hpp"
 
 namespace mlsys::test {
 namespace {
@@ -21,6 +22,7 @@ namespace {
 struct Row {
   double capacity, bandwidth;
   std::string status, total, schedule;
+  double lower_bound = 0, certified_bound = 0;
 };
 
 std::vector<Row> read_csv(const std::string& path) {
@@ -34,8 +36,8 @@ std::vector<Row> read_csv(const std::string& path) {
     std::vector<std::string> f;
     std::stringstream s(line);
     for (std::string x; std::getline(s, x, ',');) f.push_back(x);
-    if (f.size() < 9) f.resize(9);
-    rows.push_back({std::stod(f[0]), std::stod(f[1]), f[2], f[3], f[8]});
+    if (f.size() < 11) f.resize(11, "0");
+    rows.push_back({std::stod(f[0]), std::stod(f[1]), f[2], f[3], f[8], std::stod(f[4]), std::stod(f[10])});
   }
   return rows;
 }
@@ -70,6 +72,10 @@ TEST(Sweep, CurveNeverRisesAndEverySchedulePricesAtItsPoint) {
     ASSERT_TRUE(report.valid) << row.schedule << ": " << (report.error ? report.error->describe() : "");
     EXPECT_EQ(std::stod(row.total), report.total_latency) << row.schedule;
     total[{row.capacity, row.bandwidth}] = report.total_latency;
+    // The second curve: the certified bound of the point, never above its schedule, never below section 8's.
+    EXPECT_DOUBLE_EQ(certified_bound(at, graph, ModelOptions{}).bound, row.certified_bound);
+    EXPECT_LE(row.certified_bound, report.total_latency * (1 + 1e-12));
+    EXPECT_GE(row.certified_bound, row.lower_bound);
   }
   for (const auto& [a, ta] : total)
     for (const auto& [b, tb] : total)

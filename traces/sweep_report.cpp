@@ -10,6 +10,7 @@
 #include "solver/sweep.hpp"
 #include "traces/html_page.hpp"
 #include "traces/report.hpp"
+#include "verifier/bound.hpp"
 
 namespace mlsys {
 namespace {
@@ -44,7 +45,7 @@ std::string sweep_chart_svg(const std::vector<SweepPoint>& points) {
     const SweepPoint& p = points[i];
     cmin = std::min(cmin, p.capacity);
     cmax = std::max(cmax, p.capacity);
-    ymax = std::max({ymax, p.lower_bound, p.feasible ? p.total : 0.0});
+    ymax = std::max({ymax, p.lower_bound, p.certified_bound, p.feasible ? p.total : 0.0});
     by_bandwidth[p.bandwidth].push_back(i);
   }
   if (points.empty()) cmin = cmax = 1;
@@ -92,12 +93,16 @@ std::string sweep_chart_svg(const std::vector<SweepPoint>& points) {
     std::vector<size_t> sorted = indices;
     std::sort(sorted.begin(), sorted.end(),
               [&](size_t a, size_t b) { return points[a].capacity < points[b].capacity; });
-    const double bound = points[sorted.front()].lower_bound;
+    // The certified bound (docs/bounds.md) as the second curve: it depends on the capacity (what may stay in
+    // fast memory) and the bandwidth; no schedule lies below it.
+    std::string bound_path;
+    for (size_t i : sorted)
+      bound_path += (bound_path.empty() ? "" : " ") + std::to_string(x(points[i].capacity)) + "," +
+                    std::to_string(y(std::max(points[i].certified_bound, points[i].lower_bound)));
     svg << "<g class=\"bandwidth\" data-bandwidth=\"" << format_number(bandwidth) << "\">\n"
-        << "<line class=\"lower-bound\" x1=\"" << left << "\" y1=\"" << y(bound) << "\" x2=\""
-        << width - right << "\" y2=\"" << y(bound) << "\" stroke=\"" << c
-        << "\" stroke-dasharray=\"5,4\"><title>lower bound at "
-        << "bandwidth " << format_number(bandwidth) << ": " << format_number(bound) << "</title></line>\n";
+        << "<polyline class=\"lower-bound\" fill=\"none\" stroke=\"" << c
+        << "\" stroke-dasharray=\"5,4\" points=\"" << bound_path << "\"><title>certified bound at bandwidth "
+        << format_number(bandwidth) << "</title></polyline>\n";
     std::string path;
     for (size_t i : sorted)
       if (points[i].feasible)
@@ -117,7 +122,8 @@ std::string sweep_chart_svg(const std::vector<SweepPoint>& points) {
             << "</title></text>\n";
         continue;
       }
-      tip << "total " << format_number(p.total) << ", lower bound " << format_number(p.lower_bound)
+      tip << "total " << format_number(p.total) << ", certified bound " << format_number(p.certified_bound)
+          << " (within " << std::lround(proven_gap_percent(p.total, p.certified_bound)) << " % of optimal)"
           << ", compute-bound " << std::lround(100 * p.compute_bound_share) << " %, peak working set "
           << p.peak_working_set << (p.found_at == "here" ? "" : ", schedule found at " + p.found_at);
       const bool pareto = is_pareto(points, i);
@@ -137,7 +143,7 @@ std::string sweep_chart_svg(const std::vector<SweepPoint>& points) {
       << width - right + 45 << "\" y=\"" << ly + 4 << "\">Pareto point</text>\n<line x1=\""
       << width - right + 15 << "\" y1=\"" << ly + 20 << "\" x2=\"" << width - right + 40 << "\" y2=\""
       << ly + 20 << "\" stroke=\"gray\" stroke-dasharray=\"5,4\"/><text x=\"" << width - right + 45
-      << "\" y=\"" << ly + 24 << "\">lower bound</text>\n</svg>\n";
+      << "\" y=\"" << ly + 24 << "\">certified bound</text>\n</svg>\n";
   return svg.str();
 }
 
@@ -149,8 +155,8 @@ std::string sweep_html(const std::string& problem_name, const std::vector<SweepP
           "of a point with less of both re-priced here if that is cheaper (so no curve rises with more "
           "memory). Filled points are Pareto points; click a point for its schedule.</p>\n"
        << sweep_chart_svg(points)
-       << "<table class=\"grid\"><tr><th>capacity</th><th>bandwidth</th><th>total</th><th>lower "
-          "bound</th><th>gap</th>"
+       << "<table class=\"grid\"><tr><th>capacity</th><th>bandwidth</th><th>total</th><th>certified "
+          "bound</th><th>proven gap</th>"
           "<th>compute-bound</th><th>peak working set</th><th>solve s</th><th>schedule</th><th>found "
           "at</th></tr>\n";
   for (size_t i = 0; i < points.size(); ++i) {
@@ -158,11 +164,11 @@ std::string sweep_html(const std::string& problem_name, const std::vector<SweepP
     html << "<tr" << (is_pareto(points, i) ? " class=\"pareto\"" : "") << "><td>" << format_number(p.capacity)
          << "</td><td>" << format_number(p.bandwidth) << "</td>";
     if (p.feasible)
-      html << "<td>" << format_number(p.total) << "</td><td>" << format_number(p.lower_bound) << "</td><td>"
-           << std::lround(100 * (p.total / p.lower_bound - 1)) << " %</td><td>"
+      html << "<td>" << format_number(p.total) << "</td><td>" << format_number(p.certified_bound)
+           << "</td><td>" << std::lround(proven_gap_percent(p.total, p.certified_bound)) << " %</td><td>"
            << std::lround(100 * p.compute_bound_share) << " %</td><td>" << p.peak_working_set << "</td>";
     else
-      html << "<td>no valid schedule</td><td>" << format_number(p.lower_bound)
+      html << "<td>no valid schedule</td><td>" << format_number(p.certified_bound)
            << "</td><td></td><td></td><td></td>";
     html << "<td>" << format_number(std::round(p.solve_seconds * 100) / 100) << "</td><td>"
          << (p.schedule_file.empty() ? "" : "<a href=\"" + html_escape(p.schedule_file) + "\">json</a>")
@@ -188,7 +194,8 @@ void write_sweep(const std::string& dir, const std::string& problem_name,
         << (p.feasible ? "ok" : "infeasible") << "," << (p.feasible ? format_number(p.total) : "") << ","
         << format_number(p.lower_bound) << "," << (p.feasible ? format_number(p.compute_bound_share) : "")
         << "," << (p.feasible ? std::to_string(p.peak_working_set) : "") << ","
-        << format_number(p.solve_seconds) << "," << p.schedule_file << "," << p.found_at << "\n";
+        << format_number(p.solve_seconds) << "," << p.schedule_file << "," << p.found_at << ","
+        << format_number(p.certified_bound) << "\n";
   }
   write_file_atomic(dir + "/sweep.csv", csv.str());
   write_file_atomic(dir + "/sweep.html", sweep_html(problem_name, named));
