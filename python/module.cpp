@@ -10,6 +10,7 @@
 #include "sim/json_io.hpp"
 #include "sim/step_model.hpp"
 #include "solver/oracle.hpp"
+#include "traces/bound_report.hpp"
 #include "traces/report.hpp"
 
 // libsystemc.so (the replay engine) refers to sc_main; a Python process never calls it.
@@ -336,6 +337,21 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "lower_bound", [](const py::object& problem) { return as_problem(problem)->bound; }, py::arg("problem"),
       "No valid schedule of the problem is cheaper (rule book section 8).");
+  m.def(
+      "bound",
+      [](const py::object& problem, const std::string& matmul_compute, bool allow_supernative_k) {
+        const auto loaded = as_problem(problem);
+        const ModelOptions model = model_options(matmul_compute, allow_supernative_k);
+        CertifiedBound bound;
+        {
+          py::gil_scoped_release release;
+          bound = certified_bound(loaded->problem, loaded->graph, model);
+        }
+        return to_python(certified_bound_to_json(bound));
+      },
+      py::arg("problem"), py::arg("matmul_compute") = "full-k", py::arg("allow_supernative_k") = false,
+      "The certified lower bound on every schedule (docs/bounds.md), as `bound --json` prints it: bound, lambda, "
+      "compute, traffic, rule_book_bound and the terms (subject, rule, compute, traffic, reason).");
 
   py::class_<WorkingSetTerm>(m, "WorkingSetTerm", "One term of a working set (M20).")
       .def_property_readonly(

@@ -27,6 +27,7 @@ from ._core import (
     WorkingSet,
     WorkingSetTerm,
     best_subgraph,
+    bound,
     lower_bound,
     replay,
     solve,
