@@ -4,6 +4,7 @@
 
 #include <pybind11/pybind11.h>
 
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -30,6 +31,9 @@ struct LoadedProblem {
   LowerBound bound;
 
   std::unordered_map<std::vector<int>, std::shared_ptr<SubgraphQuery>, SubgraphKeyHash> structures;
+  // certified_bound(...).bound per (matmul compute, allow supernative k): a few milliseconds, asked for by
+  // every verify; computed once, with the GIL held.
+  std::map<std::pair<int, bool>, double> certified;
 };
 using ProblemHandle = std::shared_ptr<LoadedProblem>;
 

@@ -15,6 +15,7 @@
 #include "solver/search.hpp"
 #include "traces/replay_files.hpp"
 #include "traces/report.hpp"
+#include "verifier/bound.hpp"
 
 namespace mlsys::python {
 
@@ -329,6 +330,10 @@ void bind_schedules(py::module_& m) {
         options.strict = strict;
         options.max_walk_steps = max_steps;
         VerifyReport r{{}, problem->bound, options.model.matmul_compute};
+        const auto key = std::pair(static_cast<int>(options.model.matmul_compute), supernative);
+        if (!problem->certified.count(key))
+          problem->certified[key] = certified_bound(problem->problem, problem->graph, options.model).bound;
+        r.bound.certified = problem->certified[key];
         {
           py::gil_scoped_release release;
           r.report = verify_schedule(problem->problem, problem->graph, schedule->schedule, options);

@@ -164,16 +164,31 @@ BruteForceResult brute_force_optimum(const Problem& p, const Graph& g, const Mod
   return result;
 }
 
-Problem random_tiny_problem(std::mt19937& rng, int max_ops) {
-  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+namespace {
+
+// What both generators start from: a native granularity of 1 or 2 per side, and tensors added one by one.
+struct TinyProblem {
+  std::mt19937& rng;
   Problem p;
-  p.native_w = pick(1, 2);
-  p.native_h = pick(1, 2);
-  auto add_tensor = [&](int64_t rows, int64_t cols) {
+  explicit TinyProblem(std::mt19937& r) : rng(r) {
+    p.native_w = pick(1, 2);
+    p.native_h = pick(1, 2);
+  }
+  int pick(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); }
+  int add_tensor(int64_t rows, int64_t cols) {
     p.heights.push_back(rows);
     p.widths.push_back(cols);
     return static_cast<int>(p.widths.size()) - 1;
-  };
+  }
+};
+
+}  // namespace
+
+Problem random_tiny_problem(std::mt19937& rng, int max_ops) {
+  TinyProblem tiny(rng);
+  Problem& p = tiny.p;
+  auto pick = [&](int lo, int hi) { return tiny.pick(lo, hi); };
+  auto add_tensor = [&](int64_t rows, int64_t cols) { return tiny.add_tensor(rows, cols); };
   // Output sides keep every grid within 6 tiles at w = h = 1, so every traversal permutation is tried.
   auto side_pair = [&]() {
     static const std::pair<int, int> shapes[] = {{1, 2}, {2, 1}, {2, 2}, {1, 3},
@@ -220,22 +235,16 @@ Problem random_tiny_problem(std::mt19937& rng, int max_ops) {
     pool.push_back(out);
   }
   if (p.op_types.empty()) return random_tiny_problem(rng, max_ops);
-  // Remove tensors nobody reads or writes (unused new inputs cannot occur) and keep indices dense: none here.
   p.fast_memory_capacity = pick(4, 30);
   p.slow_memory_bandwidth = std::uniform_real_distribution<double>(0.5, 4.0)(rng);
   return p;
 }
 
 Problem random_matmul_chain(std::mt19937& rng, int max_ops) {
-  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-  Problem p;
-  p.native_w = pick(1, 2);
-  p.native_h = pick(1, 2);
-  auto add_tensor = [&](int64_t rows, int64_t cols) {
-    p.heights.push_back(rows);
-    p.widths.push_back(cols);
-    return static_cast<int>(p.widths.size()) - 1;
-  };
+  TinyProblem tiny(rng);
+  Problem& p = tiny.p;
+  auto pick = [&](int lo, int hi) { return tiny.pick(lo, hi); };
+  auto add_tensor = [&](int64_t rows, int64_t cols) { return tiny.add_tensor(rows, cols); };
   // Reductions deeper than n_k, outputs wider or taller than native, tensors larger than the fast memory:
   // the cases Theorems 1 and 2 of docs/bounds.md speak about.
   const int64_t native = std::max(p.native_w, p.native_h);

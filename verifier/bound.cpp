@@ -195,8 +195,10 @@ CertifiedBound certified_bound(const Problem& p, const Graph& g, const ModelOpti
           const int ya = p.outputs[a][0];
           const bool deep = options.matmul_compute == MatmulCompute::NativeK;
           const double depth = deep ? static_cast<double>(g.reduction_depth[a]) / n_w : 1.0;
-          // The head's output, unpadded, at base per native tile; the streamed side at n_k (M24).
-          const double unpadded = p.base_costs[a] * depth * static_cast<double>(p.heights[ya]) / n_h *
+          // The head's output once, unpadded, as a head pays for it (M24): base per native tile with the
+          // streamed side at n_k = n_w (the columns of an LHS link, the rows of an RHS link).
+          const double rows_per_tile = side == 0 ? n_h : n_w;
+          const double unpadded = p.base_costs[a] * depth * static_cast<double>(p.heights[ya]) / rows_per_tile *
                                   static_cast<double>(p.widths[ya]) / n_w;
           term.head = a;
           term.choice.head_base = op_floor[a];
