@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "sim/json_io.hpp"
@@ -205,6 +206,35 @@ TEST(BoundOnBenchmarks, NeverAboveTheSolversScheduleAndFastOnAll24) {
     EXPECT_LE(bound.bound, stats.best_cost * (1 + 1e-9)) << "benchmark " << i;
   }
   EXPECT_GE(tighter, 5);  // 1, 3, 7, 9 and 10 when this was written
+}
+
+}  // namespace
+}  // namespace mlsys
+
+namespace mlsys {
+namespace {
+
+TEST(BoundProgram, TheSolversProgressAndTheReportShowTheProvenGap) {
+  const std::string dir = test::temp_dir("bound-progress");
+  const std::string problem = test::source_path("benchmarks/mlsys-2026-3.json");
+  const test::CommandResult r = test::run_command(
+      MLSYS_SOLVER_BIN,
+      problem + " " + dir + "/s.json --timeout 1 --progress --json-stats " + dir + "/stats.json");
+  ASSERT_EQ(0, r.exit_code) << r.err;
+  EXPECT_NE(r.err.find("proven gap "), std::string::npos) << r.err;
+  const nlohmann::json stats = read_json_file(dir + "/stats.json");
+  const Problem p = load_problem(problem);
+  const double certified = certified_bound(p, analyze_graph(p, problem), ModelOptions{}).bound;
+  EXPECT_DOUBLE_EQ(certified, stats["certified_bound"].get<double>());
+  EXPECT_NEAR(100 * (stats["cost"].get<double>() / certified - 1), stats["proven_gap_percent"].get<double>(),
+              1e-9);
+  const test::CommandResult page =
+      test::run_command(MLSYS_REPORT_BIN, problem + " " + dir + "/s.json -o " + dir + "/r.html");
+  ASSERT_EQ(0, page.exit_code) << page.err;
+  std::ifstream in(dir + "/r.html");
+  const std::string html((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(html.find("id=\"certified\""), std::string::npos);
+  EXPECT_NE(html.find("% of optimal"), std::string::npos);
 }
 
 }  // namespace
