@@ -218,10 +218,10 @@ namespace {
 
 TEST(BoundOnBenchmarks, RulesOutTheUncappedValueOfBenchmark9) {
   // docs/solver.md: the published 20,411,920 (k above 128) is out of reach under the default rules. By hand
-  // (Theorem 1): each of the 16 MatMuls reduces over K = 1,024 > 128 and writes 1,024 rows, so its
-  // 1,024 x 4,096 weights are loaded at least 1,024 / 128 = 8 times; with the 1,024 x 1,024 graph input
+  // (Theorem 1): each of the 16 MatMuls reduces over K = 1,024 or 4,096 > 128 and writes 1,024 rows, so its
+  // 4,194,304-element weights are loaded at least 1,024 / 128 = 8 times; with the 1,024 x 1,024 graph input
   // loaded once and the output stored once, memory >= (16 * 8 * 4,194,304 + 2 * 1,048,576) / 25 =
-  // 21,558,722.56. With compute 22,425,600 above it, every lambda in [0, 1] gives at least that memory floor.
+  // 21,558,722.56. The bound takes the best lambda, so it is at least its value at lambda = 0: that floor.
   const std::string path = test::source_path("benchmarks/mlsys-2026-9.json");
   const Problem p = load_problem(path);
   const CertifiedBound bound = certified_bound(p, analyze_graph(p, path), ModelOptions{});
