@@ -286,4 +286,59 @@ Problem random_matmul_chain(std::mt19937& rng, int max_ops) {
   return p;
 }
 
+Problem random_link_pair(std::mt19937& rng) {
+  TinyProblem tiny(rng);
+  Problem& p = tiny.p;
+  auto pick = [&](int lo, int hi) { return tiny.pick(lo, hi); };
+  const int deep_min = static_cast<int>(std::max(p.native_w, p.native_h)) + 1;
+  // a: Y0 = X @ W1 (rows x cols), its output reaching b's LHS (side 0) or RHS (side 1). Every grid stays
+  // within 6 tiles at w = h = 1 so that the brute force tries every traversal.
+  const bool rhs_link = pick(0, 1) == 1;
+  int64_t K1, rows, cols, other;
+  do {
+    K1 = pick(deep_min, 3);
+    rows = rhs_link ? pick(deep_min, 3) : pick(1, 3);  // an RHS link's tail reduces over a's rows
+    cols = rhs_link ? pick(1, 3) : pick(deep_min, 3);  // an LHS link's tail reduces over a's columns
+    other = pick(1, 3);                                // the tail's other output side
+  } while (rows * cols > 6 || (rhs_link ? other * cols : rows * other) > 6);
+  const int X = tiny.add_tensor(rows, K1), W1 = tiny.add_tensor(K1, cols), Y0 = tiny.add_tensor(rows, cols);
+  p.inputs.push_back({X, W1});
+  p.outputs.push_back({Y0});
+  p.op_types.push_back(OpType::MatMul);
+  p.base_costs.push_back(pick(1, 30));
+  int Y = Y0;
+  if (pick(0, 1)) {  // a Pointwise op between them, sometimes with a second input
+    std::vector<int> ins{Y0};
+    if (pick(0, 2) == 0) ins.push_back(tiny.add_tensor(rows, cols));
+    Y = tiny.add_tensor(rows, cols);
+    p.inputs.push_back(ins);
+    p.outputs.push_back({Y});
+    p.op_types.push_back(OpType::Pointwise);
+    p.base_costs.push_back(pick(1, 10));
+  }
+  int Z;
+  if (rhs_link) {
+    const int V = tiny.add_tensor(other, rows);
+    Z = tiny.add_tensor(other, cols);
+    p.inputs.push_back({V, Y});
+  } else {
+    const int W2 = tiny.add_tensor(cols, other);
+    Z = tiny.add_tensor(rows, other);
+    p.inputs.push_back({Y, W2});
+  }
+  p.outputs.push_back({Z});
+  p.op_types.push_back(OpType::MatMul);
+  p.base_costs.push_back(pick(1, 30));
+  if (pick(0, 2) == 0) {  // an epilogue
+    const int out = tiny.add_tensor(p.heights[Z], p.widths[Z]);
+    p.inputs.push_back({Z});
+    p.outputs.push_back({out});
+    p.op_types.push_back(OpType::Pointwise);
+    p.base_costs.push_back(pick(1, 10));
+  }
+  p.fast_memory_capacity = pick(2, 8);
+  p.slow_memory_bandwidth = std::uniform_real_distribution<double>(0.25, 2.0)(rng);
+  return p;
+}
+
 }  // namespace mlsys::testing

@@ -33,4 +33,8 @@ Problem random_tiny_problem(std::mt19937& rng, int max_ops = 4);
 // whose tensors exceed the fast memory: the structures the bound's reload and recompute terms are about.
 Problem random_matmul_chain(std::mt19937& rng, int max_ops = 4);
 
+// Two MatMuls joined through an optional Pointwise op, the first one's output the second one's LHS or RHS,
+// every operand a graph input, reductions deeper than native: the head-and-tail pair of Theorem 3.
+Problem random_link_pair(std::mt19937& rng);
+
 }  // namespace mlsys::testing

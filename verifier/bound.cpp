@@ -26,6 +26,7 @@ std::string number(double v) {
 // Which links a MatMul can head: its output reaches another MatMul's LHS (or RHS) through Pointwise ops only.
 struct HeadRoles {
   bool lhs = false, rhs = false;
+  std::set<std::pair<int, int>> tails;  // (MatMul, input position) reached
 };
 
 HeadRoles head_roles(const Problem& p, const Graph& g, int op) {
@@ -38,6 +39,7 @@ HeadRoles head_roles(const Problem& p, const Graph& g, int op) {
     for (const Consumer& c : g.consumers[t]) {
       if (p.is_matmul(c.op)) {
         (c.position == 0 ? roles.lhs : roles.rhs) = true;
+        roles.tails.insert({c.op, c.position});
         continue;
       }
       for (int out : p.outputs[c.op])
@@ -71,18 +73,29 @@ std::set<int> link_heads(const Problem& p, const Graph& g, int t) {
 // subgraph (the head's compute again). The mixed schedules lie on the line between the two, except that
 // the head's compute already counted once in the base may absorb part of the recompute (the kink).
 struct Choice {
-  double load_traffic = 0;   // store + reloads, time units
-  double per_coverage = 0;   // the head's compute if the tail covered everything through the link
-  double head_base = 0;      // the head's base compute (already in the sum)
-  double head_unpadded = 0;  // the head's compute over its output once, unpadded
+  double load_traffic = 0;  // store + reloads, time units
+  double per_coverage = 0;  // the head's compute if the tail covered everything through the link
+  // Theorem 3 (docs/bounds.md), when the head can link to this tail only: the rows of the tensor that are
+  // stored come from runs where the head is no head, so its kept operand (the LHS for an LHS link) is
+  // reloaded there, f * kept_reloads in all, of which the base already counts kept_once; and the links make
+  // the head stream its other operand again for every tile, (1 - f) * streamed_again.
+  double kept_reloads = 0, kept_once = 0, streamed_again = 0;
+  double head_base = 0;  // the head's base compute (already in the sum)
+  // The head's output once, unpadded, as a MatMul that heads no link pays for it (M24: ceil(r / n_h) and
+  // ceil(c / n_w)). A head pays its streamed side at n_k = n_w instead, which is more per row than this when
+  // an RHS link's head has n_w < n_h: per_coverage is priced that way, this one must not be.
+  double own_unpadded = 0;
   // Fraction f of the tail's work done with the tensor loaded: traffic f * load, head compute at least
-  // max(base, (f + (1 - f) rho) * unpadded) (docs/bounds.md, Theorem 2). Convex in f: the least value is at
-  // f = 0, f = 1 or the kink. Returns the value at lambda and sets the compute and traffic it charges.
+  // max(base, f * own_unpadded + (1 - f) * per_coverage) (docs/bounds.md, Theorem 2). Convex in f: the least
+  // value is at f = 0, f = 1 or the kink. Returns the value at lambda and sets the compute and traffic it
+  // charges.
   double value(double lambda, double* compute, double* traffic) const {
     double best = INFINITY;
     auto at = [&](double f) {
-      const double head = std::max(head_base, f * head_unpadded + (1 - f) * per_coverage);
-      const double c = head - head_base, m = f * load_traffic;
+      const double head = std::max(head_base, f * own_unpadded + (1 - f) * per_coverage);
+      const double c = head - head_base;
+      const double m =
+          f * load_traffic + std::max(0.0, f * kept_reloads - kept_once) + (1 - f) * streamed_again;
       const double v = lambda * c + (1 - lambda) * m;
       if (v < best) {
         best = v;
@@ -92,10 +105,11 @@ struct Choice {
     };
     at(0);
     at(1);
-    if (per_coverage > head_unpadded) {
-      const double kink = (per_coverage - head_base) / (per_coverage - head_unpadded);
+    if (per_coverage > own_unpadded) {
+      const double kink = (per_coverage - head_base) / (per_coverage - own_unpadded);
       if (kink > 0 && kink < 1) at(kink);
     }
+    if (kept_reloads > kept_once) at(kept_once / kept_reloads);
     return best;
   }
 };
@@ -104,6 +118,7 @@ struct TensorTerm {
   int tensor = -1;
   double rho = 1;   // reloads forced on each element
   int reader = -1;  // the MatMul that forces them
+  int side = 0;     // the input position at which every reader reads it
   bool graph_input = false;
   int head = -1;  // the only MatMul that could make the tensor in its reader's subgraph, or -1
   Choice choice;
@@ -159,6 +174,7 @@ CertifiedBound certified_bound(const Problem& p, const Graph& g, const ModelOpti
       if (!g.is_graph_input[t] && static_cast<double>(p.size(t)) <= p.fast_memory_capacity) continue;
       TensorTerm term;
       term.tensor = t;
+      term.side = side;
       term.graph_input = g.is_graph_input[t];
       for (const Consumer& c : g.consumers[t]) {
         const int o = c.op;
@@ -196,17 +212,37 @@ CertifiedBound certified_bound(const Problem& p, const Graph& g, const ModelOpti
           const bool deep = options.matmul_compute == MatmulCompute::NativeK;
           const double depth = deep ? static_cast<double>(g.reduction_depth[a]) / n_w : 1.0;
           // The head's output once, unpadded, as a head pays for it (M24): base per native tile with the
-          // streamed side at n_k = n_w (the columns of an LHS link, the rows of an RHS link).
-          const double rows_per_tile = side == 0 ? n_h : n_w;
-          const double unpadded = p.base_costs[a] * depth * static_cast<double>(p.heights[ya]) / rows_per_tile *
-                                  static_cast<double>(p.widths[ya]) / n_w;
+          // streamed side at n_k = n_w (the columns of an LHS link, the rows of an RHS link); and as a
+          // MatMul that heads nothing pays for it.
+          const double rows = static_cast<double>(p.heights[ya]), cols = static_cast<double>(p.widths[ya]);
+          const double as_head = p.base_costs[a] * depth * rows / (side == 0 ? n_h : n_w) * cols / n_w;
           term.head = a;
           term.choice.head_base = op_floor[a];
-          term.choice.head_unpadded = unpadded;
-          term.choice.per_coverage = term.rho * unpadded;
+          term.choice.own_unpadded = p.base_costs[a] * depth * rows / n_h * cols / n_w;
+          term.choice.per_coverage = term.rho * as_head;
         }
       }
       tensor_terms.push_back(term);
+    }
+    // Theorem 3: a head that can link to one tail only pays for its own operands on both sides of the choice.
+    for (TensorTerm& term : tensor_terms) {
+      if (term.head < 0) continue;
+      const int a = term.head;
+      if (head_roles(p, g, a).tails != std::set<std::pair<int, int>>{{term.reader, term.side}}) continue;
+      const int kept = p.inputs[a][term.side], streamed = p.inputs[a][1 - term.side];
+      if (kept == streamed) continue;
+      const int ya = p.outputs[a][0];
+      const double Ka = static_cast<double>(g.reduction_depth[a]);
+      if (g.is_graph_input[kept] && g.consumers[kept].size() == 1 && Ka > n_w && Ka > n_h) {
+        const double rho_kept = term.side == 0 ? static_cast<double>(p.widths[ya]) / n_w
+                                               : static_cast<double>(p.heights[ya]) / n_h;
+        term.choice.kept_once = static_cast<double>(p.size(kept)) / B;
+        term.choice.kept_reloads = rho_kept * term.choice.kept_once;
+      }
+      if (g.consumers[streamed].size() != 1) continue;
+      for (const TensorTerm& other : tensor_terms)
+        if (other.tensor == streamed && other.head < 0 && other.reader == a)
+          term.choice.streamed_again = (term.rho - 1) * other.rho * static_cast<double>(p.size(streamed)) / B;
     }
   }
 
@@ -267,13 +303,24 @@ CertifiedBound certified_bound(const Problem& p, const Graph& g, const ModelOpti
            reload + (term.graph_input ? ", beyond the once counted above" : ", after one store")});
       continue;
     }
-    const double full_link = std::max(0.0, term.choice.per_coverage - term.choice.head_base);
+    const Choice& choice = term.choice;
+    const double full_link = std::max(0.0, choice.per_coverage - choice.head_base);
+    const std::string head = "op " + std::to_string(term.head);
+    const std::string kept = choice.kept_reloads > 0
+                                 ? ", and " + head + ", no head then, loads its kept operand " +
+                                       number(choice.kept_reloads / choice.kept_once) + " times (" +
+                                       number(choice.kept_reloads - choice.kept_once) + " more)"
+                                 : "";
+    const std::string streamed = choice.streamed_again > 0 ? " and streams its other operand again (" +
+                                                                 number(choice.streamed_again) + ")"
+                                                           : "";
     out.terms.push_back(
         {t, "M12 M21 M22 M24", charge.compute, charge.traffic,
-         "either " + reload + ", after one store (" + number(term.choice.load_traffic) +
-             " of traffic), or it is made in the subgraph of op " + std::to_string(term.reader) +
-             " by a link whose head op " + std::to_string(term.head) + " computes again for every tile (" +
-             number(full_link) + " of compute), or a mix (Theorem 2); charged at the cheapest for lambda"});
+         "either " + reload + ", after one store (" + number(choice.load_traffic) + " of traffic)" + kept +
+             ", or it is made in the subgraph of op " + std::to_string(term.reader) +
+             " by a link whose head " + head + " computes again for every tile (" + number(full_link) +
+             " of compute)" + streamed + ", or a mix (Theorem " +
+             (kept.empty() && streamed.empty() ? "2" : "2, 3") + "); charged at the cheapest for lambda"});
   }
   out.bound = std::max(out.bound, out.rule_book);
   return out;
