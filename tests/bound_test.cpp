@@ -221,6 +221,43 @@ TEST(BoundOnBenchmarks, NeverAboveTheSolversScheduleAndFastOnAll24) {
 namespace mlsys {
 namespace {
 
+TEST(BoundOnBenchmarks, Theorem3PricesTheLinkOfBenchmark3) {
+  // docs/bounds.md, Theorem 3. Benchmark 3: T3 = T0 @ T1, T4 = P(T3), T5 = T4 @ T2, T6 = P(T5); every tensor
+  // 256 x 256 (65,536 elements, 6,553.6 time units at bandwidth 10), capacity 30,000, native 128. By hand at
+  // lambda = 0: T0, T1, T2 loaded and T6 stored once (4 units); T1 and T2 each loaded M / n_h = 2 times
+  // (Theorem 1: 2 more); T4 either stored and loaded 1 + N / n_w = 3 times with op 0 loading T0 twice (4
+  // more) or made by linking op 0 to op 2, which streams T1 again for every tile column: (2 - 1) * 2 = 2
+  // more. The cheaper is 2: 8 units in all, 52,428.8, the traffic of the all-linked schedule on four 128 x
+  // 128 tiles.
+  const std::string path = test::source_path("benchmarks/mlsys-2026-3.json");
+  const Problem p = load_problem(path);
+  const CertifiedBound bound = certified_bound(p, analyze_graph(p, path), ModelOptions{});
+  EXPECT_NEAR(bound.bound, 8 * 6553.6, 1e-6);
+  EXPECT_EQ(bound.lambda, 0.0);
+  bool theorem3 = false;
+  for (const BoundTerm& term : bound.terms)
+    if (term.subject == "tensor 4") {
+      theorem3 = term.reason.find("Theorem 2, 3") != std::string::npos;
+      EXPECT_NEAR(term.traffic, 2 * 6553.6, 1e-6);
+    }
+  EXPECT_TRUE(theorem3);
+}
+
+TEST(CertifiedBound, AnRHSLinksHeadIsPricedAsNoHeadWhereItStores) {
+  // Found by the head-and-tail generator: native [1, 2], so an RHS link's head pays its rows at n_k = n_w = 1
+  // per native tile while a MatMul that heads nothing pays ceil(r / 2). Pricing the stored share like a head
+  // put the bound at 216, above the exact optimum (198.1).
+  const Problem p = parse_problem(nlohmann::json::parse(R"({"base_costs": [10.0, 30.0, 9.0],
+      "fast_memory_capacity": 5.0, "heights": [3, 3, 3, 3, 3, 3], "inputs": [[0, 1], [3, 2], [4]],
+      "native_granularity": [1, 2], "op_types": ["MatMul", "MatMul", "Pointwise"], "outputs": [[2], [4], [5]],
+      "slow_memory_bandwidth": 1.1393969206610666, "widths": [3, 2, 2, 3, 2, 2]})"),
+                                  "rhs-link");
+  const Graph g = analyze_graph(p, "rhs-link");
+  const testing::BruteForceResult exact = testing::brute_force_optimum(p, g, ModelOptions{});
+  ASSERT_TRUE(exact.feasible && exact.exhaustive);
+  EXPECT_LE(certified_bound(p, g, ModelOptions{}).bound, exact.optimum * (1 + 1e-9));
+}
+
 TEST(BoundOnBenchmarks, RulesOutTheUncappedValueOfBenchmark9) {
   // docs/solver.md: the published 20,411,920 (k above 128) is out of reach under the default rules. By hand
   // (Theorem 1): each of the 16 MatMuls reduces over K = 1,024 or 4,096 > 128 and writes 1,024 rows, so its
