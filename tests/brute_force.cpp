@@ -329,6 +329,15 @@ Problem random_link_pair(std::mt19937& rng) {
   p.outputs.push_back({Z});
   p.op_types.push_back(OpType::MatMul);
   p.base_costs.push_back(pick(1, 30));
+  // A Pointwise op that reads one of the head's operands and reaches no MatMul (its grid within 6 tiles too).
+  const int read = pick(0, 1) ? X : W1;
+  if (pick(0, 2) == 0 && p.heights[read] * p.widths[read] <= 6) {
+    const int out = tiny.add_tensor(p.heights[read], p.widths[read]);
+    p.inputs.push_back({read});
+    p.outputs.push_back({out});
+    p.op_types.push_back(OpType::Pointwise);
+    p.base_costs.push_back(pick(1, 10));
+  }
   if (pick(0, 2) == 0) {  // an epilogue
     const int out = tiny.add_tensor(p.heights[Z], p.widths[Z]);
     p.inputs.push_back({Z});

@@ -75,6 +75,7 @@ std::set<int> link_heads(const Problem& p, const Graph& g, int t) {
 struct Choice {
   double load_traffic = 0;  // store + reloads, time units
   double per_coverage = 0;  // the head's compute if the tail covered everything through the link
+  bool link_fits = true;    // some tile of a linked run fits the fast memory (Theorem 4)
   // Theorem 3 (docs/bounds.md), when the head can link to this tail only: the rows of the tensor that are
   // stored come from runs where the head is no head, so its kept operand (the LHS for an LHS link) is
   // reloaded there, f * kept_reloads in all, of which the base already counts kept_once; and the links make
@@ -103,8 +104,9 @@ struct Choice {
         *traffic = m;
       }
     };
-    at(0);
     at(1);
+    if (!link_fits) return best;
+    at(0);
     if (per_coverage > own_unpadded) {
       const double kink = (per_coverage - head_base) / (per_coverage - own_unpadded);
       if (kink > 0 && kink < 1) at(kink);
@@ -120,9 +122,38 @@ struct TensorTerm {
   int reader = -1;  // the MatMul that forces them
   int side = 0;     // the input position at which every reader reads it
   bool graph_input = false;
-  int head = -1;  // the only MatMul that could make the tensor in its reader's subgraph, or -1
+  int head = -1;            // the only MatMul that could make the tensor in its reader's subgraph, or -1
+  double linked_tiles = 0;  // tiles of a run that links the head to the reader over all of its output
   Choice choice;
 };
+
+// Theorem 4 (docs/bounds.md): the largest tile `h x w` of a run where MatMul `a` heads a link into `b`'s
+// input `side` that fits the fast memory with what is surely in it at the first k-step: the head's kept
+// operand strip
+// (`h x K_a` for an LHS link), one column of its streamed operand (`K_a`), one k-row of the tail's other
+// operand
+// (`w` for an LHS link), each counted only when it is a graph input (so a slice, M19), and the tail's partial
+// sum tile (`h x w`, M20 C or D). 0 if not even `1 x 1` fits.
+double largest_linked_tile(const Problem& p, const Graph& g, int a, int b, int side) {
+  const int kept = p.inputs[a][side], streamed = p.inputs[a][1 - side], other = p.inputs[b][1 - side];
+  const int yb = p.outputs[b][0];
+  const double h_max = std::min<double>(static_cast<double>(p.native_h), static_cast<double>(p.heights[yb]));
+  const double w_max = std::min<double>(static_cast<double>(p.native_w), static_cast<double>(p.widths[yb]));
+  if (kept == streamed || kept == other || streamed == other || h_max > (1 << 20)) return h_max * w_max;
+  const double Ka = static_cast<double>(g.reduction_depth[a]), cap = p.fast_memory_capacity;
+  const double strip = g.is_graph_input[kept] ? Ka : 0;
+  const double column = g.is_graph_input[streamed] ? Ka : 0;
+  const double row = g.is_graph_input[other] ? 1 : 0;
+  double best = 0;
+  for (double h = 1; h <= h_max; ++h) {
+    // LHS link: strip * h + column + row * w + h * w <= cap; RHS link: strip * w + column + row * h + h * w.
+    const double fixed = side == 0 ? strip * h + column : column + row * h;
+    const double per_w = side == 0 ? row + h : strip + h;
+    const double w = std::min(w_max, std::floor((cap - fixed) / per_w));
+    if (w >= 1) best = std::max(best, h * w);
+  }
+  return best;
+}
 
 }  // namespace
 
@@ -215,11 +246,17 @@ CertifiedBound certified_bound(const Problem& p, const Graph& g, const ModelOpti
           // streamed side at n_k = n_w (the columns of an LHS link, the rows of an RHS link); and as a
           // MatMul that heads nothing pays for it.
           const double rows = static_cast<double>(p.heights[ya]), cols = static_cast<double>(p.widths[ya]);
-          const double as_head = p.base_costs[a] * depth * rows / (side == 0 ? n_h : n_w) * cols / n_w;
           term.head = a;
           term.choice.head_base = op_floor[a];
           term.choice.own_unpadded = p.base_costs[a] * depth * rows / n_h * cols / n_w;
-          term.choice.per_coverage = term.rho * as_head;
+          // Every tile of a linked run makes the head compute its output across the streamed side, at least
+          // one native tile's worth of rows (M24's ceil), and tiles are no larger than the largest that fits.
+          const int yb = p.outputs[term.reader][0];
+          const double tile = largest_linked_tile(p, g, a, term.reader, side);
+          term.choice.link_fits = tile > 0;
+          term.linked_tiles = tile > 0 ? static_cast<double>(p.size(yb)) / tile : 0;
+          term.choice.per_coverage =
+              term.linked_tiles * p.base_costs[a] * depth * (side == 0 ? cols : rows) / n_w;
         }
       }
       tensor_terms.push_back(term);
@@ -242,7 +279,8 @@ CertifiedBound certified_bound(const Problem& p, const Graph& g, const ModelOpti
       if (g.consumers[streamed].size() != 1) continue;
       for (const TensorTerm& other : tensor_terms)
         if (other.tensor == streamed && other.head < 0 && other.reader == a)
-          term.choice.streamed_again = (term.rho - 1) * other.rho * static_cast<double>(p.size(streamed)) / B;
+          term.choice.streamed_again =
+              std::max(0.0, term.linked_tiles - other.rho) * static_cast<double>(p.size(streamed)) / B;
     }
   }
 
@@ -314,13 +352,18 @@ CertifiedBound certified_bound(const Problem& p, const Graph& g, const ModelOpti
     const std::string streamed = choice.streamed_again > 0 ? " and streams its other operand again (" +
                                                                  number(choice.streamed_again) + ")"
                                                            : "";
-    out.terms.push_back(
-        {t, "M12 M21 M22 M24", charge.compute, charge.traffic,
-         "either " + reload + ", after one store (" + number(choice.load_traffic) + " of traffic)" + kept +
-             ", or it is made in the subgraph of op " + std::to_string(term.reader) +
-             " by a link whose head " + head + " computes again for every tile (" + number(full_link) +
-             " of compute)" + streamed + ", or a mix (Theorem " +
-             (kept.empty() && streamed.empty() ? "2" : "2, 3") + "); charged at the cheapest for lambda"});
+    const std::string theorems = std::string(kept.empty() && streamed.empty() ? "2" : "2, 3") + ", 4";
+    const std::string link =
+        choice.link_fits ? ", or it is made in the subgraph of op " + std::to_string(term.reader) +
+                               " by a link whose head " + head + " computes again for every tile, at least " +
+                               number(term.linked_tiles) + " tiles as large as the fast memory allows (" +
+                               number(full_link) + " of compute)" + streamed + ", or a mix (Theorem " +
+                               theorems + "); charged at the cheapest for lambda"
+                         : "; no tile of a link from " + head +
+                               " fits the fast memory beside the head's operands (Theorem " + theorems + ")";
+    out.terms.push_back({t, "M12 M20 M21 M22 M24", charge.compute, charge.traffic,
+                         "either " + reload + ", after one store (" + number(choice.load_traffic) +
+                             " of traffic)" + kept + link});
   }
   out.bound = std::max(out.bound, out.rule_book);
   return out;
