@@ -38,12 +38,13 @@ TEST(CertifiedBound, NeverAboveTheExactOptimumOfRandomTinyProblems) {
   const char* seed_env = std::getenv("MLSYS_BOUND_SEED");
   const int trials = trials_env ? std::atoi(trials_env) : 2000;
   std::mt19937 rng(seed_env ? static_cast<unsigned>(std::atol(seed_env)) : 20261124u);
-  int checked = 0, tighter = 0, infeasible = 0, with_choice = 0, with_theorem3 = 0, tight = 0;
+  int checked = 0, tighter = 0, infeasible = 0, with_choice = 0, with_theorem3 = 0, with_theorem5 = 0,
+      tight = 0;
   while (checked < trials) {
-    const int kind = checked % 3;
+    const int kind = checked % 4;
     const Problem p = kind == 0   ? testing::random_matmul_chain(rng, 4)
                       : kind == 1 ? testing::random_tiny_problem(rng, 4)
-                                  : testing::random_link_pair(rng);
+                                  : testing::random_link_pair(rng, kind == 3);
     const Graph g = analyze_graph(p, "tiny");
     const ModelOptions options;
     const testing::BruteForceResult exact = testing::brute_force_optimum(p, g, options);
@@ -69,6 +70,7 @@ TEST(CertifiedBound, NeverAboveTheExactOptimumOfRandomTinyProblems) {
       if (term.reason.find("Theorem 2") != std::string::npos) {
         ++with_choice;
         if (term.reason.find("Theorem 2, 3") != std::string::npos) ++with_theorem3;
+        if (term.reason.find(", 5)") != std::string::npos) ++with_theorem5;
         break;
       }
     if (bound.bound >= exact.optimum * (1 - 1e-9)) ++tight;
@@ -78,11 +80,12 @@ TEST(CertifiedBound, NeverAboveTheExactOptimumOfRandomTinyProblems) {
   EXPECT_GT(tighter, checked / 20) << "of " << checked;
   EXPECT_GT(with_choice, checked / 100) << "of " << checked;
   EXPECT_GT(with_theorem3, checked / 200) << "of " << checked;
+  EXPECT_GT(with_theorem5, checked / 400) << "of " << checked;
   std::cout << "[ bound    ] " << checked << " tiny problems (and " << infeasible
             << " without a schedule): the "
             << "certified bound beat the rule book's on " << tighter << ", had a load-or-recompute term on "
-            << with_choice << " (with Theorem 3's operand terms on " << with_theorem3
-            << "), equalled the optimum on " << tight << "\n";
+            << with_choice << " (with Theorem 3's operand terms on " << with_theorem3 << ", Theorem 5's on "
+            << with_theorem5 << "), equalled the optimum on " << tight << "\n";
 }
 
 TEST(CertifiedBound, TightOnAHandDerivedMatMul) {

@@ -286,7 +286,7 @@ Problem random_matmul_chain(std::mt19937& rng, int max_ops) {
   return p;
 }
 
-Problem random_link_pair(std::mt19937& rng) {
+Problem random_link_pair(std::mt19937& rng, bool made_kept) {
   TinyProblem tiny(rng);
   Problem& p = tiny.p;
   auto pick = [&](int lo, int hi) { return tiny.pick(lo, hi); };
@@ -300,8 +300,28 @@ Problem random_link_pair(std::mt19937& rng) {
     rows = rhs_link ? pick(deep_min, 3) : pick(1, 3);  // an RHS link's tail reduces over a's rows
     cols = rhs_link ? pick(1, 3) : pick(deep_min, 3);  // an LHS link's tail reduces over a's columns
     other = pick(1, 3);                                // the tail's other output side
-  } while (rows * cols > 6 || (rhs_link ? other * cols : rows * other) > 6);
+  } while (rows * cols > 6 || (rhs_link ? other * cols : rows * other) > 6 ||
+           (made_kept && K1 * (rhs_link ? cols : rows) > 6));
   const int X = tiny.add_tensor(rows, K1), W1 = tiny.add_tensor(K1, cols), Y0 = tiny.add_tensor(rows, cols);
+  if (made_kept) {  // the head's kept operand (X for an LHS link, W1 for an RHS link) made by a MatMul a0
+    const int kept = rhs_link ? W1 : X;
+    const int64_t K0 = pick(deep_min, 3);
+    const int64_t kept_rows = p.heights[kept], kept_cols = p.widths[kept];
+    const int A0 = tiny.add_tensor(kept_rows, K0), B0 = tiny.add_tensor(K0, kept_cols);
+    int made = kept;
+    const bool between = pick(0, 1) == 1;  // a Pointwise op between a0 and the head
+    if (between) made = tiny.add_tensor(kept_rows, kept_cols);
+    p.inputs.push_back({A0, B0});
+    p.outputs.push_back({made});
+    p.op_types.push_back(OpType::MatMul);
+    p.base_costs.push_back(pick(1, 30));
+    if (between) {
+      p.inputs.push_back({made});
+      p.outputs.push_back({kept});
+      p.op_types.push_back(OpType::Pointwise);
+      p.base_costs.push_back(pick(1, 10));
+    }
+  }
   p.inputs.push_back({X, W1});
   p.outputs.push_back({Y0});
   p.op_types.push_back(OpType::MatMul);
@@ -331,7 +351,7 @@ Problem random_link_pair(std::mt19937& rng) {
   p.base_costs.push_back(pick(1, 30));
   // A Pointwise op that reads one of the head's operands and reaches no MatMul (its grid within 6 tiles too).
   const int read = pick(0, 1) ? X : W1;
-  if (pick(0, 2) == 0 && p.heights[read] * p.widths[read] <= 6) {
+  if (pick(0, 2) == 0 && p.heights[read] * p.widths[read] <= 6 && p.num_ops() < 5) {
     const int out = tiny.add_tensor(p.heights[read], p.widths[read]);
     p.inputs.push_back({read});
     p.outputs.push_back({out});

@@ -34,7 +34,8 @@ Problem random_tiny_problem(std::mt19937& rng, int max_ops = 4);
 Problem random_matmul_chain(std::mt19937& rng, int max_ops = 4);
 
 // Two MatMuls joined through an optional Pointwise op, the first one's output the second one's LHS or RHS,
-// every operand a graph input, reductions deeper than native: the head-and-tail pair of Theorem 3.
-Problem random_link_pair(std::mt19937& rng);
+// reductions deeper than native: the head-and-tail pair of Theorems 2-4. Every operand is a graph input, or
+// with `made_kept` the head's kept operand is made by a third MatMul (Theorem 5's chain).
+Problem random_link_pair(std::mt19937& rng, bool made_kept = false);
 
 }  // namespace mlsys::testing

@@ -81,6 +81,10 @@ struct Choice {
   // reloaded there, f * kept_reloads in all, of which the base already counts kept_once; and the links make
   // the head stream its other operand again for every tile, (1 - f) * streamed_again.
   double kept_reloads = 0, kept_once = 0, streamed_again = 0;
+  // Theorem 5: when the kept operand is itself made by a MatMul (an intermediate read by the head alone), the
+  // share f of the head's work done where it is no head pays, beyond nested_from, nested_per for it: stored
+  // and reloaded, or linked from its own producer at the cost of streaming that one's operand per tile.
+  double nested_per = 0, nested_from = 0;
   double head_base = 0;  // the head's base compute (already in the sum)
   // The head's output once, unpadded, as a MatMul that heads no link pays for it (M24: ceil(r / n_h) and
   // ceil(c / n_w)). A head pays its streamed side at n_k = n_w instead, which is more per row than this when
@@ -95,8 +99,8 @@ struct Choice {
     auto at = [&](double f) {
       const double head = std::max(head_base, f * own_unpadded + (1 - f) * per_coverage);
       const double c = head - head_base;
-      const double m =
-          f * load_traffic + std::max(0.0, f * kept_reloads - kept_once) + (1 - f) * streamed_again;
+      const double m = f * load_traffic + std::max(0.0, f * kept_reloads - kept_once) +
+                       (1 - f) * streamed_again + std::max(0.0, f - nested_from) * nested_per;
       const double v = lambda * c + (1 - lambda) * m;
       if (v < best) {
         best = v;
@@ -112,6 +116,7 @@ struct Choice {
       if (kink > 0 && kink < 1) at(kink);
     }
     if (kept_reloads > kept_once) at(kept_once / kept_reloads);
+    if (nested_per > 0 && nested_from > 0 && nested_from < 1) at(nested_from);
     return best;
   }
 };
@@ -261,6 +266,13 @@ CertifiedBound certified_bound(const Problem& p, const Graph& g, const ModelOpti
       }
       tensor_terms.push_back(term);
     }
+    // A head's streamed operand read by it alone and reloaded by Theorem 1 for it: how many times (0 if not).
+    auto streamed_rho = [&](int tensor, int head) {
+      if (g.consumers[tensor].size() != 1) return 0.0;
+      for (const TensorTerm& other : tensor_terms)
+        if (other.tensor == tensor && other.head < 0 && other.reader == head) return other.rho;
+      return 0.0;
+    };
     // Theorem 3: a head that can link to one tail only pays for its own operands on both sides of the choice.
     for (TensorTerm& term : tensor_terms) {
       if (term.head < 0) continue;
@@ -270,17 +282,40 @@ CertifiedBound certified_bound(const Problem& p, const Graph& g, const ModelOpti
       if (kept == streamed) continue;
       const int ya = p.outputs[a][0];
       const double Ka = static_cast<double>(g.reduction_depth[a]);
-      if (g.is_graph_input[kept] && g.consumers[kept].size() == 1 && Ka > n_w && Ka > n_h) {
-        const double rho_kept = term.side == 0 ? static_cast<double>(p.widths[ya]) / n_w
-                                               : static_cast<double>(p.heights[ya]) / n_h;
-        term.choice.kept_once = static_cast<double>(p.size(kept)) / B;
-        term.choice.kept_reloads = rho_kept * term.choice.kept_once;
+      const double rho_kept =
+          term.side == 0 ? static_cast<double>(p.widths[ya]) / n_w : static_cast<double>(p.heights[ya]) / n_h;
+      const double kept_size = static_cast<double>(p.size(kept)) / B;
+      if (g.consumers[kept].size() == 1 && Ka > n_w && Ka > n_h) {
+        if (g.is_graph_input[kept]) {
+          term.choice.kept_once = kept_size;
+          term.choice.kept_reloads = rho_kept * kept_size;
+        } else if (kept_size * B > p.fast_memory_capacity) {
+          // Theorem 5: made by one MatMul a0 that can link to a only; stored and reloaded where a is no
+          // head, or linked from a0, whose tiles stream a0's other operand (Theorem 4's count).
+          const std::set<int> heads0 = link_heads(p, g, kept);
+          const int a0 = heads0.size() == 1 ? *heads0.begin() : -1;
+          if (a0 >= 0 && head_roles(p, g, a0).tails == std::set<std::pair<int, int>>{{a, term.side}}) {
+            const double store_and_reload = (1 + rho_kept) * kept_size;
+            const double tile = largest_linked_tile(p, g, a0, a, term.side);
+            if (tile <= 0) {
+              term.choice.nested_per = store_and_reload;
+            } else {
+              const double tiles = static_cast<double>(p.size(ya)) / tile;
+              const int streamed0 = p.inputs[a0][1 - term.side];
+              const double rho0 = streamed_rho(streamed0, a0);
+              if (rho0 > 0 && streamed0 != kept) {
+                term.choice.nested_from = rho0 / tiles;
+                term.choice.nested_per =
+                    std::min(store_and_reload, tiles * static_cast<double>(p.size(streamed0)) / B);
+              }
+            }
+          }
+        }
       }
-      if (g.consumers[streamed].size() != 1) continue;
-      for (const TensorTerm& other : tensor_terms)
-        if (other.tensor == streamed && other.head < 0 && other.reader == a)
-          term.choice.streamed_again =
-              std::max(0.0, term.linked_tiles - other.rho) * static_cast<double>(p.size(streamed)) / B;
+      const double rho = streamed_rho(streamed, a);
+      if (rho > 0)
+        term.choice.streamed_again =
+            std::max(0.0, term.linked_tiles - rho) * static_cast<double>(p.size(streamed)) / B;
     }
   }
 
@@ -349,10 +384,18 @@ CertifiedBound certified_bound(const Problem& p, const Graph& g, const ModelOpti
                                        number(choice.kept_reloads / choice.kept_once) + " times (" +
                                        number(choice.kept_reloads - choice.kept_once) + " more)"
                                  : "";
+    const std::string nested =
+        choice.nested_per > 0
+            ? ", and " + head +
+                  ", no head then, reads its kept operand, made by another MatMul, stored and reloaded " +
+                  "or linked from that one (" + number(choice.nested_per) +
+                  " for all of it, beyond a share " + number(choice.nested_from) + ")"
+            : "";
     const std::string streamed = choice.streamed_again > 0 ? " and streams its other operand again (" +
                                                                  number(choice.streamed_again) + ")"
                                                            : "";
-    const std::string theorems = std::string(kept.empty() && streamed.empty() ? "2" : "2, 3") + ", 4";
+    const std::string theorems =
+        std::string(kept.empty() && streamed.empty() ? "2" : "2, 3") + ", 4" + (nested.empty() ? "" : ", 5");
     const std::string link =
         choice.link_fits ? ", or it is made in the subgraph of op " + std::to_string(term.reader) +
                                " by a link whose head " + head + " computes again for every tile, at least " +
@@ -363,7 +406,7 @@ CertifiedBound certified_bound(const Problem& p, const Graph& g, const ModelOpti
                                " fits the fast memory beside the head's operands (Theorem " + theorems + ")";
     out.terms.push_back({t, "M12 M20 M21 M22 M24", charge.compute, charge.traffic,
                          "either " + reload + ", after one store (" + number(choice.load_traffic) +
-                             " of traffic)" + kept + link});
+                             " of traffic)" + kept + nested + link});
   }
   out.bound = std::max(out.bound, out.rule_book);
   return out;
