@@ -252,6 +252,24 @@ TEST(BoundOnBenchmarks, Theorems3And4PriceTheLinkOfBenchmark3) {
   EXPECT_LT(proven_gap_percent(65536.0, bound.bound), 2.0);
 }
 
+TEST(BoundOnBenchmarks, Theorem5PricesTheMadeKeptOperandOfBenchmark1) {
+  // docs/bounds.md, Theorem 5. Benchmark 1: T4 = T0 @ T1, T5 = P(T4), T6 = T5 @ T2, T7 = T6 @ T3,
+  // T8 = P(T7, T0); 512 x 512 tensors (one unit = 262,144 / 20 = 13,107.2), capacity 60,000, native 128. By
+  // hand, at lambda = 0:
+  // * T0-T3 loaded and T8 stored once (5 units); T1, T2, T3 loaded 512 / 128 = 4 times (Theorem 1: 9 more).
+  // * T6 (op 3's LHS, head op 2): a link 2 -> 3 streams T2 on every tile, dearer than storing T6 and loading
+  //   it 4 times (5 units), so f = 1; then op 2 is no head, and its LHS T5 (made by op 0) is stored and
+  //   loaded 4 times (5 units) or linked from op 0, whose tiles keep h x 512 of T0, 512 of T1, w of T2 and h
+  //   x w: at most 92 x 128 (640 h + 640 <= 60,000), so 262,144 / 11,776 tiles each stream T1 (22.3 units).
+  //   The first 4 * 11,776 / 262,144 of the share ride on T1's counted loads; the rest pays the 5 units.
+  const std::string path = test::source_path("benchmarks/mlsys-2026-1.json");
+  const Problem p = load_problem(path);
+  const CertifiedBound bound = certified_bound(p, analyze_graph(p, path), ModelOptions{});
+  const double share = 1 - 4.0 * 11776 / 262144;
+  EXPECT_NEAR(bound.bound, (14 + 5 + 5 * share) * 13107.2, 1e-6);
+  EXPECT_EQ(bound.lambda, 0.0);
+}
+
 TEST(CertifiedBound, AnRHSLinksHeadIsPricedAsNoHeadWhereItStores) {
   // Found by the head-and-tail generator: native [1, 2], so an RHS link's head pays its rows at n_k = n_w = 1
   // per native tile while a MatMul that heads nothing pays ceil(r / 2). Pricing the stored share like a head
