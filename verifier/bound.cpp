@@ -23,49 +23,52 @@ std::string number(double v) {
   return buf;
 }
 
-// Which links a MatMul can head: its output reaches another MatMul's LHS (or RHS) through Pointwise ops only.
+// Which links an op's output can feed: the MatMul inputs it reaches through Pointwise ops only. Only whether
+// that is exactly one input matters, so at most two are kept.
 struct HeadRoles {
   bool lhs = false, rhs = false;
-  std::set<std::pair<int, int>> tails;  // (MatMul, input position) reached
+  std::set<std::pair<int, int>> tails;  // (MatMul, input position) reached; two means "two or more"
+  void add(std::pair<int, int> tail) {
+    if (tails.size() < 2) tails.insert(tail);
+  }
 };
 
-HeadRoles head_roles(const Problem& p, const Graph& g, int op) {
-  HeadRoles roles;
-  std::vector<int> stack(p.outputs[op].begin(), p.outputs[op].end());
-  std::set<int> seen(stack.begin(), stack.end());
-  while (!stack.empty()) {
-    const int t = stack.back();
-    stack.pop_back();
-    for (const Consumer& c : g.consumers[t]) {
-      if (p.is_matmul(c.op)) {
-        (c.position == 0 ? roles.lhs : roles.rhs) = true;
-        roles.tails.insert({c.op, c.position});
-        continue;
+// Every op's roles, consumers before producers, so that a long Pointwise chain is walked once, not once per
+// MatMul that feeds it (a hostile graph would make that quadratic).
+std::vector<HeadRoles> all_head_roles(const Problem& p, const Graph& g) {
+  std::vector<HeadRoles> roles(p.num_ops());
+  for (auto it = g.topological_order.rbegin(); it != g.topological_order.rend(); ++it) {
+    HeadRoles& r = roles[*it];
+    for (int t : p.outputs[*it])
+      for (const Consumer& c : g.consumers[t]) {
+        if (p.is_matmul(c.op)) {
+          (c.position == 0 ? r.lhs : r.rhs) = true;
+          r.add({c.op, c.position});
+          continue;
+        }
+        r.lhs |= roles[c.op].lhs;
+        r.rhs |= roles[c.op].rhs;
+        for (const auto& tail : roles[c.op].tails) r.add(tail);
       }
-      for (int out : p.outputs[c.op])
-        if (seen.insert(out).second) stack.push_back(out);
-    }
   }
   return roles;
 }
 
-// MatMuls from which tensor t is reachable through Pointwise ops only (t itself may be their output): the
-// possible heads of a link that would make t ephemeral in its reader's subgraph (M12).
-std::set<int> link_heads(const Problem& p, const Graph& g, int t) {
-  std::set<int> heads, seen{t};
-  std::vector<int> stack{t};
-  while (!stack.empty()) {
-    const int x = stack.back();
-    stack.pop_back();
-    const int producer = g.producer[x];
-    if (producer < 0) continue;
-    if (p.is_matmul(producer)) {
-      heads.insert(producer);
-      continue;
+// Per tensor, the MatMuls from which it is reachable through Pointwise ops only (it may be their output): the
+// possible heads of a link that would make it ephemeral in its reader's subgraph (M12). At most two are kept.
+std::vector<std::set<int>> all_link_heads(const Problem& p, const Graph& g) {
+  std::vector<std::set<int>> heads(p.num_tensors());
+  for (int op : g.topological_order)
+    for (int out : p.outputs[op]) {
+      std::set<int>& h = heads[out];
+      if (p.is_matmul(op)) {
+        h.insert(op);
+        continue;
+      }
+      for (int in : p.inputs[op])
+        for (int head : heads[in])
+          if (h.size() < 2) h.insert(head);
     }
-    for (int in : p.inputs[producer])
-      if (seen.insert(in).second) stack.push_back(in);
-  }
   return heads;
 }
 
@@ -133,18 +136,17 @@ struct TensorTerm {
 };
 
 // Theorem 4 (docs/bounds.md): the largest tile `h x w` of a run where MatMul `a` heads a link into `b`'s
-// input `side` that fits the fast memory with what is surely in it at the first k-step: the head's kept
-// operand strip
-// (`h x K_a` for an LHS link), one column of its streamed operand (`K_a`), one k-row of the tail's other
-// operand
-// (`w` for an LHS link), each counted only when it is a graph input (so a slice, M19), and the tail's partial
-// sum tile (`h x w`, M20 C or D). 0 if not even `1 x 1` fits.
+// input `side` that fits the fast memory beside what is surely in it at every step: the head's kept operand
+// strip (`h x K_a` for an LHS link), a k-range of its streamed operand (at least `K_a`) and of the tail's
+// other operand (at least `w` for an LHS link), each counted only when it is a graph input (so a slice, M19),
+// and the tail's partial sum tile (`h x w`, M20 C or D). 0 if not even `1 x 1` fits.
 double largest_linked_tile(const Problem& p, const Graph& g, int a, int b, int side) {
   const int kept = p.inputs[a][side], streamed = p.inputs[a][1 - side], other = p.inputs[b][1 - side];
   const int yb = p.outputs[b][0];
   const double h_max = std::min<double>(static_cast<double>(p.native_h), static_cast<double>(p.heights[yb]));
   const double w_max = std::min<double>(static_cast<double>(p.native_w), static_cast<double>(p.widths[yb]));
-  if (kept == streamed || kept == other || streamed == other || h_max > (1 << 20)) return h_max * w_max;
+  // Beyond 4,096 rows a tile the search would cost more than it could tell: native tiles then.
+  if (kept == streamed || kept == other || streamed == other || h_max > 4096) return h_max * w_max;
   const double Ka = static_cast<double>(g.reduction_depth[a]), cap = p.fast_memory_capacity;
   const double strip = g.is_graph_input[kept] ? Ka : 0;
   const double column = g.is_graph_input[streamed] ? Ka : 0;
@@ -197,6 +199,8 @@ CertifiedBound certified_bound(const Problem& p, const Graph& g, const ModelOpti
   // side.
   std::vector<TensorTerm> tensor_terms;
   if (!options.allow_supernative_k) {
+    const std::vector<HeadRoles> head_roles = all_head_roles(p, g);
+    const std::vector<std::set<int>> link_heads = all_link_heads(p, g);
     for (int t = 0; t < p.num_tensors(); ++t) {
       if (g.is_graph_output[t] || g.consumers[t].empty()) continue;
       const int side = g.consumers[t].front().position;
@@ -219,7 +223,7 @@ CertifiedBound certified_bound(const Problem& p, const Graph& g, const ModelOpti
         const double M = static_cast<double>(p.heights[y]), N = static_cast<double>(p.widths[y]);
         // A non-head run has nk > 1 (k <= n_k < K, M6), and a prologue cannot make the operand (M14).
         if (!(K > n_w && K > n_h)) continue;
-        const HeadRoles roles = head_roles(p, g, o);
+        const HeadRoles& roles = head_roles[o];
         double rho;
         if (side ==
             0) {  // LHS: reloaded once per tile column, unless o heads an LHS link (strip kept per row)
@@ -240,7 +244,7 @@ CertifiedBound certified_bound(const Problem& p, const Graph& g, const ModelOpti
         term.choice.load_traffic = (term.rho - 1) * size / B;
       } else {
         term.choice.load_traffic = (1 + term.rho) * size / B;  // stored once, loaded rho times
-        const std::set<int> heads = link_heads(p, g, t);
+        const std::set<int>& heads = link_heads[t];
         if (heads.size() > 1) continue;  // which head would pay is unknown: no term
         if (heads.size() == 1) {
           const int a = *heads.begin();
@@ -267,17 +271,19 @@ CertifiedBound certified_bound(const Problem& p, const Graph& g, const ModelOpti
       tensor_terms.push_back(term);
     }
     // A head's streamed operand read by it alone and reloaded by Theorem 1 for it: how many times (0 if not).
+    std::vector<int> reload_term(p.num_tensors(), -1);
+    for (size_t i = 0; i < tensor_terms.size(); ++i)
+      if (tensor_terms[i].head < 0) reload_term[tensor_terms[i].tensor] = static_cast<int>(i);
     auto streamed_rho = [&](int tensor, int head) {
-      if (g.consumers[tensor].size() != 1) return 0.0;
-      for (const TensorTerm& other : tensor_terms)
-        if (other.tensor == tensor && other.head < 0 && other.reader == head) return other.rho;
-      return 0.0;
+      const int i = reload_term[tensor];
+      if (g.consumers[tensor].size() != 1 || i < 0 || tensor_terms[i].reader != head) return 0.0;
+      return tensor_terms[i].rho;
     };
     // Theorem 3: a head that can link to one tail only pays for its own operands on both sides of the choice.
     for (TensorTerm& term : tensor_terms) {
       if (term.head < 0) continue;
       const int a = term.head;
-      if (head_roles(p, g, a).tails != std::set<std::pair<int, int>>{{term.reader, term.side}}) continue;
+      if (head_roles[a].tails != std::set<std::pair<int, int>>{{term.reader, term.side}}) continue;
       const int kept = p.inputs[a][term.side], streamed = p.inputs[a][1 - term.side];
       if (kept == streamed) continue;
       const int ya = p.outputs[a][0];
@@ -289,12 +295,13 @@ CertifiedBound certified_bound(const Problem& p, const Graph& g, const ModelOpti
         if (g.is_graph_input[kept]) {
           term.choice.kept_once = kept_size;
           term.choice.kept_reloads = rho_kept * kept_size;
-        } else if (kept_size * B > p.fast_memory_capacity) {
+        } else if (!g.is_graph_output[kept] && kept_size * B > p.fast_memory_capacity) {
+          // (A graph output's one store is in the base terms already.)
           // Theorem 5: made by one MatMul a0 that can link to a only; stored and reloaded where a is no
           // head, or linked from a0, whose tiles stream a0's other operand (Theorem 4's count).
-          const std::set<int> heads0 = link_heads(p, g, kept);
+          const std::set<int>& heads0 = link_heads[kept];
           const int a0 = heads0.size() == 1 ? *heads0.begin() : -1;
-          if (a0 >= 0 && head_roles(p, g, a0).tails == std::set<std::pair<int, int>>{{a, term.side}}) {
+          if (a0 >= 0 && head_roles[a0].tails == std::set<std::pair<int, int>>{{a, term.side}}) {
             const double store_and_reload = (1 + rho_kept) * kept_size;
             const double tile = largest_linked_tile(p, g, a0, a, term.side);
             if (tile <= 0) {
