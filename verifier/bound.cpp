@@ -162,6 +162,21 @@ double largest_linked_tile(const Problem& p, const Graph& g, int a, int b, int s
   return best;
 }
 
+// How many tiles a run that links `a` into `b` needs to cover all of `b`'s output (Theorem 4), or 0 when no
+// tile of that link fits the fast memory.
+double linked_tiles(const Problem& p, const Graph& g, int a, int b, int side) {
+  const double tile = largest_linked_tile(p, g, a, b, side);
+  return tile > 0 ? static_cast<double>(p.size(p.outputs[b][0])) / tile : 0;
+}
+
+// Theorem 1's reloads per element of MatMul o's operand on `side`, where o heads no link of that side: once
+// per tile column for the LHS (N / n_w), once per tile row for the RHS (M / n_h).
+double reloads_per_element(const Problem& p, int o, int side) {
+  const int y = p.outputs[o][0];
+  return side == 0 ? static_cast<double>(p.widths[y]) / static_cast<double>(p.native_w)
+                   : static_cast<double>(p.heights[y]) / static_cast<double>(p.native_h);
+}
+
 }  // namespace
 
 double proven_gap_percent(double cost, double bound) {
@@ -224,15 +239,10 @@ CertifiedBound certified_bound(const Problem& p, const Graph& g, const ModelOpti
         // A non-head run has nk > 1 (k <= n_k < K, M6), and a prologue cannot make the operand (M14).
         if (!(K > n_w && K > n_h)) continue;
         const HeadRoles& roles = head_roles[o];
-        double rho;
-        if (side ==
-            0) {  // LHS: reloaded once per tile column, unless o heads an LHS link (strip kept per row)
-          if (roles.lhs || (roles.rhs && !(M > n_w))) continue;
-          rho = N / n_w;
-        } else {
-          if (roles.rhs || (roles.lhs && !(N > n_w))) continue;
-          rho = M / n_h;
-        }
+        // Unless o heads a link of the operand's side (a head keeps that strip across a tile row or column).
+        if (side == 0 ? roles.lhs || (roles.rhs && !(M > n_w)) : roles.rhs || (roles.lhs && !(N > n_w)))
+          continue;
+        const double rho = reloads_per_element(p, o, side);
         if (rho > term.rho) {
           term.rho = rho;
           term.reader = o;
@@ -260,10 +270,8 @@ CertifiedBound certified_bound(const Problem& p, const Graph& g, const ModelOpti
           term.choice.own_unpadded = p.base_costs[a] * depth * rows / n_h * cols / n_w;
           // Every tile of a linked run makes the head compute its output across the streamed side, at least
           // one native tile's worth of rows (M24's ceil), and tiles are no larger than the largest that fits.
-          const int yb = p.outputs[term.reader][0];
-          const double tile = largest_linked_tile(p, g, a, term.reader, side);
-          term.choice.link_fits = tile > 0;
-          term.linked_tiles = tile > 0 ? static_cast<double>(p.size(yb)) / tile : 0;
+          term.linked_tiles = linked_tiles(p, g, a, term.reader, side);
+          term.choice.link_fits = term.linked_tiles > 0;
           term.choice.per_coverage =
               term.linked_tiles * p.base_costs[a] * depth * (side == 0 ? cols : rows) / n_w;
         }
@@ -286,28 +294,25 @@ CertifiedBound certified_bound(const Problem& p, const Graph& g, const ModelOpti
       if (head_roles[a].tails != std::set<std::pair<int, int>>{{term.reader, term.side}}) continue;
       const int kept = p.inputs[a][term.side], streamed = p.inputs[a][1 - term.side];
       if (kept == streamed) continue;
-      const int ya = p.outputs[a][0];
       const double Ka = static_cast<double>(g.reduction_depth[a]);
-      const double rho_kept =
-          term.side == 0 ? static_cast<double>(p.widths[ya]) / n_w : static_cast<double>(p.heights[ya]) / n_h;
+      const double rho_kept = reloads_per_element(p, a, term.side);
       const double kept_size = static_cast<double>(p.size(kept)) / B;
       if (g.consumers[kept].size() == 1 && Ka > n_w && Ka > n_h) {
         if (g.is_graph_input[kept]) {
           term.choice.kept_once = kept_size;
           term.choice.kept_reloads = rho_kept * kept_size;
         } else if (!g.is_graph_output[kept] && kept_size * B > p.fast_memory_capacity) {
-          // (A graph output's one store is in the base terms already.)
           // Theorem 5: made by one MatMul a0 that can link to a only; stored and reloaded where a is no
-          // head, or linked from a0, whose tiles stream a0's other operand (Theorem 4's count).
+          // head, or linked from a0, whose tiles stream a0's other operand (Theorem 4's count). A graph
+          // output is left out: its one store is a base term already.
           const std::set<int>& heads0 = link_heads[kept];
           const int a0 = heads0.size() == 1 ? *heads0.begin() : -1;
           if (a0 >= 0 && head_roles[a0].tails == std::set<std::pair<int, int>>{{a, term.side}}) {
             const double store_and_reload = (1 + rho_kept) * kept_size;
-            const double tile = largest_linked_tile(p, g, a0, a, term.side);
-            if (tile <= 0) {
+            const double tiles = linked_tiles(p, g, a0, a, term.side);
+            if (tiles <= 0) {
               term.choice.nested_per = store_and_reload;
             } else {
-              const double tiles = static_cast<double>(p.size(ya)) / tile;
               const int streamed0 = p.inputs[a0][1 - term.side];
               const double rho0 = streamed_rho(streamed0, a0);
               if (rho0 > 0 && streamed0 != kept) {
