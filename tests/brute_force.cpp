@@ -180,6 +180,12 @@ struct TinyProblem {
     p.widths.push_back(cols);
     return static_cast<int>(p.widths.size()) - 1;
   }
+  void add_op(OpType type, std::vector<int> inputs, int output, double base_cost) {
+    p.inputs.push_back(std::move(inputs));
+    p.outputs.push_back({output});
+    p.op_types.push_back(type);
+    p.base_costs.push_back(base_cost);
+  }
 };
 
 }  // namespace
@@ -214,9 +220,7 @@ Problem random_tiny_problem(std::mt19937& rng, int max_ops) {
       if (rhs < 0) rhs = add_tensor(K, pick(1, 6 / std::max<int64_t>(1, p.heights[a]) >= 3 ? 3 : 2));
       if (p.heights[a] * p.widths[rhs] > 6) rhs = add_tensor(K, 1);
       out = add_tensor(p.heights[a], p.widths[rhs]);
-      p.inputs.push_back({a, rhs});
-      p.op_types.push_back(OpType::MatMul);
-      p.base_costs.push_back(pick(1, 40));
+      tiny.add_op(OpType::MatMul, {a, rhs}, out, pick(1, 40));
     } else {
       if (p.heights[a] * p.widths[a] > 6) continue;
       std::vector<int> ins{a};
@@ -227,11 +231,8 @@ Problem random_tiny_problem(std::mt19937& rng, int max_ops) {
         ins.push_back(other);
       }
       out = add_tensor(p.heights[a], p.widths[a]);
-      p.inputs.push_back(ins);
-      p.op_types.push_back(OpType::Pointwise);
-      p.base_costs.push_back(pick(1, 20));
+      tiny.add_op(OpType::Pointwise, ins, out, pick(1, 20));
     }
-    p.outputs.push_back({out});
     pool.push_back(out);
   }
   if (p.op_types.empty()) return random_tiny_problem(rng, max_ops);
@@ -258,25 +259,16 @@ Problem random_matmul_chain(std::mt19937& rng, int max_ops) {
       const int64_t K = p.widths[current];
       const int64_t N = o + 1 < ops ? deep() : pick(1, static_cast<int>(6 / rows));
       const int64_t width = std::min<int64_t>(N, 6 / rows);
-      const int rhs = pick(0, 3) == 0 && K <= 3 && o > 0 ? current : add_tensor(K, width);
-      if (rhs == current) {
-        p.inputs.push_back({current, add_tensor(K, width)});
-      } else {
-        p.inputs.push_back({current, rhs});
-      }
-      const int out = add_tensor(rows, p.widths[p.inputs.back()[1]]);
-      p.outputs.push_back({out});
-      p.op_types.push_back(OpType::MatMul);
-      p.base_costs.push_back(pick(1, 30));
+      int rhs = pick(0, 3) == 0 && K <= 3 && o > 0 ? current : add_tensor(K, width);
+      if (rhs == current) rhs = add_tensor(K, width);
+      const int out = add_tensor(rows, p.widths[rhs]);
+      tiny.add_op(OpType::MatMul, {current, rhs}, out, pick(1, 30));
       current = out;
     } else {
       std::vector<int> ins{current};
       if (pick(0, 1)) ins.push_back(add_tensor(p.heights[current], p.widths[current]));
       const int out = add_tensor(p.heights[current], p.widths[current]);
-      p.inputs.push_back(ins);
-      p.outputs.push_back({out});
-      p.op_types.push_back(OpType::Pointwise);
-      p.base_costs.push_back(pick(1, 10));
+      tiny.add_op(OpType::Pointwise, ins, out, pick(1, 10));
       current = out;
     }
     if (p.heights[current] * p.widths[current] > 6) break;
@@ -311,59 +303,34 @@ Problem random_link_pair(std::mt19937& rng, bool made_kept) {
     int made = kept;
     const bool between = pick(0, 1) == 1;  // a Pointwise op between a0 and the head
     if (between) made = tiny.add_tensor(kept_rows, kept_cols);
-    p.inputs.push_back({A0, B0});
-    p.outputs.push_back({made});
-    p.op_types.push_back(OpType::MatMul);
-    p.base_costs.push_back(pick(1, 30));
-    if (between) {
-      p.inputs.push_back({made});
-      p.outputs.push_back({kept});
-      p.op_types.push_back(OpType::Pointwise);
-      p.base_costs.push_back(pick(1, 10));
-    }
+    tiny.add_op(OpType::MatMul, {A0, B0}, made, pick(1, 30));
+    if (between) tiny.add_op(OpType::Pointwise, {made}, kept, pick(1, 10));
   }
-  p.inputs.push_back({X, W1});
-  p.outputs.push_back({Y0});
-  p.op_types.push_back(OpType::MatMul);
-  p.base_costs.push_back(pick(1, 30));
+  tiny.add_op(OpType::MatMul, {X, W1}, Y0, pick(1, 30));
   int Y = Y0;
   if (pick(0, 1)) {  // a Pointwise op between them, sometimes with a second input
     std::vector<int> ins{Y0};
     if (pick(0, 2) == 0) ins.push_back(tiny.add_tensor(rows, cols));
     Y = tiny.add_tensor(rows, cols);
-    p.inputs.push_back(ins);
-    p.outputs.push_back({Y});
-    p.op_types.push_back(OpType::Pointwise);
-    p.base_costs.push_back(pick(1, 10));
+    tiny.add_op(OpType::Pointwise, ins, Y, pick(1, 10));
   }
   int Z;
   if (rhs_link) {
     const int V = tiny.add_tensor(other, rows);
     Z = tiny.add_tensor(other, cols);
-    p.inputs.push_back({V, Y});
+    tiny.add_op(OpType::MatMul, {V, Y}, Z, pick(1, 30));
   } else {
     const int W2 = tiny.add_tensor(cols, other);
     Z = tiny.add_tensor(rows, other);
-    p.inputs.push_back({Y, W2});
+    tiny.add_op(OpType::MatMul, {Y, W2}, Z, pick(1, 30));
   }
-  p.outputs.push_back({Z});
-  p.op_types.push_back(OpType::MatMul);
-  p.base_costs.push_back(pick(1, 30));
   // A Pointwise op that reads one of the head's operands and reaches no MatMul (its grid within 6 tiles too).
   const int read = pick(0, 1) ? X : W1;
   if (pick(0, 2) == 0 && p.heights[read] * p.widths[read] <= 6 && p.num_ops() < 5) {
-    const int out = tiny.add_tensor(p.heights[read], p.widths[read]);
-    p.inputs.push_back({read});
-    p.outputs.push_back({out});
-    p.op_types.push_back(OpType::Pointwise);
-    p.base_costs.push_back(pick(1, 10));
+    tiny.add_op(OpType::Pointwise, {read}, tiny.add_tensor(p.heights[read], p.widths[read]), pick(1, 10));
   }
   if (pick(0, 2) == 0) {  // an epilogue
-    const int out = tiny.add_tensor(p.heights[Z], p.widths[Z]);
-    p.inputs.push_back({Z});
-    p.outputs.push_back({out});
-    p.op_types.push_back(OpType::Pointwise);
-    p.base_costs.push_back(pick(1, 10));
+    tiny.add_op(OpType::Pointwise, {Z}, tiny.add_tensor(p.heights[Z], p.widths[Z]), pick(1, 10));
   }
   p.fast_memory_capacity = pick(2, 8);
   p.slow_memory_bandwidth = std::uniform_real_distribution<double>(0.25, 2.0)(rng);
