@@ -5,6 +5,7 @@
 #include <chrono>
 #include <iostream>
 
+#include "apps/cli_inputs.hpp"
 #include "sim/json_io.hpp"
 #include "traces/bound_report.hpp"
 #include "verifier/bound.hpp"
@@ -16,8 +17,8 @@ int main(int argc, char** argv) {
       "A lower bound on the latency of every schedule of an MLSys 2026 problem (any grouping, "
       "recomputation, retention, granularity and traversal), with the terms it sums and the rule that "
       "forces each (docs/bounds.md).\nExit codes: 0 printed, 2 bad input or usage."};
-  std::string problem_path, compute = "full-k";
-  bool json_out = false, supernative = false;
+  std::string problem_path;
+  bool json_out = false;
   double timeout = 60;
   app.add_option("problem", problem_path, "problem JSON")->required();
   app.add_flag("--json", json_out, "print the certificate as JSON");
@@ -25,9 +26,8 @@ int main(int argc, char** argv) {
                  "seconds; past it the best bound found so far is printed (still valid)")
       ->check(CLI::PositiveNumber)
       ->default_val(60);
-  app.add_option("--matmul-compute", compute, "full-k or native-k (M24)")
-      ->check(CLI::IsMember({"full-k", "native-k"}));
-  app.add_flag("--allow-supernative-k", supernative, "bound the schedules that may use k above n_k (M6)");
+  ModelFlags model_flags;
+  model_flags.add_model_to(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -36,9 +36,7 @@ int main(int argc, char** argv) {
   try {
     const Problem problem = load_problem(problem_path);
     const Graph graph = analyze_graph(problem, problem_path);
-    ModelOptions options;
-    options.matmul_compute = compute == "native-k" ? MatmulCompute::NativeK : MatmulCompute::FullK;
-    options.allow_supernative_k = supernative;
+    const ModelOptions options = model_flags.model();
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);
     const CertifiedBound bound =
         certified_bound(problem, graph, options, [&] { return std::chrono::steady_clock::now() > deadline; });

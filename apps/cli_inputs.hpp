@@ -1,4 +1,4 @@
-// What the schedule CLIs (verify, simulate, report) share: the model flags with their defaults, and reading
+// What the schedule CLIs (verify, simulate, report, mlsys, sweep, bound) share: the model flags with their defaults, and reading
 // a problem with its graph and a schedule. Thin glue: the rules live in the library.
 #pragma once
 
@@ -15,20 +15,24 @@ struct ModelFlags {
   bool supernative = false;
   int64_t max_steps = kDefaultMaxSteps;
 
-  // --matmul-compute, --allow-supernative-k and --max-steps (`walks` says what the budget limits).
-  void add_to(CLI::App& app, const std::string& walks) {
+  // --matmul-compute and --allow-supernative-k: every program that evaluates schedules takes them.
+  void add_model_to(CLI::App& app) {
     app.add_option("--matmul-compute", compute,
-                   "MatMul compute per k-step: full-k (base*k/K) or native-k (base*k/n_k)")
-        ->check(CLI::IsMember({"full-k", "native-k"}));
+                   "MatMul compute per k-step: full-k (base*k/K) or native-k (base*k/n_k) (M24)")
+        ->check(CLI::IsMember(kMatmulComputeNames));
     app.add_flag("--allow-supernative-k", supernative, "lift the limit k <= native width (M6)");
+  }
+  // Those and --max-steps (`walks` says what the budget limits).
+  void add_to(CLI::App& app, const std::string& walks) {
+    add_model_to(app);
     app.add_option("--max-steps", max_steps, "largest number of steps " + walks + " walks one by one")
         ->check(CLI::PositiveNumber)
         ->default_val(kDefaultMaxSteps);
   }
+  ModelOptions model() const { return parse_model_options(compute, supernative); }
   VerifyOptions options() const {
     VerifyOptions o;
-    o.model.matmul_compute = compute == "native-k" ? MatmulCompute::NativeK : MatmulCompute::FullK;
-    o.model.allow_supernative_k = supernative;
+    o.model = model();
     o.max_walk_steps = max_steps;
     return o;
   }

@@ -9,11 +9,13 @@
 #include <mutex>
 #include <thread>
 
+#include "apps/cli_inputs.hpp"
 #include "sim/json_io.hpp"
 #include "solver/search.hpp"
 #include "traces/report.hpp"
 #include "verifier/bound.hpp"
 #include "verifier/verify.hpp"
+#include "traces/atomic_file.hpp"
 
 using namespace mlsys;
 
@@ -27,12 +29,12 @@ int main(int argc, char** argv) {
                "  mlsys PROBLEM.json OUTPUT.json        writes OUTPUT.json (contest form)\n"
                "  mlsys PROBLEM.json TIMEOUT_SECONDS    prints the schedule on stdout (older form)\n"
                "Exit codes: 0 a schedule was written, 1 no valid schedule exists, 2 bad input or usage."};
-  std::string problem_path, target, compute = "full-k", stats_path;
+  std::string problem_path, target, stats_path;
   double timeout = 0;
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   uint64_t seed = 1;
   int64_t max_orders = 0;
-  bool supernative = false, progress = false, exhaustive = false;
+  bool progress = false, exhaustive = false;
   app.add_option("problem", problem_path, "problem JSON")->required();
   app.add_option("output", target, "OUTPUT.json, or a timeout in seconds (then the schedule goes to stdout)")
       ->required();
@@ -50,8 +52,8 @@ int main(int argc, char** argv) {
       "instead of the timed search, try every grouping of the ops into connected subgraphs (any size, "
       "no recomputation) with every retention choice, tile count and k; no time limit unless --timeout "
       "is given. Graphs of at most 64 ops and 10,000 sets of done ops only");
-  app.add_option("--matmul-compute", compute, "full-k or native-k")->check(CLI::IsMember({"full-k", "native-k"}));
-  app.add_flag("--allow-supernative-k", supernative, "allow k above the native width");
+  ModelFlags model_flags;
+  model_flags.add_model_to(app);
   app.add_flag("--progress", progress, "print each improvement (cost, time, evaluations/s) on stderr");
   app.add_option("--json-stats", stats_path, "write search statistics as JSON to this file");
   try {
@@ -72,8 +74,7 @@ int main(int argc, char** argv) {
     const Problem problem = load_problem(problem_path);
     const Graph graph = analyze_graph(problem, problem_path);
     SolveOptions options;
-    options.model.matmul_compute = compute == "native-k" ? MatmulCompute::NativeK : MatmulCompute::FullK;
-    options.model.allow_supernative_k = supernative;
+    options.model = model_flags.model();
     options.threads = threads;
     options.seed = seed;
     options.max_orders = max_orders;

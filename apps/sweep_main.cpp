@@ -8,10 +8,13 @@
 #include <map>
 #include <thread>
 
+#include "apps/cli_inputs.hpp"
 #include "sim/json_io.hpp"
 #include "solver/sweep.hpp"
+#include "traces/sweep_csv.hpp"
 #include "traces/sweep_report.hpp"
 #include "verifier/verify.hpp"
+#include "traces/atomic_file.hpp"
 
 using namespace mlsys;
 
@@ -55,7 +58,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "Solve a problem at every (fast-memory capacity, bandwidth) point of a grid and draw latency against "
       "capacity.\nExit codes: 0 written, 2 bad input or usage."};
-  std::string problem_path, out_dir, capacity_text, bandwidth_text, shard_text = "0/1", compute = "full-k";
+  std::string problem_path, out_dir, capacity_text, bandwidth_text, shard_text = "0/1";
   double timeout = 0;
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   uint64_t seed = 1;
@@ -72,8 +75,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   app.add_option("--shard", shard_text,
                  "solve only part I of N of the grid (0 <= I < N); merge the parts later");
-  app.add_option("--matmul-compute", compute, "full-k or native-k")
-      ->check(CLI::IsMember({"full-k", "native-k"}));
+  ModelFlags model_flags;
+  model_flags.add_model_to(app);
   app.add_option("-o,--out", out_dir, "output directory")->required();
   std::vector<std::string> merge_dirs;
   CLI::App* merge = app.add_subcommand("merge", "combine the directories of sharded runs into -o DIR");
@@ -86,8 +89,7 @@ int main(int argc, char** argv) {
   }
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
-  ModelOptions model;
-  model.matmul_compute = compute == "native-k" ? MatmulCompute::NativeK : MatmulCompute::FullK;
+  const ModelOptions model = model_flags.model();
   try {
     if (merge->parsed()) {
       const std::string first = merge_dirs.front() + "/problem.json";

@@ -19,6 +19,7 @@
 #include "traces/report.hpp"
 #include "traces/t10_report.hpp"
 #include "traces/t10_sweep_report.hpp"
+#include "traces/atomic_file.hpp"
 
 using namespace mlsys;
 using namespace mlsys::t10;

@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "apps/cli_inputs.hpp"
 #include "sim/json_io.hpp"
 #include "sim/systemc/replay.hpp"
 #include "traces/html_report.hpp"
@@ -20,14 +21,13 @@ constexpr int kValid = 0, kInvalid = 1, kMalformed = 2;
 extern "C" int sc_main(int argc, char** argv) {
   CLI::App app{"Verify an MLSys 2026 schedule against the rule book and compute its latency.\n"
                "Exit codes: 0 valid, 1 the schedule breaks a rule, 2 malformed input or bad usage."};
-  std::string problem_path, solution_path, compute = "full-k";
-  bool supernative = false, strict = false, json_out = false, steps = false, bound_only = false, replay = false;
+  std::string problem_path, solution_path;
+  bool strict = false, json_out = false, steps = false, bound_only = false, replay = false;
   std::string timing = "contest", trace_path, vcd_path;
   app.add_option("problem", problem_path, "problem JSON")->required();
   app.add_option("solution", solution_path, "solution JSON (omit with --lower-bound)");
-  app.add_option("--matmul-compute", compute, "MatMul compute per k-step: full-k (base*k/K) or native-k (base*k/n_k)")
-      ->check(CLI::IsMember({"full-k", "native-k"}));
-  app.add_flag("--allow-supernative-k", supernative, "lift the limit k <= native width (M6)");
+  ModelFlags model_flags;
+  model_flags.add_model_to(app);
   app.add_flag("--strict", strict, "a wrong reported latency (M27) is an error");
   app.add_flag("--json", json_out, "print one JSON report on stdout");
   app.add_flag("--steps", steps, "list every step: slices loaded/reused, compute per op, stores, working set");
@@ -39,8 +39,7 @@ extern "C" int sc_main(int argc, char** argv) {
   app.add_option("--vcd", vcd_path, "with --replay: write a VCD of occupancy, link busy and compute busy");
   std::string html_path;
   app.add_option("--html", html_path, "also write the HTML report (as the report program does) to this file");
-  int64_t max_steps = kDefaultMaxSteps;
-  app.add_option("--max-steps", max_steps,
+  app.add_option("--max-steps", model_flags.max_steps,
                  "largest number of steps --steps and --replay walk one by one (the total never needs it)")
       ->check(CLI::PositiveNumber)
       ->default_val(kDefaultMaxSteps);
@@ -50,11 +49,8 @@ extern "C" int sc_main(int argc, char** argv) {
     const int code = app.exit(e);
     return code == 0 ? 0 : kMalformed;
   }
-  VerifyOptions options;
-  options.model.matmul_compute = compute == "native-k" ? MatmulCompute::NativeK : MatmulCompute::FullK;
-  options.model.allow_supernative_k = supernative;
+  VerifyOptions options = model_flags.options();
   options.strict = strict;
-  options.max_walk_steps = max_steps;
   try {
     const Problem problem = load_problem(problem_path);
     const Graph graph = analyze_graph(problem, problem_path);
@@ -84,7 +80,7 @@ extern "C" int sc_main(int argc, char** argv) {
     }
     const Schedule schedule = load_schedule(solution_path, problem);
     if (steps || replay)
-      check_step_budget(problem, graph, schedule, options.model, max_steps, steps ? "--steps" : "--replay",
+      check_step_budget(problem, graph, schedule, options.model, options.max_walk_steps, steps ? "--steps" : "--replay",
                         solution_path);
     if (steps && !json_out)
       options.on_step = [&](const SubgraphModel& m, const StepDetail& d) {
@@ -107,7 +103,7 @@ extern "C" int sc_main(int argc, char** argv) {
     }
     if (!html_path.empty())
       write_schedule_report(html_path, problem_path, solution_path, problem, graph, schedule, report,
-                            options.model, max_steps);
+                            options.model, options.max_walk_steps);
     if (json_out) std::cout << json_report.dump(2) << "\n";
     for (const auto& w : report.warnings) std::cerr << "warning: " << w.describe() << "\n";
     if (report.error) std::cerr << "error: " << describe_error(*report.error) << "\n";

@@ -68,13 +68,11 @@ ProblemHandle as_problem(const py::handle& problem) {
 }
 
 ModelOptions model_options(const std::string& compute, bool allow_supernative_k) {
-  ModelOptions o;
-  if (compute == "native-k")
-    o.matmul_compute = MatmulCompute::NativeK;
-  else if (compute != "full-k")
-    throw py::value_error("compute: expected \"full-k\" or \"native-k\", got \"" + compute + "\"");
-  o.allow_supernative_k = allow_supernative_k;
-  return o;
+  try {
+    return parse_model_options(compute, allow_supernative_k);  // the mapping the programs use
+  } catch (const std::invalid_argument& e) {
+    throw py::value_error(std::string("compute: ") + e.what());
+  }
 }
 
 py::object to_python(const nlohmann::json& value) {

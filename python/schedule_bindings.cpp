@@ -16,6 +16,7 @@
 #include "traces/replay_files.hpp"
 #include "traces/report.hpp"
 #include "verifier/bound.hpp"
+#include "traces/atomic_file.hpp"
 
 namespace mlsys::python {
 

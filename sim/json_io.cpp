@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
-#include <unistd.h>
 
 #include "sim/violation.hpp"
 
@@ -311,21 +310,6 @@ json problem_to_json(const Problem& p) {
           {"fast_memory_capacity", p.fast_memory_capacity},
           {"slow_memory_bandwidth", p.slow_memory_bandwidth},
           {"native_granularity", {p.native_w, p.native_h}}};
-}
-
-void write_file_atomic(const std::string& path, const std::string& text) {
-  const std::string temp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error("cannot write " + temp);
-    out << text;
-    out.flush();
-    if (!out) throw std::runtime_error("write failed: " + temp);
-  }
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    std::remove(temp.c_str());
-    throw std::runtime_error("cannot rename " + temp + " to " + path);
-  }
 }
 
 }  // namespace mlsys

@@ -25,7 +25,5 @@ Schedule load_schedule(const std::string& path, const Problem& problem);
 nlohmann::json schedule_to_json(const Schedule& schedule);
 nlohmann::json problem_to_json(const Problem& problem);
 
-// Writes to a temporary file beside path, then renames: readers never see a half-written file.
-void write_file_atomic(const std::string& path, const std::string& text);
 
 }  // namespace mlsys

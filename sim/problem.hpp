@@ -67,4 +67,10 @@ struct ModelOptions {
 
 const char* to_string(MatmulCompute m);
 
+// The model flags by name (--matmul-compute full-k|native-k, --allow-supernative-k; Python's compute= and
+// allow_supernative_k=): the one mapping every program and the Python module use. Throws
+// std::invalid_argument ("expected "full-k" or "native-k", got ...") for any other name.
+inline const std::vector<std::string> kMatmulComputeNames{"full-k", "native-k"};
+ModelOptions parse_model_options(const std::string& matmul_compute, bool allow_supernative_k);
+
 }  // namespace mlsys

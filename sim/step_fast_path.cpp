@@ -84,21 +84,89 @@ bool SubgraphModel::aliased_forms_can_coincide() const {
   return false;
 }
 
+struct SubgraphModel::TileGroup {
+  int64_t position, count;
+  int64_t row0, col0, cols;  // raster representatives: the rectangle of tiles (count / cols rows) it stands for
+  int64_t position_of(int64_t i, int64_t ncols) const { return (row0 + i / cols) * ncols + col0 + i % cols; }
+};
+
+void SubgraphModel::tile_groups(std::vector<TileGroup>& groups) const {
+  // Which tiles to look at, and how many tiles each stands for. In raster order a tile's class depends only
+  // on whether its row/column is the first, an interior one or a clipped last one: at most 9 representatives,
+  // whatever the grid size. (A retained output grows with the tiles finished before, which in raster order
+  // is a closed form, finished_before.) With a traversal order every tile is classified (a few integer
+  // operations each; the order itself was read from the file) and only the class evaluation is shared.
+  groups.clear();
+  if (!order_.empty()) {
+    groups.reserve(tiles());
+    for (int64_t p = 0; p < tiles(); ++p) groups.push_back({p, 1, 0, 0, 0});
+    return;
+  }
+  struct Representatives {  // (index, how many it stands for): the first, the interior, a clipped last
+    std::array<std::pair<int64_t, int64_t>, 3> items;
+    int count = 0;
+  };
+  auto representatives = [](int64_t n, bool clipped_last) {
+    Representatives reps;
+    reps.items[reps.count++] = {0, 1};
+    const int64_t interior = n - 1 - (clipped_last && n > 1 ? 1 : 0);
+    if (interior > 0) reps.items[reps.count++] = {1, interior};
+    if (clipped_last && n > 1) reps.items[reps.count++] = {n - 1, 1};
+    return reps;
+  };
+  const Representatives rows = representatives(nrows_, grid_h_ % g_.h != 0);
+  const Representatives cols = representatives(ncols_, grid_w_ % g_.w != 0);
+  for (int r = 0; r < rows.count; ++r)
+    for (int c = 0; c < cols.count; ++c)
+      groups.push_back({rows.items[r].first * ncols_ + cols.items[c].first,
+                        rows.items[r].second * cols.items[c].second, rows.items[r].first, cols.items[c].first,
+                        cols.items[c].second});
+}
+
+int64_t SubgraphModel::first_tile_over_capacity(const TileGroup& group, int64_t class_peak) const {
+  // A raster group's tiles finish ever more area, so the first one over the capacity is found by bisection.
+  const int64_t retained = static_cast<int64_t>(retained_.size());
+  auto over = [&](int64_t i) {
+    return static_cast<double>(class_peak + finished_before(group.position_of(i, ncols_)) * retained) > capacity_;
+  };
+  const int64_t last = group.count - 1;
+  if (!over(last)) return -1;
+  int64_t lo = 0, hi = last;  // the first i with over(i)
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (over(mid))
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return group.position_of(lo, ncols_);
+}
+
+RuleViolation SubgraphModel::retained_growth_violation(int64_t failed_at) const {
+  RuleViolation v;
+  v.rule = "M20";
+  v.subgraph = index_;
+  v.capacity = capacity_;
+  v.message = "out of memory: a retained output grows past the capacity at traversal position " +
+              std::to_string(failed_at) + " (tile " + std::to_string(tile_of_position(failed_at)) + ")";
+  return v;
+}
+
+SubgraphResult SubgraphModel::walk_within(int64_t walk_budget) const {
+  if (num_steps() <= walk_budget) return simulate();
+  SubgraphResult refused;
+  refused.steps = num_steps();
+  refused.walk_refused = true;
+  return refused;
+}
+
 SubgraphResult SubgraphModel::evaluate_fast(Violations violations, int64_t walk_budget) const {
   // Without numeric M17 checks, and unless two forms of one tensor (aliasing) can give the same slice at this
   // granularity, a step's numbers depend only on the tile's clipped size, its k-step, and whether the
   // previous tile shares its row or column. Interior k-steps (0 < ks < nk-1) are all alike. So each tile
   // class is evaluated once, on its first real occurrence, and counted after that: the cost of an answer does
   // not grow with the number of steps. The randomized tests in tests/ pin this to simulate().
-  if (!counts_tile_classes()) {
-    if (num_steps() > walk_budget) {
-      SubgraphResult refused;
-      refused.steps = num_steps();
-      refused.walk_refused = true;
-      return refused;
-    }
-    return simulate();
-  }
+  if (!counts_tile_classes()) return walk_within(walk_budget);
   struct TileClass {
     bool known = false;
     double latency = 0, compute = 0, memory = 0, compute_bound = 0;
@@ -110,45 +178,11 @@ SubgraphResult SubgraphModel::evaluate_fast(Violations violations, int64_t walk_
   // a sixth of its profile).
   thread_local std::vector<StepWalker::NumSlice> a, b;
   static const std::vector<StepWalker::NumSlice> no_previous;  // the step before a tile's predecessor: none
-  struct Group {
-    int64_t position, count;
-    int64_t row0, col0,
-        cols;  // raster representatives: the rectangle of tiles (count / cols rows) it stands for
-  };
-  thread_local std::vector<Group> groups;
-  groups.clear();
+  thread_local std::vector<TileGroup> groups;
+  tile_groups(groups);
   SubgraphResult result;
   const int64_t retained = static_cast<int64_t>(retained_.size());
-  // Which tiles to look at, and how many tiles each stands for. In raster order a tile's class depends only
-  // on whether its row/column is the first, an interior one or a clipped last one: at most 9 representatives,
-  // whatever the grid size. (A retained output grows with the tiles finished before, which in raster order
-  // is a closed form, finished_before.) With a traversal order every tile is classified (a few integer
-  // operations each; the order itself was read from the file) and only the class evaluation is shared.
   const bool raster = order_.empty();
-  if (raster) {
-    struct Representatives {  // (index, how many it stands for): the first, the interior, a clipped last
-      std::array<std::pair<int64_t, int64_t>, 3> items;
-      int count = 0;
-    };
-    auto representatives = [](int64_t n, bool clipped_last) {
-      Representatives reps;
-      reps.items[reps.count++] = {0, 1};
-      const int64_t interior = n - 1 - (clipped_last && n > 1 ? 1 : 0);
-      if (interior > 0) reps.items[reps.count++] = {1, interior};
-      if (clipped_last && n > 1) reps.items[reps.count++] = {n - 1, 1};
-      return reps;
-    };
-    const Representatives rows = representatives(nrows_, grid_h_ % g_.h != 0);
-    const Representatives cols = representatives(ncols_, grid_w_ % g_.w != 0);
-    for (int r = 0; r < rows.count; ++r)
-      for (int c = 0; c < cols.count; ++c)
-        groups.push_back({rows.items[r].first * ncols_ + cols.items[c].first,
-                          rows.items[r].second * cols.items[c].second, rows.items[r].first,
-                          cols.items[c].first, cols.items[c].second});
-  } else {
-    groups.reserve(tiles());
-    for (int64_t p = 0; p < tiles(); ++p) groups.push_back({p, 1, 0, 0, 0});
-  }
   w.summarize_oom_ = violations == Violations::Summarize;
   // A search only needs to know that the subgraph does not fit: the class evaluation's own violation (its
   // working set already over the capacity) will do.
@@ -163,7 +197,7 @@ SubgraphResult SubgraphModel::evaluate_fast(Violations violations, int64_t walk_
     if (position < failed_at) failed_at = position, failed_finished = finished;
   };
   int64_t finished = 0;  // traversal orders: area of the tiles before the current one
-  for (const Group& group : groups) {
+  for (const TileGroup& group : groups) {
     const int64_t p = group.position;
     if (p > failed_at) break;  // groups come in order of their first position
     const int64_t tile = tile_of_position(p);
@@ -208,27 +242,11 @@ SubgraphResult SubgraphModel::evaluate_fast(Violations violations, int64_t walk_
       }
     }
     if (raster && retained > 0) {
-      // The group's tiles in raster order finish ever more area: its peak is at its last tile, and its first
-      // failing tile is found by bisection over the rectangle.
-      auto position_of = [&](int64_t i) {
-        return (group.row0 + i / group.cols) * ncols_ + group.col0 + i % group.cols;
-      };
-      auto over = [&](int64_t i) {
-        return static_cast<double>(cls.max_ws + finished_before(position_of(i)) * retained) > capacity_;
-      };
-      const int64_t last = group.count - 1;
-      result.peak_working_set =
-          std::max(result.peak_working_set, cls.max_ws + finished_before(position_of(last)) * retained);
-      if (over(last)) {
-        int64_t lo = 0, hi = last;  // the first i with over(i)
-        while (lo < hi) {
-          const int64_t mid = lo + (hi - lo) / 2;
-          if (over(mid))
-            hi = mid;
-          else
-            lo = mid + 1;
-        }
-        fail(position_of(lo), finished_before(position_of(lo)));
+      // The group's tiles in raster order finish ever more area: its peak is at its last tile.
+      const int64_t last = group.position_of(group.count - 1, ncols_);
+      result.peak_working_set = std::max(result.peak_working_set, cls.max_ws + finished_before(last) * retained);
+      if (const int64_t over = first_tile_over_capacity(group, cls.max_ws); over >= 0) {
+        fail(over, finished_before(over));
         continue;
       }
     } else {
@@ -248,13 +266,7 @@ SubgraphResult SubgraphModel::evaluate_fast(Violations violations, int64_t walk_
   if (failed_at != INT64_MAX) {
     if (violations == Violations::Summarize) {
       // A retained output grew past the capacity: the totals are enough for a search.
-      RuleViolation v;
-      v.rule = "M20";
-      v.subgraph = index_;
-      v.capacity = capacity_;
-      v.message = "out of memory: a retained output grows past the capacity at traversal position " +
-                  std::to_string(failed_at) + " (tile " + std::to_string(tile_of_position(failed_at)) + ")";
-      result.violation = v;
+      result.violation = retained_growth_violation(failed_at);
       return result;
     }
     SubgraphResult failure = violation_in_tile(failed_at, failed_finished, violations);

@@ -144,6 +144,7 @@ class SubgraphModel {
 
  private:
   friend class StepWalker;
+  friend class StructureCompiler;  // compile_structure's steps, one per rule group
   struct CompiledOp {
     int op;
     bool matmul;
@@ -213,6 +214,14 @@ class SubgraphModel {
   int64_t finished_before(int64_t position) const;
   // The first failing step of the tile at `position`, given the area finished before it.
   SubgraphResult violation_in_tile(int64_t position, int64_t finished, Violations violations) const;
+  // evaluate_fast's parts: the tiles it looks at (each standing for a group of tiles of one class), the first
+  // tile of a raster group at which a retained output outgrows the capacity (-1: none), and the summary of
+  // such a failure for a search.
+  struct TileGroup;
+  void tile_groups(std::vector<TileGroup>& groups) const;
+  int64_t first_tile_over_capacity(const TileGroup& group, int64_t class_peak) const;
+  RuleViolation retained_growth_violation(int64_t failed_at) const;
+  SubgraphResult walk_within(int64_t walk_budget) const;  // simulate(), or refused beyond the budget
   // The ranges an axis takes over all steps at the current granularity.
   std::vector<std::pair<int64_t, int64_t>> axis_ranges(const Axis& a) const;
   // Whether two slice forms of one tensor may give the same region at some steps (then slices are compared
@@ -272,6 +281,11 @@ class StepWalker {
                 StepDetail* detail);
   Coord coord(int64_t position, int64_t ks) const;
   Region numeric(const Form& f, const Coord& c) const;
+  // evaluate's parts: M17's numeric checks (false and violation_ set on a mismatch), the compute time of the
+  // ops active at this step (M23, M24), and the working set's terms (M20 A-D) for a report.
+  bool regions_agree(const Coord& c);
+  double compute_time(const Coord& c, uint8_t active, StepDetail* detail) const;
+  void add_terms(WorkingSet& ws, const std::vector<NumSlice>& cur, const Coord& c, int64_t finished_area) const;
 
   const SubgraphModel& model_;
   int64_t position_ = 0, ks_ = 0;

@@ -48,18 +48,16 @@ inline Region StepWalker::numeric(const Form& f, const Coord& c) const {
   return r;
 }
 
-bool StepWalker::evaluate(const Coord& c, const std::vector<NumSlice>& prev, std::vector<NumSlice>& cur,
-                          int64_t finished_area, StepDetail* detail) {
-  const SubgraphModel& m = model_;
-  const StepRef ref{c.position, c.tile, c.ks};
+bool StepWalker::regions_agree(const Coord& c) {
   // M17: demands that are not symbolically identical must agree at this step.
+  const SubgraphModel& m = model_;
   for (const auto& check : m.checks_) {
     const Region a = numeric(check.a, c), b = numeric(check.b, c);
     if (!(a == b)) {
       RuleViolation v;
       v.rule = "M17";
       v.subgraph = m.index_;
-      v.step = ref;
+      v.step = StepRef{c.position, c.tile, c.ks};
       v.op = check.op;
       v.tensor = check.tensor;
       v.message = "op " + std::to_string(check.op) + " output " + tensor_name(check.tensor) +
@@ -68,33 +66,11 @@ bool StepWalker::evaluate(const Coord& c, const std::vector<NumSlice>& prev, std
       return false;
     }
   }
-  const uint8_t active = kEveryStep | (c.ks == 0 ? kFirstKStep : 0) | (c.ks == m.nk_ - 1 ? kLastKStep : 0);
-  // M19 slice set and M21 loads.
-  cur.clear();
-  int64_t load = 0, slice_area = 0;
-  for (int f = 0; f < static_cast<int>(m.forms_.size()); ++f) {
-    const auto& form = m.forms_[f];
-    if (!(form.runs_at & active)) continue;
-    const Region r = numeric(form.form, c);
-    bool reused = false;
-    if (form.may_alias) {
-      bool duplicate = false;
-      for (const NumSlice& s : cur) duplicate = duplicate || (s.tensor == form.tensor && s.region == r);
-      if (duplicate) continue;
-      for (const NumSlice& s : prev) reused = reused || (s.tensor == form.tensor && s.region == r);
-    } else {
-      for (const NumSlice& s : prev)
-        if (s.form == f) {
-          reused = s.region == r;
-          break;
-        }
-    }
-    cur.push_back({form.tensor, r, f});
-    slice_area += r.area();
-    if (!reused) load += r.area();
-    if (detail) detail->slices.push_back({form.tensor, r, !reused});
-  }
-  // M23, M24 compute.
+  return true;
+}
+
+double StepWalker::compute_time(const Coord& c, uint8_t active, StepDetail* detail) const {
+  const SubgraphModel& m = model_;
   double compute = 0;
   const int64_t n_k = m.native_w_;
   // Padded native-tile counts. Nearly every op runs on the tile itself, so its counts are divided once: a
@@ -124,6 +100,58 @@ bool StepWalker::evaluate(const Coord& c, const std::vector<NumSlice>& prev, std
     compute += cost;
     if (detail) detail->computes.push_back({op.op, r, cost});
   }
+  return compute;
+}
+
+void StepWalker::add_terms(WorkingSet& ws, const std::vector<NumSlice>& cur, const Coord& c,
+                           int64_t finished_area) const {
+  const SubgraphModel& m = model_;
+  const int64_t tile_area = c.tile_region.area();
+  for (size_t i = 0; i < m.retained_in_.size(); ++i)
+    ws.terms.push_back(
+        {'A', m.retained_in_[i], m.retained_in_regions_[i], m.retained_in_regions_[i].area()});
+  for (const NumSlice& s : cur) ws.terms.push_back({'B', s.tensor, s.region, s.region.area()});
+  for (int t : m.nonephemeral_) {
+    const bool grows = std::find(m.retained_.begin(), m.retained_.end(), t) != m.retained_.end();
+    ws.terms.push_back({'C', t, c.tile_region, tile_area + (grows ? finished_area : 0)});
+  }
+  if (m.nk_ > 1)  // a partial sum lives from ks = 0 to the last k-step
+    for (int t : m.accumulators_) ws.terms.push_back({'D', t, c.tile_region, tile_area});
+}
+
+bool StepWalker::evaluate(const Coord& c, const std::vector<NumSlice>& prev, std::vector<NumSlice>& cur,
+                          int64_t finished_area, StepDetail* detail) {
+  const SubgraphModel& m = model_;
+  const StepRef ref{c.position, c.tile, c.ks};
+  if (!regions_agree(c)) return false;
+  const uint8_t active = kEveryStep | (c.ks == 0 ? kFirstKStep : 0) | (c.ks == m.nk_ - 1 ? kLastKStep : 0);
+  // M19 slice set and M21 loads.
+  cur.clear();
+  int64_t load = 0, slice_area = 0;
+  for (int f = 0; f < static_cast<int>(m.forms_.size()); ++f) {
+    const auto& form = m.forms_[f];
+    if (!(form.runs_at & active)) continue;
+    const Region r = numeric(form.form, c);
+    bool reused = false;
+    if (form.may_alias) {
+      bool duplicate = false;
+      for (const NumSlice& s : cur) duplicate = duplicate || (s.tensor == form.tensor && s.region == r);
+      if (duplicate) continue;
+      for (const NumSlice& s : prev) reused = reused || (s.tensor == form.tensor && s.region == r);
+    } else {
+      for (const NumSlice& s : prev)
+        if (s.form == f) {
+          reused = s.region == r;
+          break;
+        }
+    }
+    cur.push_back({form.tensor, r, f});
+    slice_area += r.area();
+    if (!reused) load += r.area();
+    if (detail) detail->slices.push_back({form.tensor, r, !reused});
+  }
+  // M23, M24 compute.
+  const double compute = compute_time(c, active, detail);
   // M22 stores.
   const int64_t tile_area = c.tile_region.area();
   const bool last = c.ks == m.nk_ - 1;
@@ -147,19 +175,7 @@ bool StepWalker::evaluate(const Coord& c, const std::vector<NumSlice>& prev, std
   last_latency_ = std::max(compute, memory);
   last_ws_ = total_ws;
   const bool oom = static_cast<double>(total_ws) > m.capacity_;
-  if (detail || (oom && !summarize_oom_)) {
-    // Terms are built only when someone will read them.
-    for (size_t i = 0; i < m.retained_in_.size(); ++i)
-      ws.terms.push_back(
-          {'A', m.retained_in_[i], m.retained_in_regions_[i], m.retained_in_regions_[i].area()});
-    for (const NumSlice& s : cur) ws.terms.push_back({'B', s.tensor, s.region, s.region.area()});
-    for (int t : m.nonephemeral_) {
-      const bool grows = std::find(m.retained_.begin(), m.retained_.end(), t) != m.retained_.end();
-      ws.terms.push_back({'C', t, c.tile_region, tile_area + (grows ? finished_area : 0)});
-    }
-    if (split_k)
-      for (int t : m.accumulators_) ws.terms.push_back({'D', t, c.tile_region, tile_area});
-  }
+  if (detail || (oom && !summarize_oom_)) add_terms(ws, cur, c, finished_area);  // only when someone reads them
   if (detail) {
     detail->ref = ref;
     detail->load_elements = load;

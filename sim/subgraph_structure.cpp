@@ -179,25 +179,73 @@ std::vector<int> partial_sums_without_host(const Problem& p, const std::vector<i
 }
 }  // namespace
 
-std::variant<SubgraphModel, RuleViolation> SubgraphModel::compile_structure(
-    const Problem& p, const Graph& graph, const std::vector<int>& ops, const std::vector<int>& spec_retain,
-    int index, const std::vector<int>& retained_in, const ModelOptions& options) {
-  auto reject = [&](const char* rule, const std::string& message, int op = -1, int tensor = -1) {
-    return rejection(index, rule, message, op, tensor);
-  };
-  const std::vector<MatmulDepth> matmul_depths = matmuls_of(p, graph, ops);
-  std::vector<int> matmuls;
-  for (const MatmulDepth& mm : matmul_depths) matmuls.push_back(mm.op);
+// compile_structure, one method per rule group in the rule book's order. The builder holds what the groups
+// share: the op list with its positions and the tensor classes (M8), the link roles (M12) and the symbolic
+// regions (M17).
+class StructureCompiler {
+ public:
+  StructureCompiler(const Problem& p, const Graph& graph, const std::vector<int>& ops, int index)
+      : p(p), graph(graph), ops(ops), index(index), matmul_depths(SubgraphModel::matmuls_of(p, graph, ops)) {
+    for (const SubgraphModel::MatmulDepth& mm : matmul_depths) matmuls.push_back(mm.op);
+  }
 
-  // ---- M7 op list
+  std::optional<RuleViolation> check_op_list();                                  // M7
+  std::optional<RuleViolation> check_retention(const std::vector<int>& spec_retain);  // M8, M9
+  void classify_tensors(SubgraphModel& m, const std::vector<int>& retained_in, const ModelOptions& options);
+  std::optional<RuleViolation> unify_grid(SubgraphModel& m);  // M10's shapes
+  void find_links(SubgraphModel& m);                           // M12, M13
+  void count_unhosted_partial_sums(SubgraphModel& m);          // M20 D
+  void find_prologues(SubgraphModel& m);                       // M14
+  void derive_regions(SubgraphModel& m);                       // M17
+  void compile_ops(SubgraphModel& m);                          // M18, M19, M24
+
+ private:
+  RuleViolation reject(const char* rule, const std::string& message, int op = -1, int tensor = -1) const {
+    return rejection(index, rule, message, op, tensor);
+  }
+  bool in_subgraph(int op) const { return op >= 0 && position[op] != -1; }
+  bool is_retained(int t) const { return std::find(retain.begin(), retain.end(), t) != retain.end(); }
+  bool produced_here(int t) const { return in_subgraph(graph.producer[t]); }
+  std::vector<Consumer> internal_consumers(int t) const;
+  bool is_ephemeral(int t) const { return produced_here(t) && !internal_consumers(t).empty() && !is_retained(t); }
+  std::vector<int> heads_of(int t) const;
+  std::vector<int> hosts_reached(int y) const;
+  Form input_form(const Consumer& c) const {
+    return p.is_matmul(c.op) ? mm_in_form[c.op][c.position] : out_form[c.op];
+  }
+
+  const Problem& p;
+  const Graph& graph;
+  const std::vector<int>& ops;
+  const int index;
+  const std::vector<SubgraphModel::MatmulDepth> matmul_depths;
+  std::vector<int> matmuls;
+  std::vector<int> position;  // of each op in the declared list, -1 outside the subgraph
+  std::vector<int> retain;    // R_i, deduplicated
+  // M12 roles: in-chain Pointwise ops (after a MatMul and leading to one), links' heads and tails.
+  std::vector<bool> after_matmul, reaches_matmul, feeds_lhs, in_chain, is_head, is_tail;
+  // M17: the region each op's output is computed over, and each MatMul's operand forms.
+  std::vector<Form> out_form;
+  std::vector<std::array<Form, 2>> mm_in_form;
+};
+
+std::vector<Consumer> StructureCompiler::internal_consumers(int t) const {
+  std::vector<Consumer> result;
+  for (const Consumer& c : graph.consumers[t])
+    if (in_subgraph(c.op)) result.push_back(c);
+  // Declared order, so that regions are derived deterministically.
+  std::sort(result.begin(), result.end(),
+            [&](const Consumer& a, const Consumer& b) { return position[a.op] < position[b.op]; });
+  return result;
+}
+
+std::optional<RuleViolation> StructureCompiler::check_op_list() {
   if (ops.empty()) return reject("M7", "the subgraph has no ops");
-  std::vector<int> position(p.num_ops(), -1);
+  position.assign(p.num_ops(), -1);
   for (size_t i = 0; i < ops.size(); ++i) {
-    if (position[ops[i]] != -1)
-      return reject("M7", "op " + std::to_string(ops[i]) + " is listed twice", ops[i]);
+    if (position[ops[i]] != -1) return reject("M7", "op " + std::to_string(ops[i]) + " is listed twice", ops[i]);
     position[ops[i]] = static_cast<int>(i);
   }
-  auto in_subgraph = [&](int op) { return op >= 0 && position[op] != -1; };
   for (int b : ops)
     for (int t : p.inputs[b]) {
       int a = graph.producer[t];
@@ -208,50 +256,32 @@ std::variant<SubgraphModel, RuleViolation> SubgraphModel::compile_structure(
                           " which is listed after it; the declared order must be topological",
                       b, t);
     }
-  {
-    Components comp(ops.size());
-    std::vector<int> first_toucher(p.num_tensors(), -1);
-    for (size_t i = 0; i < ops.size(); ++i) {
-      auto touch = [&](int t) {
-        if (first_toucher[t] == -1)
-          first_toucher[t] = static_cast<int>(i);
-        else
-          comp.join(first_toucher[t], static_cast<int>(i));
-      };
-      for (int t : p.inputs[ops[i]]) touch(t);
-      for (int t : p.outputs[ops[i]]) touch(t);
-    }
-    for (size_t i = 1; i < ops.size(); ++i)
-      if (comp.find(static_cast<int>(i)) != comp.find(0))
-        return reject("M7",
-                      "op " + std::to_string(ops[i]) + " shares no tensor path with op " +
-                          std::to_string(ops[0]) + "; the ops of a subgraph must be connected",
-                      ops[i]);
+  Components comp(ops.size());
+  std::vector<int> first_toucher(p.num_tensors(), -1);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    auto touch = [&](int t) {
+      if (first_toucher[t] == -1)
+        first_toucher[t] = static_cast<int>(i);
+      else
+        comp.join(first_toucher[t], static_cast<int>(i));
+    };
+    for (int t : p.inputs[ops[i]]) touch(t);
+    for (int t : p.outputs[ops[i]]) touch(t);
   }
+  for (size_t i = 1; i < ops.size(); ++i)
+    if (comp.find(static_cast<int>(i)) != comp.find(0))
+      return reject("M7",
+                    "op " + std::to_string(ops[i]) + " shares no tensor path with op " + std::to_string(ops[0]) +
+                        "; the ops of a subgraph must be connected",
+                    ops[i]);
+  return std::nullopt;
+}
 
-  // ---- M8 tensor classes
-  std::vector<int> retain;
+std::optional<RuleViolation> StructureCompiler::check_retention(const std::vector<int>& spec_retain) {
   for (int t : spec_retain)
     if (std::find(retain.begin(), retain.end(), t) == retain.end()) retain.push_back(t);
-  auto is_retained = [&](int t) { return std::find(retain.begin(), retain.end(), t) != retain.end(); };
-  auto produced_here = [&](int t) { return in_subgraph(graph.producer[t]); };
-  auto internal_consumers = [&](int t) {
-    std::vector<Consumer> result;
-    for (const Consumer& c : graph.consumers[t])
-      if (in_subgraph(c.op)) result.push_back(c);
-    // Declared order, so that regions are derived deterministically.
-    std::sort(result.begin(), result.end(),
-              [&](const Consumer& a, const Consumer& b) { return position[a.op] < position[b.op]; });
-    return result;
-  };
-  auto is_ephemeral = [&](int t) {
-    return produced_here(t) && !internal_consumers(t).empty() && !is_retained(t);
-  };
-
-  // ---- M9 retention list
   for (int t : retain) {
-    if (graph.is_graph_input[t])
-      return reject("M9", tensor_name(t) + ": graph inputs cannot be retained", -1, t);
+    if (graph.is_graph_input[t]) return reject("M9", tensor_name(t) + ": graph inputs cannot be retained", -1, t);
     if (!produced_here(t))
       return reject("M9",
                     tensor_name(t) +
@@ -259,8 +289,7 @@ std::variant<SubgraphModel, RuleViolation> SubgraphModel::compile_structure(
                         "retained (retention lasts one subgraph)",
                     -1, t);
     if (graph.is_graph_output[t])
-      return reject("M9",
-                    tensor_name(t) + " is a graph output and cannot be retained; it must reach slow memory",
+      return reject("M9", tensor_name(t) + " is a graph output and cannot be retained; it must reach slow memory",
                     -1, t);
     for (const Consumer& c : internal_consumers(t))
       if (p.is_matmul(c.op))
@@ -269,8 +298,11 @@ std::variant<SubgraphModel, RuleViolation> SubgraphModel::compile_structure(
                           " of this subgraph; a tensor feeding a MatMul cannot be retained",
                       c.op, t);
   }
+  return std::nullopt;
+}
 
-  SubgraphModel m;
+void StructureCompiler::classify_tensors(SubgraphModel& m, const std::vector<int>& retained_in,
+                                         const ModelOptions& options) {
   m.index_ = index;
   m.ops_ = ops;
   m.retained_ = retain;
@@ -285,9 +317,6 @@ std::variant<SubgraphModel, RuleViolation> SubgraphModel::compile_structure(
       m.retained_in_regions_.push_back({0, p.heights[t], 0, p.widths[t]});
       m.retained_in_elements_ += p.size(t);
     }
-  auto is_retained_in = [&](int t) {
-    return std::find(m.retained_in_.begin(), m.retained_in_.end(), t) != m.retained_in_.end();
-  };
   for (int o : ops)
     for (int t : p.outputs[o])
       if (!is_ephemeral(t)) {
@@ -301,8 +330,10 @@ std::variant<SubgraphModel, RuleViolation> SubgraphModel::compile_structure(
         m.external_inputs_.push_back({t, o});
   m.facts_.matmuls = matmul_depths;
   m.facts_.allow_supernative_k = options.allow_supernative_k;
+}
 
-  // ---- M10 unified grid: one output shape (the tile counts come with the granularity)
+std::optional<RuleViolation> StructureCompiler::unify_grid(SubgraphModel& m) {
+  // One output shape; the tile counts come with the granularity.
   const int ref = m.nonephemeral_.front();  // the last op's outputs have no internal consumer: never empty
   for (int t : m.nonephemeral_)
     if (p.widths[t] != p.widths[ref] || p.heights[t] != p.heights[ref]) {
@@ -314,15 +345,37 @@ std::variant<SubgraphModel, RuleViolation> SubgraphModel::compile_structure(
     }
   m.grid_w_ = p.widths[ref];
   m.grid_h_ = p.heights[ref];
+  return std::nullopt;
+}
 
-  // ---- M12 links, in-chain ops and the sliced reduction depth K_s
+// The MatMuls a tensor comes from through in-chain ops (the tensor's producer if it is a MatMul).
+std::vector<int> StructureCompiler::heads_of(int t) const {
+  std::vector<int> heads, stack{t};
+  std::vector<bool> seen(p.num_tensors(), false);
+  while (!stack.empty()) {
+    const int u = stack.back();
+    stack.pop_back();
+    const int a = graph.producer[u];
+    if (!in_subgraph(a) || seen[u]) continue;
+    seen[u] = true;
+    if (p.is_matmul(a)) {
+      if (std::find(heads.begin(), heads.end(), a) == heads.end()) heads.push_back(a);
+    } else if (in_chain[a]) {
+      for (int v : p.inputs[a]) stack.push_back(v);
+    }
+  }
+  return heads;
+}
+
+void StructureCompiler::find_links(SubgraphModel& m) {
   // A link runs from MatMul `a` to MatMul `b`, directly or through Pointwise ops of the subgraph. A Pointwise
   // op lies on such a path when it both follows a MatMul (`after_matmul`: it reads, through Pointwise ops
   // only, a MatMul's output) and leads to one (`reaches_matmul`: a MatMul reads, through Pointwise ops only,
   // its output); those are the in-chain ops. Declared order is topological, so one pass each way decides
   // both.
-  std::vector<bool> after_matmul(p.num_ops(), false), reaches_matmul(p.num_ops(), false);
-  std::vector<bool> feeds_lhs(p.num_ops(), false);  // some path from the op ends at a MatMul's LHS
+  after_matmul.assign(p.num_ops(), false);
+  reaches_matmul.assign(p.num_ops(), false);
+  feeds_lhs.assign(p.num_ops(), false);  // some path from the op ends at a MatMul's LHS
   for (int o : ops) {
     if (p.is_matmul(o)) continue;
     for (int t : p.inputs[o]) {
@@ -337,31 +390,14 @@ std::variant<SubgraphModel, RuleViolation> SubgraphModel::compile_structure(
         if (matmul || reaches_matmul[c.op]) reaches_matmul[*it] = true;
         if ((matmul && c.position == 0) || (!matmul && feeds_lhs[c.op])) feeds_lhs[*it] = true;
       }
-  std::vector<bool> in_chain(p.num_ops(), false);
+  in_chain.assign(p.num_ops(), false);
   for (int o : ops) in_chain[o] = !p.is_matmul(o) && after_matmul[o] && reaches_matmul[o];
-  // The MatMuls a tensor comes from through in-chain ops (the tensor's producer if it is a MatMul).
-  auto heads_of = [&](int t) {
-    std::vector<int> heads, stack{t};
-    std::vector<bool> seen(p.num_tensors(), false);
-    while (!stack.empty()) {
-      const int u = stack.back();
-      stack.pop_back();
-      const int a = graph.producer[u];
-      if (!in_subgraph(a) || seen[u]) continue;
-      seen[u] = true;
-      if (p.is_matmul(a)) {
-        if (std::find(heads.begin(), heads.end(), a) == heads.end()) heads.push_back(a);
-      } else if (in_chain[a]) {
-        for (int v : p.inputs[a]) stack.push_back(v);
-      }
-    }
-    return heads;
-  };
   struct Link {
     int head, tail, position;
   };
   std::vector<Link> links;
-  std::vector<bool> is_head(p.num_ops(), false), is_tail(p.num_ops(), false);
+  is_head.assign(p.num_ops(), false);
+  is_tail.assign(p.num_ops(), false);
   for (int b : matmuls)
     for (int pos = 0; pos < 2; ++pos)
       for (int a : heads_of(p.inputs[b][pos]))
@@ -371,64 +407,68 @@ std::variant<SubgraphModel, RuleViolation> SubgraphModel::compile_structure(
           is_head[a] = true;
           is_tail[b] = true;
         }
+  // The sliced reduction depth K_s.
   for (int o : matmuls)
     if (links.empty() || (is_tail[o] && !is_head[o]))
       m.facts_.K_s = std::max(m.facts_.K_s, graph.reduction_depth[o]);
   m.facts_.links = links.size();
-
-  // ---- M13 facts: a middle MatMul
+  // M13: a middle MatMul.
   m.facts_.has_middle =
       std::any_of(matmuls.begin(), matmuls.end(), [&](int o) { return is_head[o] && is_tail[o]; });
+}
 
-  // ---- M20 D: split-K partial sums that need a buffer of their own
+// The non-ephemeral outputs reached from tensor `y` through Pointwise ops of the subgraph only.
+std::vector<int> StructureCompiler::hosts_reached(int y) const {
+  std::vector<int> hosts, stack{y};
+  std::vector<bool> seen(p.num_tensors(), false);
+  while (!stack.empty()) {
+    const int u = stack.back();
+    stack.pop_back();
+    for (const Consumer& c : internal_consumers(u)) {
+      if (p.is_matmul(c.op)) continue;  // through Pointwise ops only
+      for (int v : p.outputs[c.op]) {
+        if (seen[v]) continue;
+        seen[v] = true;
+        if (!is_ephemeral(v)) hosts.push_back(v);
+        stack.push_back(v);
+      }
+    }
+  }
+  return hosts;
+}
+
+void StructureCompiler::count_unhosted_partial_sums(SubgraphModel& m) {
   // Every MatMul that is not a head reduces over Kr(ks) and keeps a partial sum of its tile from the first
   // k-step to the last. One with a non-ephemeral output accumulates in that output's tile (counted in C).
   // One with an ephemeral output (a split-K epilogue follows) "may accumulate in the tile of one
   // non-ephemeral output that is reached from it through Pointwise ops of the subgraph only", and "an output
   // tile hosts at most one accumulator": as many as possible are hosted (a maximum matching of these MatMuls
   // to the outputs they reach), and each one left over is D.
-  {
-    std::vector<int> guests;                // MatMuls whose partial sum needs a host
-    std::vector<std::vector<int>> reaches;  // per guest: the non-ephemeral outputs it reaches
-    for (int o : matmuls) {
-      const int y = p.outputs[o][0];
-      if (is_head[o] || !is_ephemeral(y)) continue;
-      std::vector<int> hosts, stack{y};
-      std::vector<bool> seen(p.num_tensors(), false);
-      while (!stack.empty()) {
-        const int u = stack.back();
-        stack.pop_back();
-        for (const Consumer& c : internal_consumers(u)) {
-          if (p.is_matmul(c.op)) continue;  // through Pointwise ops only
-          for (int v : p.outputs[c.op]) {
-            if (seen[v]) continue;
-            seen[v] = true;
-            if (!is_ephemeral(v)) hosts.push_back(v);
-            stack.push_back(v);
-          }
-        }
-      }
-      guests.push_back(o);
-      reaches.push_back(hosts);
-    }
-    m.accumulators_ = partial_sums_without_host(p, guests, reaches);
+  std::vector<int> guests;                // MatMuls whose partial sum needs a host
+  std::vector<std::vector<int>> reaches;  // per guest: the non-ephemeral outputs it reaches
+  for (int o : matmuls) {
+    const int y = p.outputs[o][0];
+    if (is_head[o] || !is_ephemeral(y)) continue;
+    guests.push_back(o);
+    reaches.push_back(hosts_reached(y));
   }
+  m.accumulators_ = partial_sums_without_host(p, guests, reaches);
+}
 
-  // ---- M14 facts: prologues (Pointwise ops that are not in-chain) whose output a MatMul reads directly
+void StructureCompiler::find_prologues(SubgraphModel& m) {
+  // Pointwise ops that are not in-chain whose output a MatMul reads directly.
   for (int o : ops) {
     if (p.is_matmul(o) || in_chain[o]) continue;
     for (int t : p.outputs[o])
       for (const Consumer& c : internal_consumers(t))
-        if (p.is_matmul(c.op))
-          m.facts_.prologues.push_back({o, t, c.op, c.position, graph.reduction_depth[c.op]});
+        if (p.is_matmul(c.op)) m.facts_.prologues.push_back({o, t, c.op, c.position, graph.reduction_depth[c.op]});
   }
+}
 
-  // ---- M17 symbolic regions, in reverse declared order
-  std::vector<Form> out_form(p.num_ops());
-  std::vector<std::array<Form, 2>> mm_in_form(p.num_ops());
-  auto input_form = [&](const Consumer& c) {
-    return p.is_matmul(c.op) ? mm_in_form[c.op][c.position] : out_form[c.op];
-  };
+void StructureCompiler::derive_regions(SubgraphModel& m) {
+  // Symbolic regions, in reverse declared order.
+  out_form.assign(p.num_ops(), Form{});
+  mm_in_form.assign(p.num_ops(), {});
   for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
     const int o = *it;
     std::optional<Form> region;
@@ -450,10 +490,12 @@ std::variant<SubgraphModel, RuleViolation> SubgraphModel::compile_structure(
       mm_in_form[o] = {Form{region->rows, q}, Form{q, region->cols}};
     }
   }
+}
 
-  // ---- M18 which ops run when, M24 parameters
+void StructureCompiler::compile_ops(SubgraphModel& m) {
+  // M18 which ops run when, M24 parameters.
   for (int o : ops) {
-    CompiledOp c{};
+    SubgraphModel::CompiledOp c{};
     c.op = o;
     c.matmul = p.is_matmul(o);
     c.base = p.base_costs[o];
@@ -466,25 +508,43 @@ std::variant<SubgraphModel, RuleViolation> SubgraphModel::compile_structure(
     c.runs_at = c.matmul || in_chain[o] ? kEveryStep : prologue ? kFirstKStep : kLastKStep;
     c.run_form = prologue ? bounding(out_form[o]) : out_form[o];
     m.compiled_.push_back(c);
-    // ---- M19 slice forms of this op's external, not retained-in inputs
+    // M19 slice forms of this op's external, not retained-in inputs.
     for (int pos = 0; pos < static_cast<int>(p.inputs[o].size()); ++pos) {
       const int t = p.inputs[o][pos];
-      if (produced_here(t) || is_retained_in(t)) continue;
+      if (produced_here(t) || std::find(m.retained_in_.begin(), m.retained_in_.end(), t) != m.retained_in_.end())
+        continue;
       const Form f = c.matmul ? mm_in_form[o][pos] : c.run_form;
-      auto same = std::find_if(m.forms_.begin(), m.forms_.end(),
-                               [&](const SliceForm& s) { return s.tensor == t && s.form == f; });
+      auto same = std::find_if(m.forms_.begin(), m.forms_.end(), [&](const SubgraphModel::SliceForm& s) {
+        return s.tensor == t && s.form == f;
+      });
       if (same != m.forms_.end())
         same->runs_at |= c.runs_at;
       else
         m.forms_.push_back({t, f, c.runs_at, false});
     }
   }
-  for (SliceForm& s : m.forms_) {
-    s.may_alias = std::count_if(m.forms_.begin(), m.forms_.end(),
-                                [&](const SliceForm& other) { return other.tensor == s.tensor; }) > 1;
+  for (SubgraphModel::SliceForm& s : m.forms_) {
+    s.may_alias = std::count_if(m.forms_.begin(), m.forms_.end(), [&](const SubgraphModel::SliceForm& other) {
+      return other.tensor == s.tensor;
+    }) > 1;
     m.aliasing_ = m.aliasing_ || s.may_alias;
   }
+}
 
+std::variant<SubgraphModel, RuleViolation> SubgraphModel::compile_structure(
+    const Problem& p, const Graph& graph, const std::vector<int>& ops, const std::vector<int>& spec_retain,
+    int index, const std::vector<int>& retained_in, const ModelOptions& options) {
+  StructureCompiler compiler(p, graph, ops, index);
+  if (auto v = compiler.check_op_list()) return *v;
+  if (auto v = compiler.check_retention(spec_retain)) return *v;
+  SubgraphModel m;
+  compiler.classify_tensors(m, retained_in, options);
+  if (auto v = compiler.unify_grid(m)) return *v;
+  compiler.find_links(m);
+  compiler.count_unhosted_partial_sums(m);
+  compiler.find_prologues(m);
+  compiler.derive_regions(m);
+  compiler.compile_ops(m);
   return m;
 }
 

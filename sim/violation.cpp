@@ -1,12 +1,23 @@
 #include "sim/violation.hpp"
 
 #include <sstream>
+#include <stdexcept>
 
 #include "sim/problem.hpp"
 
 namespace mlsys {
 
 const char* to_string(MatmulCompute m) { return m == MatmulCompute::FullK ? "full-k" : "native-k"; }
+
+ModelOptions parse_model_options(const std::string& matmul_compute, bool allow_supernative_k) {
+  ModelOptions o;
+  if (matmul_compute == "native-k")
+    o.matmul_compute = MatmulCompute::NativeK;
+  else if (matmul_compute != "full-k")
+    throw std::invalid_argument("expected \"full-k\" or \"native-k\", got \"" + matmul_compute + "\"");
+  o.allow_supernative_k = allow_supernative_k;
+  return o;
+}
 
 std::string to_string(const Region& r) {
   std::ostringstream out;

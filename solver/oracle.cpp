@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <type_traits>
 
 namespace mlsys {
 namespace {
@@ -120,14 +121,75 @@ double SubgraphOracle::lower_bound(const std::vector<int>& ops, const std::vecto
   return std::max(compute, static_cast<double>(traffic) / problem_.slow_memory_bandwidth);
 }
 
-std::optional<SubgraphChoice> SubgraphOracle::best(const std::vector<int>& ops, const std::vector<int>& retained_in,
-                                                   const std::vector<int>& retain, std::string* reason) {
+std::vector<int> SubgraphOracle::cache_key(const std::vector<int>& ops, const std::vector<int>& retained_in,
+                                           const std::vector<int>& retain) const {
   std::vector<int> key = ops;
   key.push_back(-1);
   key.insert(key.end(), retained_in.begin(), retained_in.end());
   key.push_back(-2);
   key.insert(key.end(), retain.begin(), retain.end());
   key.push_back(-3 - breadth_);  // a narrower search's answer must not stand in for a wider one's
+  return key;
+}
+
+std::optional<std::string> SubgraphOracle::retained_overflow(const std::vector<int>& retained_in,
+                                                             const std::vector<int>& retain) const {
+  // At the last step every retained-in tensor is resident (M20 A) and every retained output has grown to its
+  // full size (M20 C), whatever the granularity.
+  int64_t resident = 0;
+  for (int t : retained_in) resident += problem_.size(t);
+  for (int t : retain) resident += problem_.size(t);
+  if (resident <= problem_.fast_memory_capacity) return std::nullopt;
+  return "M20: retained-in and retained tensors alone need " + std::to_string(resident) +
+         " elements at the last step, over the capacity " + std::to_string(problem_.fast_memory_capacity);
+}
+
+double SubgraphOracle::compute_per_tile_floor(const std::vector<int>& ops, const std::vector<int>& retain) const {
+  double compute_per_tile = 0;
+  for (int o : ops) {
+    const auto& outputs = problem_.outputs[o];
+    // Stored or retained: either way it is produced on every tile.
+    auto leaves = [&](int t) { return !read_inside(graph_, t, ops) || contains(retain, t); };
+    if (std::any_of(outputs.begin(), outputs.end(), leaves))
+      compute_per_tile += compute_floor(problem_, graph_, o, options_.matmul_compute) /
+                          static_cast<double>(problem_.native_tiles(problem_.outputs[o][0]));
+  }
+  return compute_per_tile;
+}
+
+namespace {
+
+// Under a tight capacity the largest k that fits may lie between the candidates or below all of them
+// (benchmark 4 fuses at k = 2): the working set grows with k (slices are k wide), so bisect for it between
+// `lo` (fits; 0 = none known) and `hi` (does not). A smaller k costs no extra traffic, only more steps.
+// Returns false when the clock ran out.
+// Snakes save one strip load per turn; on large grids that is a small share and costs a per-tile
+// classification, so they are tried only where a turn is a noticeable part of the grid.
+std::vector<Traversal> traversals_worth_trying(const SubgraphModel& model) {
+  if (model.grid_rows() > 1 && model.grid_cols() > 1 && model.tiles() <= 512)
+    return {Traversal::RowSnake, Traversal::ColumnSnake};
+  return {Traversal::Raster};
+}
+
+template <class Try>
+bool bisect_largest_fitting_k(int64_t lo, int64_t hi, Try&& attempt) {
+  while (hi - lo > 1) {
+    const int64_t mid = (lo + hi) / 2;
+    const auto outcome = attempt(mid);
+    using Outcome = std::decay_t<decltype(outcome)>;
+    if (outcome == Outcome::OutOfTime) return false;
+    if (outcome == Outcome::Fits) lo = mid;
+    else if (outcome == Outcome::OutOfMemory) hi = mid;
+    else break;  // another rule depends on k here (M13 w = k): no bisection
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<SubgraphChoice> SubgraphOracle::best(const std::vector<int>& ops, const std::vector<int>& retained_in,
+                                                   const std::vector<int>& retain, std::string* reason) {
+  const std::vector<int> key = cache_key(ops, retained_in, retain);
   if (std::optional<SubgraphChoice> known; cache_->find(key, &known) && (known || !reason)) return known;
   if (expired_ && expired_()) return std::nullopt;  // not cached: the question was not answered
 
@@ -138,20 +200,11 @@ std::optional<SubgraphChoice> SubgraphOracle::best(const std::vector<int>& ops, 
     cache_->store(key, best);
     return best;
   };
-  // A cheap feasibility check first: at the last step every retained-in tensor is resident (M20 A) and every
-  // retained output has grown to its full size (M20 C), whatever the granularity. Most subgraphs the DP
-  // proposes with two large tensors retained fail here, without trying any granularity.
-  {
-    int64_t resident = 0;
-    for (int t : retained_in) resident += problem_.size(t);
-    for (int t : retain) resident += problem_.size(t);
-    if (resident > problem_.fast_memory_capacity) {
-      if (reason)
-        *reason = "M20: retained-in and retained tensors alone need " + std::to_string(resident) +
-                  " elements at the last step, over the capacity " +
-                  std::to_string(problem_.fast_memory_capacity);
-      return answer();
-    }
+  // A cheap feasibility check first: most subgraphs the DP proposes with two large tensors retained fail here,
+  // without trying any granularity.
+  if (std::optional<std::string> overflow = retained_overflow(retained_in, retain)) {
+    if (reason) *reason = *overflow;
+    return answer();
   }
   // The rules that do not depend on the granularity, and the symbolic regions, once for all candidates.
   auto structure = SubgraphModel::compile_structure(problem_, graph_, ops, retain, 0, retained_in, options_);
@@ -163,13 +216,8 @@ std::optional<SubgraphChoice> SubgraphOracle::best(const std::vector<int>& ops, 
   // One working copy: each candidate re-applies its granularity in place instead of copying the structure.
   SubgraphModel& model = std::get<SubgraphModel>(structure);
   std::optional<RuleViolation> last_violation;  // described only if asked: most candidates are rejected
-  int64_t grid_w = problem_.native_w, grid_h = problem_.native_h;
-  {
-    // Any output of the last op has the grid's shape (it is non-ephemeral).
-    const int y = problem_.outputs[ops.back()][0];
-    grid_w = problem_.widths[y];
-    grid_h = problem_.heights[y];
-  }
+  const int grid_tensor = problem_.outputs[ops.back()][0];  // the last op's outputs are non-ephemeral
+  const int64_t grid_w = problem_.widths[grid_tensor], grid_h = problem_.heights[grid_tensor];
   const double floor = lower_bound(ops, retained_in, retain);
   // Evaluates one granularity (with the traversal orders worth trying); says whether it fitted in memory.
   enum class Outcome { Fits, OutOfMemory, Rejected, OutOfTime };
@@ -185,13 +233,8 @@ std::optional<SubgraphChoice> SubgraphOracle::best(const std::vector<int>& ops, 
     // only every 64 evaluations.
     if (expired_ && !model.counts_tile_classes() && model.num_steps() > 4096 && expired_())
       return Outcome::OutOfTime;
-    // Snakes save one strip load per turn; on large grids that is a small share and costs a per-tile
-    // classification, so they are tried only where a turn is a noticeable part of the grid.
-    std::vector<Traversal> kinds{Traversal::Raster};
-    if (model.grid_rows() > 1 && model.grid_cols() > 1 && model.tiles() <= 512)
-      kinds = {Traversal::RowSnake, Traversal::ColumnSnake};
     Outcome outcome = Outcome::Rejected;
-    for (Traversal kind : kinds) {
+    for (Traversal kind : traversals_worth_trying(model)) {
       std::optional<std::vector<int64_t>> order;
       if (kind != Traversal::Raster) order = traversal_order(kind, model.grid_rows(), model.grid_cols());
       if (auto v = model.set_traversal(order)) {
@@ -240,15 +283,7 @@ std::optional<SubgraphChoice> SubgraphOracle::best(const std::vector<int>& ops, 
   }
   // Each op whose output leaves the subgraph runs on every grid tile and pays at least one native tile's
   // compute there (M23, M24: smaller tiles are padded): a floor that grows with the number of tiles.
-  double compute_per_tile = 0;
-  for (int o : ops) {
-    const auto& outputs = problem_.outputs[o];
-    // Stored or retained: either way it is produced on every tile.
-    auto leaves = [&](int t) { return !read_inside(graph_, t, ops) || contains(retain, t); };
-    if (std::any_of(outputs.begin(), outputs.end(), leaves))
-      compute_per_tile += compute_floor(problem_, graph_, o, options_.matmul_compute) /
-                          static_cast<double>(problem_.native_tiles(problem_.outputs[o][0]));
-  }
+  const double compute_per_tile = compute_per_tile_floor(ops, retain);
   for (int64_t h : hs)
     for (int64_t w : ws) {
       if (best && best->latency <= floor * (1 + 1e-12)) break;  // nothing can beat the subgraph's floor
@@ -261,20 +296,10 @@ std::optional<SubgraphChoice> SubgraphOracle::best(const std::vector<int>& ops, 
         if (outcome == Outcome::OutOfMemory && largest_fit == 0) smallest_too_big = k;
         if (outcome == Outcome::Fits && largest_fit == 0) largest_fit = k;
       }
-      // Under a tight capacity the largest k that fits may lie between the candidates or below all of them
-      // (benchmark 4 fuses at k = 2): the working set grows with k (slices are k wide), so bisect for it. A
-      // smaller k costs no extra traffic, only more steps.
-      if (smallest_too_big > largest_fit + 1) {
-        int64_t lo = largest_fit, hi = smallest_too_big;  // lo fits (0 = none known), hi does not
-        while (hi - lo > 1) {
-          const int64_t mid = (lo + hi) / 2;
-          const Outcome outcome = try_granularity(w, h, mid);
-          if (outcome == Outcome::OutOfTime) return best;
-          if (outcome == Outcome::Fits) lo = mid;
-          else if (outcome == Outcome::OutOfMemory) hi = mid;
-          else break;  // another rule depends on k here (M13 w = k): no bisection
-        }
-      }
+      // The largest k that fits may lie between the candidates or below them all.
+      if (smallest_too_big > largest_fit + 1 &&
+          !bisect_largest_fitting_k(largest_fit, smallest_too_big, [&](int64_t k) { return try_granularity(w, h, k); }))
+        return best;  // out of time: not cached
     }
   if (!best && reason) *reason = last_violation ? last_violation->describe() : "no candidate granularity";
   return answer();

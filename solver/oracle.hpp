@@ -75,6 +75,14 @@ class SubgraphOracle {
  private:
   std::vector<int64_t> spatial_candidates(int64_t extent, int64_t native) const;
   std::vector<int64_t> k_candidates(const std::vector<int>& ops) const;
+  // best()'s parts: the cache key of a question; M20's check at the last step, where every retained-in and
+  // retained tensor is whole, whatever the granularity (the reason, or nullopt when they fit); the compute
+  // each grid tile pays at least.
+  std::vector<int> cache_key(const std::vector<int>& ops, const std::vector<int>& retained_in,
+                             const std::vector<int>& retain) const;
+  std::optional<std::string> retained_overflow(const std::vector<int>& retained_in,
+                                               const std::vector<int>& retain) const;
+  double compute_per_tile_floor(const std::vector<int>& ops, const std::vector<int>& retain) const;
 
   const Problem& problem_;
   const Graph& graph_;

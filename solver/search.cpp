@@ -25,42 +25,31 @@ double default_timeout_seconds(int num_ops) {
   return 120;
 }
 
-std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const SolveOptions& options,
-                              const std::atomic<bool>& stop, const ImprovementCallback& on_improvement,
-                              SolveStats* stats) {
-  Incumbent inc{problem, graph, options, stop, on_improvement, Clock::now(), {}, {}, {}, {}, {}, 0, {}, {}};
-  inc.deadline = inc.start + std::chrono::duration_cast<Clock::duration>(
-                                 std::chrono::duration<double>(options.timeout_seconds));
-  // First a quick answer (every op alone, then short fusions), then longer fusions and other orders.
-  std::mutex queue_mutex;
-  // Which tensors a job's later readers recompute: none; those computed from graph inputs alone (no more
-  // traffic than loading them); a random subset of all that may be; or the incumbent's choice, sometimes with
-  // one tensor toggled (local search).
-  enum class Recompute { None, FromGraphInputs, RandomSubset, AsIncumbent };
-  struct Job {
-    OrderKind kind;
-    int max_length;
-    Recompute recompute = Recompute::None;
-    bool downsets = false;    // the set-of-done-ops program instead of an order
-    bool exhaustive = false;  // that program is mlsys --exhaustive's
-  };
-  const std::optional<std::string> too_many_sets = search::downsets_unaffordable(problem, graph);
-  const bool downsets = !too_many_sets;
-  const std::vector<int> recomputable = recomputable_tensors(problem, graph);
-  const std::vector<int> cheap = recomputable_from_graph_inputs(problem, graph);
-  if (options.exhaustive && too_many_sets) {
-    if (stats)
-      stats->infeasible_reason = "the exhaustive search cannot enumerate this graph: " + *too_many_sets;
-    return std::nullopt;
-  }
+namespace {
+
+// Which tensors a job's later readers recompute: none; those computed from graph inputs alone (no more
+// traffic than loading them); a random subset of all that may be; or the incumbent's choice, sometimes with
+// one tensor toggled (local search).
+enum class Recompute { None, FromGraphInputs, RandomSubset, AsIncumbent };
+struct Job {
+  OrderKind kind;
+  int max_length;
+  Recompute recompute = Recompute::None;
+  bool downsets = false;    // the set-of-done-ops program instead of an order
+  bool exhaustive = false;  // that program is mlsys --exhaustive's
+};
+
+// The jobs in priority order, before the random ones: a first schedule at once, then longer fusions and
+// other orders.
+std::vector<Job> first_jobs(const Problem& problem, bool exhaustive, bool downsets, bool recompute_cheap,
+                            int siblings) {
   // Siblings (MatMuls sharing an operand) in one subgraph load it once. Groups of up to 10 can form in the
   // segments of the other orders; a larger group (benchmark 13: sixteen x_i @ W0) needs orders that put it
   // side by side and segments as long as it. (Adding such orders for benchmark 8's group of nine cost it 1 %
   // over 8 seeds.)
-  const int siblings = largest_sibling_group(problem, graph);
-  const bool long_siblings = siblings > 10;
   std::vector<Job> plan;  // in priority order
-  if (options.exhaustive) {
+  const bool long_siblings = siblings > 10;
+  if (exhaustive) {
     // A first schedule at once (every op alone), then every grouping. Other threads meanwhile run the usual
     // jobs below: their schedules are what a signal leaves if it comes first, and their costs bound the
     // exhaustive DP's pruning.
@@ -73,7 +62,7 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
     if (downsets && length == 3) plan.push_back({OrderKind::ByIndex, 3, Recompute::None, true});
   }
   // Long segments: benchmark 15's copy of op 0 belongs inside its 14-op side-read segment.
-  if (!cheap.empty())
+  if (recompute_cheap)
     for (OrderKind kind : {OrderKind::ByIndex, OrderKind::DepthFirst, OrderKind::RetentionFriendly})
       plan.push_back({kind, 16, Recompute::FromGraphInputs});
   if (long_siblings) plan.push_back({OrderKind::SiblingsFirst, siblings});
@@ -86,6 +75,57 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
   // Pointwise ops): at L = 5 this job finds it in 0.6 s of one thread. At L = 4 it takes seconds on graphs of
   // 60 ops, so it comes last.
   if (downsets) plan.push_back({OrderKind::ByIndex, problem.num_ops() <= 20 ? 5 : 4, Recompute::None, true});
+  return plan;
+}
+
+// Which tensors a job's later readers recompute (`recompute` holds the incumbent's choice on entry).
+void choose_recomputed(Recompute how, const std::vector<int>& cheap, const std::vector<int>& recomputable,
+                       std::mt19937_64& rng, std::vector<int>& recompute) {
+  if (how == Recompute::FromGraphInputs) recompute = cheap;
+  if (how == Recompute::RandomSubset)
+    for (int t : recomputable)
+      if (rng() % 2) recompute.push_back(t);
+  if (how == Recompute::AsIncumbent && !recomputable.empty() && rng() % 4 == 0) {
+    const int t = recomputable[rng() % recomputable.size()];
+    if (auto it = std::find(recompute.begin(), recompute.end(), t); it != recompute.end())
+      recompute.erase(it);
+    else
+      recompute.push_back(t);
+  }
+}
+
+// Why no schedule was found: the first op that fits nowhere on its own, the usual reason.
+std::string infeasible_reason(const Problem& problem, const Graph& graph, const ModelOptions& model) {
+  SubgraphOracle oracle(problem, graph, model);
+  for (int o = 0; o < problem.num_ops(); ++o) {
+    std::string reason;
+    if (!oracle.best({o}, {}, {}, &reason)) return "op " + std::to_string(o) + ": " + reason;
+  }
+  return "no schedule found within the time limit";
+}
+
+}  // namespace
+
+std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const SolveOptions& options,
+                              const std::atomic<bool>& stop, const ImprovementCallback& on_improvement,
+                              SolveStats* stats) {
+  Incumbent inc{problem, graph, options, stop, on_improvement, Clock::now(), {}, {}, {}, {}, {}, 0, {}, {}};
+  inc.deadline = inc.start + std::chrono::duration_cast<Clock::duration>(
+                                 std::chrono::duration<double>(options.timeout_seconds));
+  // First a quick answer (every op alone, then short fusions), then longer fusions and other orders.
+  std::mutex queue_mutex;
+  const std::optional<std::string> too_many_sets = search::downsets_unaffordable(problem, graph);
+  const bool downsets = !too_many_sets;
+  const std::vector<int> recomputable = recomputable_tensors(problem, graph);
+  const std::vector<int> cheap = recomputable_from_graph_inputs(problem, graph);
+  if (options.exhaustive && too_many_sets) {
+    if (stats)
+      stats->infeasible_reason = "the exhaustive search cannot enumerate this graph: " + *too_many_sets;
+    return std::nullopt;
+  }
+  const int siblings = largest_sibling_group(problem, graph);
+  const bool long_siblings = siblings > 10;  // see first_jobs
+  const std::vector<Job> plan = first_jobs(problem, options.exhaustive, downsets, !cheap.empty(), siblings);
   // Then, for as long as time allows (or until the schedule meets the lower bound): every other job perturbs
   // the incumbent's order (local search); the others draw new orders, random or retention-friendly with
   // random ties, one in four of the random ones with a random set of recomputed tensors, and with a long
@@ -140,17 +180,7 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
         if (inc.best_longest_segment > 10) job.max_length = inc.best_longest_segment;
       }
       std::mt19937_64 rng(seed ^ 0x5eed);
-      if (job.recompute == Recompute::FromGraphInputs) recompute = cheap;
-      if (job.recompute == Recompute::RandomSubset)
-        for (int t : recomputable)
-          if (rng() % 2) recompute.push_back(t);
-      if (job.recompute == Recompute::AsIncumbent && !recomputable.empty() && rng() % 4 == 0) {
-        const int t = recomputable[rng() % recomputable.size()];
-        if (auto it = std::find(recompute.begin(), recompute.end(), t); it != recompute.end())
-          recompute.erase(it);
-        else
-          recompute.push_back(t);
-      }
+      choose_recomputed(job.recompute, cheap, recomputable, rng, recompute);
       run_order_search(inc, cache, job.kind, job.max_length, seed, inc.tolerance(index), base, recompute);
       ++inc.orders;
     }
@@ -165,17 +195,7 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
                          : options.max_orders > 0 && inc.stats.orders >= options.max_orders ? "order budget"
                          : inc.stats.exhaustive_complete ? "exhaustive search done"
                                                          : "timeout";
-  if (!inc.best) {
-    // Name the first op that fits nowhere on its own, the usual reason.
-    SubgraphOracle oracle(problem, graph, options.model);
-    for (int o = 0; o < problem.num_ops() && inc.stats.infeasible_reason.empty(); ++o) {
-      std::string reason;
-      if (!oracle.best({o}, {}, {}, &reason))
-        inc.stats.infeasible_reason = "op " + std::to_string(o) + ": " + reason;
-    }
-    if (inc.stats.infeasible_reason.empty())
-      inc.stats.infeasible_reason = "no schedule found within the time limit";
-  }
+  if (!inc.best) inc.stats.infeasible_reason = infeasible_reason(problem, graph, options.model);
   if (stats) *stats = inc.stats;
   return inc.best;
 }

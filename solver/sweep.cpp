@@ -14,7 +14,6 @@
 #include "verifier/verify.hpp"
 
 namespace mlsys {
-namespace {
 
 double parse_positive(const std::string& text, const std::string& option) {
   size_t used = 0;
@@ -29,19 +28,13 @@ double parse_positive(const std::string& text, const std::string& option) {
   return v;
 }
 
+namespace {
+
 std::string point_name(const SweepPoint& p) {
   return "capacity=" + format_number(p.capacity) + ";bandwidth=" + format_number(p.bandwidth);
 }
 
 }  // namespace
-
-const char* const kSweepCsvHeader =
-    "capacity,bandwidth,status,total,lower_bound,compute_bound_share,peak_working_set,solve_seconds,schedule,"
-    "found_at,certified_bound";
-// Sweeps written before the certified bound: still merged (the bounds are recomputed anyway).
-static const char* const kSweepCsvHeaderWithoutCertifiedBound =
-    "capacity,bandwidth,status,total,lower_bound,compute_bound_share,peak_working_set,solve_seconds,schedule,"
-    "found_at";
 
 bool price_at_point(const Problem& base, const Graph& graph, const ModelOptions& model,
                     const Schedule& schedule, SweepPoint& point) {
@@ -68,8 +61,6 @@ bool price_at_point(const Problem& base, const Graph& graph, const ModelOptions&
   return true;
 }
 
-namespace {
-
 std::vector<std::string> split(const std::string& line, char sep) {
   std::vector<std::string> parts;
   std::string part;
@@ -78,8 +69,6 @@ std::vector<std::string> split(const std::string& line, char sep) {
   if (!line.empty() && line.back() == sep) parts.push_back("");
   return parts;
 }
-
-}  // namespace
 
 std::vector<double> parse_sweep_values(const std::string& text, const std::string& option, bool whole) {
   std::vector<double> values;
@@ -175,40 +164,6 @@ int reprice_dominated(const Problem& problem, const Graph& graph, const ModelOpt
       }
     }
   return improved;
-}
-
-std::vector<SweepPoint> read_sweep(const std::string& dir, const Problem& problem) {
-  const std::string path = dir + "/sweep.csv";
-  std::ifstream in(path);
-  if (!in) throw InputError(path, "", "", "cannot open file");
-  std::string line;
-  if (!std::getline(in, line) || (line != kSweepCsvHeader && line != kSweepCsvHeaderWithoutCertifiedBound))
-    throw InputError(path, "line 1", "",
-                     "not a sweep.csv (expected the header " + std::string(kSweepCsvHeader) + ")");
-  const size_t fields = line == kSweepCsvHeader ? 11 : 10;
-  std::vector<SweepPoint> points;
-  for (int number = 2; std::getline(in, line); ++number) {
-    if (line.empty()) continue;
-    const std::vector<std::string> f = split(line, ',');
-    const std::string where = "line " + std::to_string(number);
-    if (f.size() != fields)
-      throw InputError(path, where, "",
-                       "expected " + std::to_string(fields) + " fields, got " + std::to_string(f.size()));
-    SweepPoint p;
-    p.capacity = parse_positive(f[0], where + " capacity");
-    p.bandwidth = parse_positive(f[1], where + " bandwidth");
-    p.solve_seconds = std::stod(f[7]);
-    p.schedule_file = f[8];
-    p.found_at = f[9];
-    if (f[2] == "ok") {
-      if (p.schedule_file.empty() || p.schedule_file.find("..") != std::string::npos)
-        throw InputError(path, where, "",
-                         "a feasible point needs its schedule file inside the sweep directory");
-      p.schedule = load_schedule(dir + "/" + p.schedule_file, problem);
-    }
-    points.push_back(p);
-  }
-  return points;
 }
 
 }  // namespace mlsys

@@ -63,9 +63,9 @@ std::vector<SweepPoint> run_sweep(const Problem& problem, const Graph& graph, co
 int reprice_dominated(const Problem& problem, const Graph& graph, const ModelOptions& model,
                       std::vector<SweepPoint>& points);
 
-// The columns of DIR/sweep.csv (traces/sweep_report writes it, read_sweep reads it back).
-extern const char* const kSweepCsvHeader;
-// Reads DIR/sweep.csv and the schedules it names (for merging shards).
-std::vector<SweepPoint> read_sweep(const std::string& dir, const Problem& problem);
+// The parsing the sweep's options and its CSV (traces/sweep_csv) share: a positive finite number (InputError
+// naming `what` otherwise), and a line split at `sep` (a trailing separator gives an empty last field).
+double parse_positive(const std::string& text, const std::string& what);
+std::vector<std::string> split(const std::string& line, char sep);
 
 }  // namespace mlsys

@@ -64,6 +64,43 @@ TEST(Layering, TheCheckerFindsProgramsOutsideAppsAndOversizedFiles) {
   EXPECT_EQ("traces/long.cpp", long_files[0].file);
 }
 
+TEST(Layering, TheCheckerMeasuresFunctionsNotComments) {
+  const std::string root = fixture_tree("layers-functions");
+  std::string body;
+  for (int i = 0; i < 8; ++i) body += "  x += " + std::to_string(i) + ";\n";
+  write_text(root + "/solver/long.cpp",
+             "#include <vector>\n"
+             "namespace mlsys {\n"
+             "namespace {\n"
+             "// a comment { with a brace\n"
+             "int short_one(int x) {\n  return x + 1;\n}\n"
+             "}  // namespace\n"
+             "struct Walker {\n"
+             "  int inline_member(int x) const {\n" + body + "    return x;\n  }\n"
+             "  int field{0};\n"
+             "};\n"
+             "int Walker_long(int x) {\n"
+             "  const char* s = \"}}}\";\n"
+             "  auto f = [&](int y) {\n" + body + "    return y;\n  };\n" + body +
+             "  return f(x) + s[0];\n"
+             "}\n"
+             "}  // namespace mlsys\n");
+  const std::vector<Finding> findings = long_functions(root, {"solver"}, 10);
+  ASSERT_EQ(2u, findings.size()) << describe(findings);
+  EXPECT_EQ(10, findings[0].line);
+  EXPECT_EQ("inline_member (11 lines)", findings[0].text);
+  EXPECT_EQ(23, findings[1].line);
+  EXPECT_EQ("Walker_long (23 lines)", findings[1].text);
+  EXPECT_TRUE(long_functions(root, {"solver"}, 23).empty());
+  EXPECT_TRUE(long_functions(root, {"sim"}, 10).empty());  // only the folders asked for
+}
+
+TEST(Layering, NoFunctionOfTheModelVerifierOrSolverIsOver120Lines) {
+  // Issue 39: a function a new maintainer must read whole fits on two screens; split by rule group or theorem.
+  const std::vector<Finding> findings = long_functions(source_path(""), {"sim", "verifier", "solver"}, 120);
+  EXPECT_TRUE(findings.empty()) << describe(findings);
+}
+
 TEST(Layering, NoIncludeGoesUpward) {
   const std::vector<Finding> findings = upward_includes(source_path(""));
   EXPECT_TRUE(findings.empty()) << describe(findings);

@@ -1,6 +1,7 @@
 #include "repository_checks.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -181,6 +182,121 @@ std::vector<Finding> oversized_sources(const fs::path& root, int max_lines) {
     if (lines > max_lines)
       findings.push_back({file.generic_string(), lines, std::to_string(lines) + " lines",
                           "longer than " + std::to_string(max_lines) + " lines: split it by concern"});
+  }
+  return findings;
+}
+
+namespace {
+
+// The source with comments, string and character literals blanked (newlines kept, so lines still count).
+std::string code_only(const std::string& text) {
+  std::string out = text;
+  size_t i = 0;
+  const auto blank = [&](size_t from, size_t to) {
+    for (size_t j = from; j < to && j < out.size(); ++j)
+      if (out[j] != '\n') out[j] = ' ';
+  };
+  bool line_start = true;
+  while (i < text.size()) {
+    if (line_start && text[i] == '#') {  // a preprocessor line, with its continuations
+      size_t end = i;
+      while (end < text.size() && !(text[end] == '\n' && text[end - 1] != '\\')) ++end;
+      blank(i, end);
+      i = end;
+      continue;
+    }
+    if (text[i] != ' ' && text[i] != '\t') line_start = text[i] == '\n';
+    if (text.compare(i, 2, "//") == 0) {
+      const size_t end = text.find('\n', i);
+      blank(i, end == std::string::npos ? text.size() : end);
+      i = end == std::string::npos ? text.size() : end;
+    } else if (text.compare(i, 2, "/*") == 0) {
+      const size_t end = text.find("*/", i + 2);
+      const size_t stop = end == std::string::npos ? text.size() : end + 2;
+      blank(i, stop);
+      i = stop;
+    } else if (text[i] == 'R' && i + 1 < text.size() && text[i + 1] == '"' &&
+               (i == 0 || !(std::isalnum(static_cast<unsigned char>(text[i - 1])) || text[i - 1] == '_'))) {
+      const size_t open = text.find('(', i + 2);
+      if (open == std::string::npos) break;
+      const std::string closing = ")" + text.substr(i + 2, open - i - 2) + "\"";
+      const size_t end = text.find(closing, open);
+      const size_t stop = end == std::string::npos ? text.size() : end + closing.size();
+      blank(i, stop);
+      i = stop;
+    } else if (text[i] == '"' || (text[i] == '\'' && !(i > 0 && std::isxdigit(static_cast<unsigned char>(
+                                                                         text[i - 1]))))) {  // not 1'000
+      const char quote = text[i];
+      size_t j = i + 1;
+      while (j < text.size() && text[j] != quote && text[j] != '\n') j += text[j] == '\\' ? 2 : 1;
+      blank(i, j + 1);
+      i = j + 1;
+    } else {
+      ++i;
+    }
+  }
+  return out;
+}
+
+std::string function_name(const std::string& header) {
+  static const std::regex name(R"(([A-Za-z_~][A-Za-z0-9_:~<>]*|operator\s*\S+)\s*\()");
+  std::smatch m;
+  return std::regex_search(header, m, name) ? m[1].str() : header;
+}
+
+}  // namespace
+
+std::vector<Finding> long_functions(const fs::path& root, const std::vector<std::string>& folders,
+                                    int max_lines) {
+  static const std::regex container(R"((^|\W)(namespace|class|struct|union|enum|extern)(\W|$))");
+  std::vector<Finding> findings;
+  for (const fs::path& file : repository_files(root)) {
+    if (!is_source(file) || std::find(folders.begin(), folders.end(), file.begin()->string()) == folders.end())
+      continue;
+    const std::string code = code_only(read_text(root / file));
+    enum class Scope { container, function, block };
+    struct Open {
+      Scope scope;
+      int first_line;
+      std::string name;
+    };
+    std::vector<Open> open;
+    std::string header;
+    int line = 1, header_line = 1;
+    const auto in_container = [&] { return open.empty() || open.back().scope == Scope::container; };
+    for (const char c : code) {
+      if (c == '{') {
+        Scope scope = Scope::block;
+        if (in_container()) {
+          if (std::regex_search(header, container) && header.find('(') == std::string::npos)
+            scope = Scope::container;
+          else if (header.find(')') != std::string::npos)
+            scope = Scope::function;
+        }
+        open.push_back({scope, header_line, scope == Scope::function ? function_name(header) : ""});
+        header.clear();
+      } else if (c == '}') {
+        if (!open.empty()) {
+          const Open done = open.back();
+          open.pop_back();
+          const int length = line - done.first_line + 1;
+          if (done.scope == Scope::function && length > max_lines)
+            findings.push_back({file.generic_string(), done.first_line,
+                                done.name + " (" + std::to_string(length) + " lines)",
+                                "longer than " + std::to_string(max_lines) + " lines: split it"});
+        }
+        header.clear();
+      } else if (c == ';') {
+        header.clear();
+      } else if (in_container()) {
+        if (header.find_first_not_of(" \t\n") == std::string::npos && !std::isspace(static_cast<unsigned char>(c)))
+          header_line = line;
+        header += c;
+      }
+      if (c == '\n') {
+        ++line;
+      }
+    }
   }
   return findings;
 }

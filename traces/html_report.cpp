@@ -9,6 +9,7 @@
 #include "traces/html_page.hpp"
 #include "traces/report.hpp"
 #include "verifier/bound.hpp"
+#include "traces/atomic_file.hpp"
 
 namespace mlsys {
 namespace {

@@ -1,6 +1,7 @@
 #include "traces/perfetto_trace.hpp"
 
 #include "sim/json_io.hpp"
+#include "traces/atomic_file.hpp"
 
 namespace mlsys {
 

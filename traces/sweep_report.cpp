@@ -9,8 +9,10 @@
 #include "sim/json_io.hpp"
 #include "solver/sweep.hpp"
 #include "traces/html_page.hpp"
+#include "traces/sweep_csv.hpp"
 #include "traces/report.hpp"
 #include "verifier/bound.hpp"
+#include "traces/atomic_file.hpp"
 
 namespace mlsys {
 namespace {
@@ -181,8 +183,6 @@ std::string sweep_html(const std::string& problem_name, const std::vector<SweepP
 void write_sweep(const std::string& dir, const std::string& problem_name,
                  const std::vector<SweepPoint>& points) {
   std::filesystem::create_directories(std::filesystem::path(dir) / "schedules");
-  std::ostringstream csv;
-  csv << kSweepCsvHeader << "\n";
   std::vector<SweepPoint> named = points;
   for (SweepPoint& p : named) {
     if (p.feasible && p.schedule) {
@@ -190,14 +190,8 @@ void write_sweep(const std::string& dir, const std::string& problem_name,
                         format_number(p.bandwidth) + ".json";
       write_file_atomic(dir + "/" + p.schedule_file, schedule_to_json(*p.schedule).dump(1) + "\n");
     }
-    csv << format_number(p.capacity) << "," << format_number(p.bandwidth) << ","
-        << (p.feasible ? "ok" : "infeasible") << "," << (p.feasible ? format_number(p.total) : "") << ","
-        << format_number(p.lower_bound) << "," << (p.feasible ? format_number(p.compute_bound_share) : "")
-        << "," << (p.feasible ? std::to_string(p.peak_working_set) : "") << ","
-        << format_number(p.solve_seconds) << "," << p.schedule_file << "," << p.found_at << ","
-        << format_number(p.certified_bound) << "\n";
   }
-  write_file_atomic(dir + "/sweep.csv", csv.str());
+  write_file_atomic(dir + "/sweep.csv", sweep_csv(named));
   write_file_atomic(dir + "/sweep.html", sweep_html(problem_name, named));
   write_file_atomic(dir + "/sweep.svg", sweep_chart_svg(named));  // the chart alone, e.g. for a README
 }

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "verifier/verify.hpp"
@@ -177,203 +178,209 @@ double reloads_per_element(const Problem& p, int o, int side) {
                    : static_cast<double>(p.heights[y]) / static_cast<double>(p.native_h);
 }
 
-}  // namespace
+// The base terms: each op's compute once (M23, M24), each graph input loaded and each graph output stored once
+// (M21, M22).
+struct BaseTerms {
+  double compute = 0, traffic = 0;
+  std::vector<BoundTerm> terms;
+  std::vector<double> op_floor;  // each op's compute floor
+};
 
-double proven_gap_percent(double cost, double bound) {
-  return bound > 0 ? 100.0 * (cost / bound - 1.0) : INFINITY;
-}
-
-CertifiedBound certified_bound(const Problem& p, const Graph& g, const ModelOptions& options,
-                               const std::function<bool()>& expired) {
-  CertifiedBound out;
-  const LowerBound rule_book = lower_bound(p, g);
-  out.rule_book = rule_book.bound(options.matmul_compute);
+BaseTerms base_terms(const Problem& p, const Graph& g, const ModelOptions& options) {
   const double B = p.slow_memory_bandwidth;
-  const double n_w = static_cast<double>(p.native_w), n_h = static_cast<double>(p.native_h);
-
-  double base_compute = 0, base_traffic = 0;
-  std::vector<BoundTerm> base_terms;
-  std::vector<double> op_floor(p.num_ops());
+  BaseTerms base;
+  base.op_floor.resize(p.num_ops());
   for (int o = 0; o < p.num_ops(); ++o) {
-    op_floor[o] = compute_floor(p, g, o, options.matmul_compute);
-    base_compute += op_floor[o];
-    base_terms.push_back({"op " + std::to_string(o), p.is_matmul(o) ? "M24" : "M23", op_floor[o], 0,
+    base.op_floor[o] = compute_floor(p, g, o, options.matmul_compute);
+    base.compute += base.op_floor[o];
+    base.terms.push_back({"op " + std::to_string(o), p.is_matmul(o) ? "M24" : "M23", base.op_floor[o], 0,
                           "computes its output at least once, each native tile at least base"});
   }
   for (int t = 0; t < p.num_tensors(); ++t) {
     if (!g.is_graph_input[t] && !g.is_graph_output[t]) continue;
     const double v = static_cast<double>(p.size(t)) / B;
-    base_traffic += v;
-    base_terms.push_back({"tensor " + std::to_string(t), g.is_graph_input[t] ? "M21 M9" : "M22", 0, v,
+    base.traffic += v;
+    base.terms.push_back({"tensor " + std::to_string(t), g.is_graph_input[t] ? "M21 M9" : "M22", 0, v,
                           g.is_graph_input[t]
                               ? "a graph input is loaded at least once (it can never be retained)"
                               : "a graph output is stored at least once"});
   }
+  return base;
+}
 
-  // Theorem 1: reloads of a MatMul's operand, for tensors every reader of which is a MatMul reading it on one
-  // side.
-  std::vector<TensorTerm> tensor_terms;
-  if (!options.allow_supernative_k) {
-    const std::vector<HeadRoles> head_roles = all_head_roles(p, g);
-    const std::vector<std::set<int>> link_heads = all_link_heads(p, g);
-    for (int t = 0; t < p.num_tensors(); ++t) {
-      if (g.is_graph_output[t] || g.consumers[t].empty()) continue;
-      const int side = g.consumers[t].front().position;
-      bool one_side = true;
-      for (const Consumer& c : g.consumers[t]) {
-        if (!p.is_matmul(c.op) || c.position != side) one_side = false;
-        if (p.is_matmul(c.op) && p.inputs[c.op][0] == p.inputs[c.op][1]) one_side = false;
-      }
-      if (!one_side) continue;
-      // Retained-in needs the whole tensor in fast memory (M20 A).
-      if (!g.is_graph_input[t] && static_cast<double>(p.size(t)) <= p.fast_memory_capacity) continue;
-      TensorTerm term;
-      term.tensor = t;
-      term.side = side;
-      term.graph_input = g.is_graph_input[t];
-      for (const Consumer& c : g.consumers[t]) {
-        const int o = c.op;
-        const double K = static_cast<double>(g.reduction_depth[o]);
-        const int y = p.outputs[o][0];
-        const double M = static_cast<double>(p.heights[y]), N = static_cast<double>(p.widths[y]);
-        // A non-head run has nk > 1 (k <= n_k < K, M6), and a prologue cannot make the operand (M14).
-        if (!(K > n_w && K > n_h)) continue;
-        const HeadRoles& roles = head_roles[o];
-        // Unless o heads a link of the operand's side (a head keeps that strip across a tile row or column).
-        if (side == 0 ? roles.lhs || (roles.rhs && !(M > n_w)) : roles.rhs || (roles.lhs && !(N > n_w)))
-          continue;
-        const double rho = reloads_per_element(p, o, side);
-        if (rho > term.rho) {
-          term.rho = rho;
-          term.reader = o;
-        }
-      }
-      if (term.reader < 0 || term.rho <= 1) continue;
-      const double size = static_cast<double>(p.size(t));
-      if (term.graph_input) {
-        term.choice.load_traffic = (term.rho - 1) * size / B;
-      } else {
-        term.choice.load_traffic = (1 + term.rho) * size / B;  // stored once, loaded rho times
-        const std::set<int>& heads = link_heads[t];
-        if (heads.size() > 1) continue;  // which head would pay is unknown: no term
-        if (heads.size() == 1) {
-          const int a = *heads.begin();
-          const int ya = p.outputs[a][0];
-          const bool deep = options.matmul_compute == MatmulCompute::NativeK;
-          const double depth = deep ? static_cast<double>(g.reduction_depth[a]) / n_w : 1.0;
-          // The head's output once, unpadded, as a head pays for it (M24): base per native tile with the
-          // streamed side at n_k = n_w (the columns of an LHS link, the rows of an RHS link); and as a
-          // MatMul that heads nothing pays for it.
-          const double rows = static_cast<double>(p.heights[ya]), cols = static_cast<double>(p.widths[ya]);
-          term.head = a;
-          term.choice.head_base = op_floor[a];
-          term.choice.own_unpadded = p.base_costs[a] * depth * rows / n_h * cols / n_w;
-          // Every tile of a linked run makes the head compute its output across the streamed side, at least
-          // one native tile's worth of rows (M24's ceil), and tiles are no larger than the largest that fits.
-          term.linked_tiles = linked_tiles(p, g, a, term.reader, side);
-          term.choice.link_fits = term.linked_tiles > 0;
-          term.choice.per_coverage =
-              term.linked_tiles * p.base_costs[a] * depth * (side == 0 ? cols : rows) / n_w;
-        }
-      }
-      tensor_terms.push_back(term);
+// Theorem 1's term for tensor t read on one side by MatMuls only, if one of them forces reloads; with
+// Theorem 2's pricing of making it in the reader's subgraph instead when one MatMul could head that link.
+std::optional<TensorTerm> reload_term(const Problem& p, const Graph& g, const ModelOptions& options, int t,
+                                      int side, const std::vector<double>& op_floor,
+                                      const std::vector<HeadRoles>& head_roles,
+                                      const std::vector<std::set<int>>& link_heads) {
+  const double B = p.slow_memory_bandwidth;
+  const double n_w = static_cast<double>(p.native_w), n_h = static_cast<double>(p.native_h);
+  TensorTerm term;
+  term.tensor = t;
+  term.side = side;
+  term.graph_input = g.is_graph_input[t];
+  for (const Consumer& c : g.consumers[t]) {
+    const int o = c.op;
+    const double K = static_cast<double>(g.reduction_depth[o]);
+    const int y = p.outputs[o][0];
+    const double M = static_cast<double>(p.heights[y]), N = static_cast<double>(p.widths[y]);
+    // A non-head run has nk > 1 (k <= n_k < K, M6), and a prologue cannot make the operand (M14).
+    if (!(K > n_w && K > n_h)) continue;
+    const HeadRoles& roles = head_roles[o];
+    // Unless o heads a link of the operand's side (a head keeps that strip across a tile row or column).
+    if (side == 0 ? roles.lhs || (roles.rhs && !(M > n_w)) : roles.rhs || (roles.lhs && !(N > n_w)))
+      continue;
+    const double rho = reloads_per_element(p, o, side);
+    if (rho > term.rho) {
+      term.rho = rho;
+      term.reader = o;
     }
-    // A head's streamed operand read by it alone and reloaded by Theorem 1 for it: how many times (0 if not).
-    std::vector<int> reload_term(p.num_tensors(), -1);
-    for (size_t i = 0; i < tensor_terms.size(); ++i)
-      if (tensor_terms[i].head < 0) reload_term[tensor_terms[i].tensor] = static_cast<int>(i);
-    auto streamed_rho = [&](int tensor, int head) {
-      const int i = reload_term[tensor];
-      if (g.consumers[tensor].size() != 1 || i < 0 || tensor_terms[i].reader != head) return 0.0;
-      return tensor_terms[i].rho;
-    };
-    // Theorem 3: a head that can link to one tail only pays for its own operands on both sides of the choice.
-    for (TensorTerm& term : tensor_terms) {
-      if (term.head < 0) continue;
-      const int a = term.head;
-      if (head_roles[a].tails != std::set<std::pair<int, int>>{{term.reader, term.side}}) continue;
-      const int kept = p.inputs[a][term.side], streamed = p.inputs[a][1 - term.side];
-      if (kept == streamed) continue;
-      const double Ka = static_cast<double>(g.reduction_depth[a]);
-      const double rho_kept = reloads_per_element(p, a, term.side);
-      const double kept_size = static_cast<double>(p.size(kept)) / B;
-      if (g.consumers[kept].size() == 1 && Ka > n_w && Ka > n_h) {
-        if (g.is_graph_input[kept]) {
-          term.choice.kept_once = kept_size;
-          term.choice.kept_reloads = rho_kept * kept_size;
-        } else if (!g.is_graph_output[kept] && kept_size * B > p.fast_memory_capacity) {
-          // Theorem 5: made by one MatMul a0 that can link to a only; stored and reloaded where a is no
-          // head, or linked from a0, whose tiles stream a0's other operand (Theorem 4's count). A graph
-          // output is left out: its one store is a base term already.
-          const std::set<int>& heads0 = link_heads[kept];
-          const int a0 = heads0.size() == 1 ? *heads0.begin() : -1;
-          if (a0 >= 0 && head_roles[a0].tails == std::set<std::pair<int, int>>{{a, term.side}}) {
-            const double store_and_reload = (1 + rho_kept) * kept_size;
-            const double tiles = linked_tiles(p, g, a0, a, term.side);
-            if (tiles <= 0) {
-              term.choice.nested_per = store_and_reload;
-            } else {
-              const int streamed0 = p.inputs[a0][1 - term.side];
-              const double rho0 = streamed_rho(streamed0, a0);
-              if (rho0 > 0 && streamed0 != kept) {
-                term.choice.nested_from = rho0 / tiles;
-                term.choice.nested_per =
-                    std::min(store_and_reload, tiles * static_cast<double>(p.size(streamed0)) / B);
-              }
+  }
+  if (term.reader < 0 || term.rho <= 1) return std::nullopt;
+  const double size = static_cast<double>(p.size(t));
+  if (term.graph_input) {
+    term.choice.load_traffic = (term.rho - 1) * size / B;
+  } else {
+    term.choice.load_traffic = (1 + term.rho) * size / B;  // stored once, loaded rho times
+    const std::set<int>& heads = link_heads[t];
+    if (heads.size() > 1) return std::nullopt;  // which head would pay is unknown: no term
+    if (heads.size() == 1) {
+      const int a = *heads.begin();
+      const int ya = p.outputs[a][0];
+      const bool deep = options.matmul_compute == MatmulCompute::NativeK;
+      const double depth = deep ? static_cast<double>(g.reduction_depth[a]) / n_w : 1.0;
+      // The head's output once, unpadded, as a head pays for it (M24): base per native tile with the
+      // streamed side at n_k = n_w (the columns of an LHS link, the rows of an RHS link); and as a
+      // MatMul that heads nothing pays for it.
+      const double rows = static_cast<double>(p.heights[ya]), cols = static_cast<double>(p.widths[ya]);
+      term.head = a;
+      term.choice.head_base = op_floor[a];
+      term.choice.own_unpadded = p.base_costs[a] * depth * rows / n_h * cols / n_w;
+      // Every tile of a linked run makes the head compute its output across the streamed side, at least
+      // one native tile's worth of rows (M24's ceil), and tiles are no larger than the largest that fits.
+      term.linked_tiles = linked_tiles(p, g, a, term.reader, side);
+      term.choice.link_fits = term.linked_tiles > 0;
+      term.choice.per_coverage =
+          term.linked_tiles * p.base_costs[a] * depth * (side == 0 ? cols : rows) / n_w;
+    }
+  }
+  return term;
+}
+
+// Theorem 1 for every tensor whose readers are all MatMuls reading it on one side.
+std::vector<TensorTerm> reload_terms(const Problem& p, const Graph& g, const ModelOptions& options,
+                                     const std::vector<double>& op_floor, const std::vector<HeadRoles>& head_roles,
+                                     const std::vector<std::set<int>>& link_heads) {
+  std::vector<TensorTerm> terms;
+  for (int t = 0; t < p.num_tensors(); ++t) {
+    if (g.is_graph_output[t] || g.consumers[t].empty()) continue;
+    const int side = g.consumers[t].front().position;
+    bool one_side = true;
+    for (const Consumer& c : g.consumers[t]) {
+      if (!p.is_matmul(c.op) || c.position != side) one_side = false;
+      if (p.is_matmul(c.op) && p.inputs[c.op][0] == p.inputs[c.op][1]) one_side = false;
+    }
+    if (!one_side) continue;
+    // Retained-in needs the whole tensor in fast memory (M20 A).
+    if (!g.is_graph_input[t] && static_cast<double>(p.size(t)) <= p.fast_memory_capacity) continue;
+    if (auto term = reload_term(p, g, options, t, side, op_floor, head_roles, link_heads))
+      terms.push_back(*term);
+  }
+  return terms;
+}
+
+// Theorems 3 and 5: a head that can link to one tail only pays for its own operands on both sides of the
+// choice.
+void add_head_operand_terms(const Problem& p, const Graph& g, std::vector<TensorTerm>& tensor_terms,
+                            const std::vector<HeadRoles>& head_roles, const std::vector<std::set<int>>& link_heads) {
+  const double B = p.slow_memory_bandwidth;
+  const double n_w = static_cast<double>(p.native_w), n_h = static_cast<double>(p.native_h);
+  // A head's streamed operand read by it alone and reloaded by Theorem 1 for it: how many times (0 if not).
+  std::vector<int> reload_index(p.num_tensors(), -1);
+  for (size_t i = 0; i < tensor_terms.size(); ++i)
+    if (tensor_terms[i].head < 0) reload_index[tensor_terms[i].tensor] = static_cast<int>(i);
+  auto streamed_rho = [&](int tensor, int head) {
+    const int i = reload_index[tensor];
+    if (g.consumers[tensor].size() != 1 || i < 0 || tensor_terms[i].reader != head) return 0.0;
+    return tensor_terms[i].rho;
+  };
+  for (TensorTerm& term : tensor_terms) {
+    if (term.head < 0) continue;
+    const int a = term.head;
+    if (head_roles[a].tails != std::set<std::pair<int, int>>{{term.reader, term.side}}) continue;
+    const int kept = p.inputs[a][term.side], streamed = p.inputs[a][1 - term.side];
+    if (kept == streamed) continue;
+    const double Ka = static_cast<double>(g.reduction_depth[a]);
+    const double rho_kept = reloads_per_element(p, a, term.side);
+    const double kept_size = static_cast<double>(p.size(kept)) / B;
+    if (g.consumers[kept].size() == 1 && Ka > n_w && Ka > n_h) {
+      if (g.is_graph_input[kept]) {
+        term.choice.kept_once = kept_size;
+        term.choice.kept_reloads = rho_kept * kept_size;
+      } else if (!g.is_graph_output[kept] && kept_size * B > p.fast_memory_capacity) {
+        // Theorem 5: made by one MatMul a0 that can link to a only; stored and reloaded where a is no
+        // head, or linked from a0, whose tiles stream a0's other operand (Theorem 4's count). A graph
+        // output is left out: its one store is a base term already.
+        const std::set<int>& heads0 = link_heads[kept];
+        const int a0 = heads0.size() == 1 ? *heads0.begin() : -1;
+        if (a0 >= 0 && head_roles[a0].tails == std::set<std::pair<int, int>>{{a, term.side}}) {
+          const double store_and_reload = (1 + rho_kept) * kept_size;
+          const double tiles = linked_tiles(p, g, a0, a, term.side);
+          if (tiles <= 0) {
+            term.choice.nested_per = store_and_reload;
+          } else {
+            const int streamed0 = p.inputs[a0][1 - term.side];
+            const double rho0 = streamed_rho(streamed0, a0);
+            if (rho0 > 0 && streamed0 != kept) {
+              term.choice.nested_from = rho0 / tiles;
+              term.choice.nested_per =
+                  std::min(store_and_reload, tiles * static_cast<double>(p.size(streamed0)) / B);
             }
           }
         }
       }
-      const double rho = streamed_rho(streamed, a);
-      if (rho > 0)
-        term.choice.streamed_again =
-            std::max(0.0, term.linked_tiles - rho) * static_cast<double>(p.size(streamed)) / B;
     }
+    const double rho = streamed_rho(streamed, a);
+    if (rho > 0)
+      term.choice.streamed_again =
+          std::max(0.0, term.linked_tiles - rho) * static_cast<double>(p.size(streamed)) / B;
   }
+}
 
-  // Terms that share a head share its recompute: each group counts its largest member only.
-  struct Charge {
-    int term;
-    double compute, traffic;
-  };
-  auto evaluate = [&](double lambda, std::vector<Charge>* charges) {
-    double total = lambda * base_compute + (1 - lambda) * base_traffic;
-    std::map<int, std::pair<double, Charge>> by_head;  // head -> (value, charge)
-    for (size_t i = 0; i < tensor_terms.size(); ++i) {
-      const TensorTerm& term = tensor_terms[i];
-      Charge charge{static_cast<int>(i), 0, term.choice.load_traffic};
-      double v = (1 - lambda) * term.choice.load_traffic;
-      if (term.head >= 0) v = term.choice.value(lambda, &charge.compute, &charge.traffic);
-      if (term.head < 0) {
-        total += v;
-        if (charges) charges->push_back(charge);
-        continue;
-      }
-      auto it = by_head.find(term.head);
-      if (it == by_head.end() || v > it->second.first) by_head[term.head] = {v, charge};
+// Terms that share a head share its recompute: each group counts its largest member only.
+struct Charge {
+  int term;
+  double compute, traffic;
+};
+
+double lagrangian(double lambda, const BaseTerms& base, const std::vector<TensorTerm>& tensor_terms,
+                  std::vector<Charge>* charges) {
+  double total = lambda * base.compute + (1 - lambda) * base.traffic;
+  std::map<int, std::pair<double, Charge>> by_head;  // head -> (value, charge)
+  for (size_t i = 0; i < tensor_terms.size(); ++i) {
+    const TensorTerm& term = tensor_terms[i];
+    Charge charge{static_cast<int>(i), 0, term.choice.load_traffic};
+    double v = (1 - lambda) * term.choice.load_traffic;
+    if (term.head >= 0) v = term.choice.value(lambda, &charge.compute, &charge.traffic);
+    if (term.head < 0) {
+      total += v;
+      if (charges) charges->push_back(charge);
+      continue;
     }
-    for (const auto& [head, slot] : by_head) {
-      total += slot.first;
-      if (charges) charges->push_back(slot.second);
-    }
-    return total;
-  };
-  double best = -1, best_lambda = 0;
-  for (int i = 0; i <= 1000; ++i) {
-    if (i > 0 && expired && expired()) break;
-    const double lambda = i / 1000.0;
-    const double v = evaluate(lambda, nullptr);
-    if (v > best) {
-      best = v;
-      best_lambda = lambda;
-    }
+    auto it = by_head.find(term.head);
+    if (it == by_head.end() || v > it->second.first) by_head[term.head] = {v, charge};
   }
-  std::vector<Charge> charges;
-  out.bound = evaluate(best_lambda, &charges);
-  out.lambda = best_lambda;
-  out.compute = base_compute;
-  out.traffic = base_traffic;
-  out.terms = std::move(base_terms);
+  for (const auto& [head, slot] : by_head) {
+    total += slot.first;
+    if (charges) charges->push_back(slot.second);
+  }
+  return total;
+}
+
+// One sentence per charged term, a person can check.
+void describe_terms(CertifiedBound& out, const std::vector<Charge>& charges,
+                    const std::vector<TensorTerm>& tensor_terms) {
   for (const Charge& charge : charges) {
     const TensorTerm& term = tensor_terms[charge.term];
     const std::string t = "tensor " + std::to_string(term.tensor);
@@ -420,6 +427,44 @@ CertifiedBound certified_bound(const Problem& p, const Graph& g, const ModelOpti
                          "either " + reload + ", after one store (" + number(choice.load_traffic) +
                              " of traffic)" + kept + nested + link});
   }
+}
+
+}  // namespace
+
+double proven_gap_percent(double cost, double bound) {
+  return bound > 0 ? 100.0 * (cost / bound - 1.0) : INFINITY;
+}
+
+CertifiedBound certified_bound(const Problem& p, const Graph& g, const ModelOptions& options,
+                               const std::function<bool()>& expired) {
+  CertifiedBound out;
+  const LowerBound rule_book = lower_bound(p, g);
+  out.rule_book = rule_book.bound(options.matmul_compute);
+  BaseTerms base = base_terms(p, g, options);
+  std::vector<TensorTerm> tensor_terms;
+  if (!options.allow_supernative_k) {
+    const std::vector<HeadRoles> head_roles = all_head_roles(p, g);
+    const std::vector<std::set<int>> link_heads = all_link_heads(p, g);
+    tensor_terms = reload_terms(p, g, options, base.op_floor, head_roles, link_heads);  // Theorems 1, 2, 4
+    add_head_operand_terms(p, g, tensor_terms, head_roles, link_heads);                 // Theorems 3, 5
+  }
+  double best = -1, best_lambda = 0;
+  for (int i = 0; i <= 1000; ++i) {
+    if (i > 0 && expired && expired()) break;
+    const double lambda = i / 1000.0;
+    const double v = lagrangian(lambda, base, tensor_terms, nullptr);
+    if (v > best) {
+      best = v;
+      best_lambda = lambda;
+    }
+  }
+  std::vector<Charge> charges;
+  out.bound = lagrangian(best_lambda, base, tensor_terms, &charges);
+  out.lambda = best_lambda;
+  out.compute = base.compute;
+  out.traffic = base.traffic;
+  out.terms = std::move(base.terms);
+  describe_terms(out, charges, tensor_terms);
   out.bound = std::max(out.bound, out.rule_book);
   return out;
 }

@@ -339,6 +339,50 @@ double compute_lower_bound(const Problem& p) {
          (p.chip.flops_per_cycle * static_cast<double>(p.chip.cores));
 }
 
+namespace {
+
+// The rules `strict` adds to `engdesign` (T25): no dimension split finer than its length, aligned rings,
+// the SRAM limit.
+void add_strict_violations(const Problem& pr, const Plan& plan, const Derived& d, bool messages,
+                           std::vector<Violation>& violations) {
+  auto add = [&](const char* code, auto message) {
+    violations.push_back({code, messages ? message() : std::string()});
+  };
+  const char* dims = "mkn";
+  const int64_t lengths[] = {pr.m, pr.k, pr.n};
+  for (int i = 0; i < 3; ++i)
+    if (plan.f_op[i] > lengths[i])
+      add("E_DIM_OVERSPLIT", [&] {
+        return std::string(std::string("dimension ") + dims[i] + ": factor " +
+                           std::to_string(plan.f_op[i]) + " > length " + std::to_string(lengths[i]));
+      });
+  if (d.misaligned) {
+    const char dim = d.misaligned_dim;
+    const std::string fields =
+        dim == 'm'   ? "f_t_C_m = " + std::to_string(plan.cm) + ", f_t_A_m = " + std::to_string(plan.am)
+        : dim == 'k' ? "f_t_A_k = " + std::to_string(plan.ak) + ", f_t_B_k = " + std::to_string(plan.bk)
+                     : "f_t_C_n = " + std::to_string(plan.cn) + ", f_t_B_n = " + std::to_string(plan.bn);
+    add("E_CHAIN", [&] {
+      return std::string(std::string("dimension ") + dim + " is misaligned: " + fields +
+                         " (both above 1, neither divides the other)");
+    });
+  }
+  if (d.hot_bytes > pr.chip.sram_bytes_per_core) {
+    std::string doubled;
+    for (int x = 0; x < 3; ++x)
+      if (d.rotates(x)) doubled += kTensorName[x];
+    add("E_SRAM", [&] {
+      return std::string("hot " + std::to_string(d.hot_bytes) + " B > capacity " +
+                         std::to_string(pr.chip.sram_bytes_per_core) + " B per core (S_C " +
+                         std::to_string(d.elems[C]) + ", S_A " + std::to_string(d.elems[A]) + ", S_B " +
+                         std::to_string(d.elems[B]) +
+                         " elements; doubled: " + (doubled.empty() ? "none" : doubled) + ")");
+    });
+  }
+}
+
+}  // namespace
+
 Evaluation evaluate(const Problem& pr, const Plan& plan, Profile profile, bool messages) {
   Evaluation ev;
   Derived& d = ev.derived;
@@ -415,39 +459,7 @@ Evaluation evaluate(const Problem& pr, const Plan& plan, Profile profile, bool m
       std::any_of(out.begin(), out.end(), [](const auto& v) { return v.code == "E_REPLICA_DIV"; });
   if (!replica && !six) ev.cost = cost_of(pr, plan, d);
   ev.violations = out;
-  if (profile == Profile::Strict) {
-    const char* dims = "mkn";
-    const int64_t lengths[] = {pr.m, pr.k, pr.n};
-    for (int i = 0; i < 3; ++i)
-      if (plan.f_op[i] > lengths[i])
-        add(ev.violations, "E_DIM_OVERSPLIT", [&] {
-          return std::string(std::string("dimension ") + dims[i] + ": factor " +
-                             std::to_string(plan.f_op[i]) + " > length " + std::to_string(lengths[i]));
-        });
-    if (d.misaligned) {
-      const char dim = d.misaligned_dim;
-      const std::string fields =
-          dim == 'm'   ? "f_t_C_m = " + std::to_string(plan.cm) + ", f_t_A_m = " + std::to_string(plan.am)
-          : dim == 'k' ? "f_t_A_k = " + std::to_string(plan.ak) + ", f_t_B_k = " + std::to_string(plan.bk)
-                       : "f_t_C_n = " + std::to_string(plan.cn) + ", f_t_B_n = " + std::to_string(plan.bn);
-      add(ev.violations, "E_CHAIN", [&] {
-        return std::string(std::string("dimension ") + dim + " is misaligned: " + fields +
-                           " (both above 1, neither divides the other)");
-      });
-    }
-    if (d.hot_bytes > pr.chip.sram_bytes_per_core) {
-      std::string doubled;
-      for (int x = 0; x < 3; ++x)
-        if (d.rotates(x)) doubled += kTensorName[x];
-      add(ev.violations, "E_SRAM", [&] {
-        return std::string("hot " + std::to_string(d.hot_bytes) + " B > capacity " +
-                           std::to_string(pr.chip.sram_bytes_per_core) + " B per core (S_C " +
-                           std::to_string(d.elems[C]) + ", S_A " + std::to_string(d.elems[A]) + ", S_B " +
-                           std::to_string(d.elems[B]) +
-                           " elements; doubled: " + (doubled.empty() ? "none" : doubled) + ")");
-      });
-    }
-  }
+  if (profile == Profile::Strict) add_strict_violations(pr, plan, d, messages, ev.violations);
   ev.accepted = ev.violations.empty();
   // T29: the benchmark score follows engdesign whatever the profile.
   const auto ref = reference_cycles(pr);

@@ -1,0 +1,26 @@
+#include "traces/atomic_file.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <stdexcept>
+
+namespace mlsys {
+
+void write_file_atomic(const std::string& path, const std::string& text) {
+  const std::string temp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    if (!out) throw std::runtime_error("cannot write " + temp);
+    out << text;
+    out.flush();
+    if (!out) throw std::runtime_error("write failed: " + temp);
+  }
+  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+    std::remove(temp.c_str());
+    throw std::runtime_error("cannot rename " + temp + " to " + path);
+  }
+}
+
+}  // namespace mlsys
