@@ -1,7 +1,8 @@
 // `t10`: verify, replay and search compute-shift plans (rule book docs/t10-model.md).
 //   t10 verify PROBLEM.json PLAN.json [--profile strict|engdesign] [--json]
-//   t10 simulate PROBLEM.json PLAN.json [--profile ...] [--trace F.json] [--json]
-//   t10 solve PROBLEM.json [--profile ...] [--top N] [--json]
+//   t10 simulate PROBLEM.json PLAN.json [--timing grader|exchange|calibrated] [--trace F.json] [--json]
+//   t10 solve PROBLEM.json [--timing grader|exchange|calibrated] [--top N] [--json]
+//   t10 report PROBLEM.json PLAN.json -o F.html;  t10 sweep PROBLEM.json ... -o DIR
 // Exit codes: 0 accepted / found, 1 the plan breaks a rule (or nothing accepted), 2 malformed input or usage.
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -9,17 +10,19 @@
 #include <iostream>
 
 #include "sim/json_io.hpp"
+#include "sim/t10/t10_calibrated.hpp"
 #include "sim/t10/t10_cores.hpp"
 #include "sim/t10/t10_replay.hpp"
 #include "sim/violation.hpp"
 #include "solver/t10_exchange_search.hpp"
 #include "solver/t10_search.hpp"
+#include "traces/atomic_file.hpp"
 #include "traces/html_page.hpp"
 #include "traces/perfetto_trace.hpp"
 #include "traces/report.hpp"
 #include "traces/t10_report.hpp"
 #include "traces/t10_sweep_report.hpp"
-#include "traces/atomic_file.hpp"
+#include "traces/t10_text.hpp"
 
 using namespace mlsys;
 using namespace mlsys::t10;
@@ -27,318 +30,332 @@ using nlohmann::json;
 
 namespace {
 
-struct Malformed {
-  std::string message;
+// Everything the subcommands read from the command line.
+struct Args {
+  std::string problem_path, plan_path, profile_name = "strict", trace_path, out_path, sweep_dir;
+  std::string timing_name = "grader", solve_timing = "grader";
+  bool json_out = false, representative = false, functional = false;
+  uint64_t seed = 1;
+  size_t top = 1;
+  int64_t core_tracks = 0, max_simulations = 5000, sweep_simulations = 5000;
+  std::vector<double> sweep_bandwidths{2, 4, 8};
+  std::vector<int64_t> sweep_srams{638976};
+  Profile profile() const { return profile_name == "engdesign" ? Profile::EngDesign : Profile::Strict; }
 };
 
+// A T10 input fault is an input error like the graph family's (exit 2), naming the file and the code.
 t10::Problem read_problem(const std::string& path, Profile profile) {
   auto parsed = t10::parse_problem(read_json_file(path));
-  if (auto* f = std::get_if<InputFault>(&parsed)) throw Malformed{path + ": [" + f->code + "] " + f->message};
+  if (auto* f = std::get_if<InputFault>(&parsed)) throw InputError(path, "", f->code, f->message);
   auto problem = std::get<t10::Problem>(parsed);
-  if (auto f = check_profile(problem, profile)) throw Malformed{path + ": [" + f->code + "] " + f->message};
+  if (auto f = check_profile(problem, profile)) throw InputError(path, "", f->code, f->message);
   return problem;
 }
 
 Plan read_plan(const std::string& path) {
   auto parsed = parse_plan(read_json_file(path));
-  if (auto* f = std::get_if<InputFault>(&parsed)) throw Malformed{path + ": [" + f->code + "] " + f->message};
+  if (auto* f = std::get_if<InputFault>(&parsed)) throw InputError(path, "", f->code, f->message);
   return std::get<Plan>(parsed);
 }
 
-void print_breakdown(const t10::Problem& p, const Plan& plan, const Evaluation& e) {
-  std::cout << plan_to_json(plan).dump() << "\n";
-  if (e.cost) {
-    const Cost& c = *e.cost;
-    std::cout << "total " << format_number(c.total) << " cycles = comp " << format_number(c.comp)
-              << " (compute " << format_number(c.compute) << ", load " << format_number(c.load) << ", store "
-              << format_number(c.store) << ") + shift " << c.shift << " + broadcast " << c.bcast
-              << " + reduce " << c.reduce << "\n";
-  }
-  std::cout << "cores " << e.derived.cores << " of " << p.chip.cores << ", SRAM peak " << e.derived.hot_bytes
-            << " B per core (capacity " << p.chip.sram_bytes_per_core << ")";
-  if (e.score) std::cout << ", benchmark score " << format_number(*e.score);
-  std::cout << "\n";
+int report_violations(const Evaluation& e) {
+  for (const auto& v : e.violations) std::cerr << "error: [" << v.code << "] " << v.message << "\n";
+  return e.accepted ? 0 : 1;
 }
+
+int run_sweep(const Args& a, const t10::Problem& problem) {
+  size_t done = 0;
+  const size_t total = a.sweep_bandwidths.size() * a.sweep_srams.size();
+  const auto points = sweep_chip(problem, a.profile(), a.sweep_bandwidths, a.sweep_srams, a.sweep_simulations,
+                                 [&](const ChipVariantPoint& p) {
+                                   std::cerr << "variant " << ++done << "/" << total << " ("
+                                             << format_number(p.exchange_bytes_per_cycle) << " B/cycle, SRAM "
+                                             << p.sram_bytes_per_core << " B): "
+                                             << (p.best ? format_number(p.best->exchange_total) + " cycles"
+                                                        : std::string("no accepted plan"))
+                                             << "\n";
+                                 });
+  std::filesystem::create_directories(a.sweep_dir);
+  write_file_atomic(a.sweep_dir + "/t10-sweep.csv", chip_sweep_csv(points));
+  write_file_atomic(a.sweep_dir + "/t10-sweep.html", chip_sweep_html(a.problem_path, points));
+  std::cout << a.sweep_dir << "/t10-sweep.csv\n" << a.sweep_dir << "/t10-sweep.html\n";
+  return std::any_of(points.begin(), points.end(), [](const auto& p) { return p.best.has_value(); }) ? 0 : 1;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+int run_solve_exchange(const Args& a, const t10::Problem& problem) {
+  const auto start = std::chrono::steady_clock::now();
+  std::cerr << "ranking plans by the exchange timing (" << a.profile_name << ")...\n";
+  const ExchangeSearchResult r = search_exchange(problem, a.profile(), a.top, a.max_simulations);
+  std::cerr << r.accepted << " accepted plans, " << r.simulated << " simulated on every core in "
+            << format_number(seconds_since(start)) << " s; "
+            << (r.proven ? "the bound proves the best" : "stopped at --max-simulations: not proven") << "\n";
+  if (r.top.empty()) {
+    std::cerr << "error: no accepted plan could be simulated\n";
+    return 1;
+  }
+  if (a.json_out) {
+    json list = json::array();
+    for (const ExchangeRankedPlan& rp : r.top)
+      list.push_back(
+          {{"plan", plan_to_json(rp.plan)}, {"exchange_cycles", rp.exchange_total}, {"grader_cycles", rp.grader_total}});
+    std::cout << json{{"top", list}, {"proven", r.proven}, {"simulated", r.simulated}, {"accepted", r.accepted}}.dump(2)
+              << "\n";
+    return 0;
+  }
+  for (const ExchangeRankedPlan& rp : r.top)
+    std::cout << plan_to_json(rp.plan).dump() << "  exchange " << format_number(rp.exchange_total)
+              << " cycles, grader " << format_number(rp.grader_total) << "\n";
+  return 0;
+}
+
+int run_solve_calibrated(const Args& a, const t10::Problem& problem) {
+  const auto start = std::chrono::steady_clock::now();
+  std::cerr << "pricing every plan of the calibrated model's search space...\n";
+  const CalibratedSearchResult r = search_calibrated(problem, a.top);
+  std::cerr << r.evaluated << " plans over " << r.fops << " F_op priced, " << r.accepted << " accepted, in "
+            << format_number(seconds_since(start)) << " s; exhaustive: the best is proven\n";
+  if (r.top.empty()) {
+    std::cerr << "error: the calibrated model accepts no plan of this problem\n";
+    return 1;
+  }
+  // The best plans on every core: the engine's makespan is the model's total (checked, not assumed).
+  CoreSimOptions options;
+  options.timing = CoreTiming::Calibrated;
+  json list = json::array();
+  for (const CalibratedRankedPlan& rp : r.top) {
+    const CoresResult cores = simulate_cores(problem, rp.plan, options);
+    list.push_back({{"plan", plan_to_json(rp.plan)},
+                    {"calibrated_cycles", rp.total},
+                    {"engine_makespan", cores.makespan},
+                    {"warm_up", cores.warm_up},
+                    {"hot_bytes", rp.hot},
+                    {"cold_bytes", rp.cold},
+                    {"consistent", !cores.violation.has_value()}});
+    if (!a.json_out)
+      std::cout << plan_to_json(rp.plan).dump() << "  calibrated " << format_number(rp.total)
+                << " cycles (engine " << format_number(cores.makespan) << "), warm-up " << format_number(cores.warm_up)
+                << ", hot " << rp.hot << " B, cold " << rp.cold << " B\n";
+  }
+  if (a.json_out)
+    std::cout << json{{"top", list}, {"proven", true}, {"evaluated", r.evaluated}, {"accepted", r.accepted}}.dump(2)
+              << "\n";
+  return 0;
+}
+
+int run_solve_grader(const Args& a, const t10::Problem& problem) {
+  const auto start = std::chrono::steady_clock::now();
+  std::cerr << "searching all plans (" << a.profile_name << ")...\n";
+  const SearchResult r = search(problem, a.profile(), a.top);
+  std::cerr << "evaluated " << r.evaluated << " plans in " << format_number(seconds_since(start)) << " s ("
+            << r.pruned_fops << " F_op pruned by the compute bound)\n";
+  if (r.top.empty()) {
+    std::cerr << "error: no plan is accepted under " << a.profile_name << "\n";
+    return 1;
+  }
+  if (a.json_out) {
+    json list = json::array();
+    for (const RankedPlan& rp : r.top) list.push_back({{"plan", plan_to_json(rp.plan)}, {"total_cycles", rp.total}});
+    const Evaluation e = evaluate(problem, r.top[0].plan, a.profile());
+    json j = evaluation_to_json(problem, r.top[0].plan, e, a.profile());
+    j["ties"] = r.ties;
+    j["top"] = list;
+    j["evaluated"] = r.evaluated;
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  for (size_t i = 0; i < r.top.size(); ++i) {
+    if (r.top.size() > 1) std::cout << "#" << i + 1 << " ";
+    print_breakdown(std::cout, problem, r.top[i].plan, evaluate(problem, r.top[i].plan, a.profile()));
+  }
+  std::cout << "plans with the best total: " << r.ties << "\n";
+  return 0;
+}
+
+int run_report(const Args& a, const t10::Problem& problem, const Plan& plan, const Evaluation& e) {
+  PlanReportPage page;
+  page.problem_name = a.problem_path;
+  page.plan_name = a.plan_path;
+  page.problem = &problem;
+  page.plan = &plan;
+  page.evaluation = &e;
+  page.profile = a.profile_name;
+  if (e.cost) {
+    page.replay = replay_plan(problem, plan);
+    CoreSimOptions every_core;
+    every_core.timing = CoreTiming::Exchange;
+    page.cores = simulate_cores(problem, plan, every_core);
+    if (calibrated_cost(problem, plan).steps > 0) {
+      every_core.timing = CoreTiming::Calibrated;
+      page.calibrated = simulate_cores(problem, plan, every_core);
+    }
+  }
+  std::cerr << "searching the best plans for the report...\n";
+  page.top = search(problem, a.profile(), a.top > 1 ? a.top : 10).top;
+  page.calibrated_top = search_calibrated(problem, a.top > 1 ? a.top : 10).top;
+  page.docs = docs_location(a.out_path);
+  write_file_atomic(a.out_path, plan_report_html(page));
+  std::cout << a.out_path << "\n";
+  return report_violations(e);
+}
+
+int run_simulate_cores(const Args& a, const t10::Problem& problem, const Plan& plan, const Evaluation& e) {
+  CoreSimOptions options;
+  options.timing = *core_timing_from(a.timing_name);
+  options.functional = a.functional;
+  options.seed = a.seed;
+  options.core_tracks = a.core_tracks;
+  std::cerr << "simulating " << e.derived.cores << " cores, " << e.derived.steps << " compute steps"
+            << (a.functional ? " (functional)" : "") << "...\n";
+  PerfettoTrace trace("t10 all cores: " + a.plan_path);
+  const CoresResult r = simulate_cores(problem, plan, options, a.trace_path.empty() ? nullptr : &trace);
+  if (!a.trace_path.empty()) trace.write(a.trace_path);
+  if (a.json_out) {
+    json j = evaluation_to_json(problem, plan, e, a.profile());
+    j["cores"] = cores_result_to_json(r, options.timing);
+    std::cout << j.dump(2) << "\n";
+  } else {
+    print_breakdown(std::cout, problem, plan, e);
+    print_cores_result(std::cout, r, options.timing);
+  }
+  if (r.violation) {
+    const CoreViolation& v = *r.violation;
+    std::cerr << "error: data consistency (T35 on every core): "
+              << (v.step >= 0 ? "step " + std::to_string(v.step) + ", " : "") << "core (" << v.core[0] << ", "
+              << v.core[1] << ", " << v.core[2] << "), tensor " << v.tensor << ": " << v.message
+              << (r.misaligned ? " (misaligned plan: its operands are never moved)" : "") << "\n";
+    return 1;
+  }
+  return report_violations(e);
+}
+
+int run_replay(const Args& a, const t10::Problem& problem, const Plan& plan, const Evaluation& e) {
+  PerfettoTrace trace("t10 replay: " + a.plan_path);
+  const ReplaySummary s = replay_plan(problem, plan, a.trace_path.empty() ? nullptr : &trace);
+  if (!a.trace_path.empty()) trace.write(a.trace_path);
+  if (a.json_out) {
+    json j = evaluation_to_json(problem, plan, e, a.profile());
+    j["replay"] = {{"total_cycles", s.total},          {"makespan", s.makespan},
+                   {"compute_steps", s.compute_steps}, {"shift_events", s.shift_events},
+                   {"peak_bytes", s.peak_bytes},       {"consistent", s.consistent},
+                   {"misaligned", s.misaligned}};
+    std::cout << j.dump(2) << "\n";
+  } else {
+    print_breakdown(std::cout, problem, plan, e);
+    std::cout << "replay: total " << format_number(s.total) << " cycles (makespan " << format_number(s.makespan)
+              << "), " << s.compute_steps << " compute steps, " << s.shift_events << " shift events, SRAM peak "
+              << s.peak_bytes << " B on each of " << e.derived.cores << " identical cores"
+              << (s.misaligned ? "; misaligned: operands not moved, shift charged 0" : "") << "\n";
+  }
+  if (!s.consistent) std::cerr << "error: data consistency (T35): " << s.consistency_error << "\n";
+  return report_violations(e);
+}
+
+void add_options(CLI::App& app, Args& a, CLI::App*& verify, CLI::App*& simulate, CLI::App*& report,
+                 CLI::App*& solve, CLI::App*& sweep);
 
 }  // namespace
 
 extern "C" int sc_main(int argc, char** argv) {
   CLI::App app{"T10 mode: compute-shift MatMul plans on an IPU-style chip (verify, simulate, solve)."};
-  app.require_subcommand(1);
-  std::string problem_path, plan_path, profile_name = "strict", trace_path;
-  bool json_out = false;
-  size_t top = 1;
-  auto common = [&](CLI::App* sub, bool with_plan) {
-    sub->add_option("problem", problem_path, "problem JSON (t10-problem/1)")->required();
-    if (with_plan) sub->add_option("plan", plan_path, "plan JSON (the seed's seven fields)")->required();
-    sub->add_option("--profile", profile_name,
-                    "strict (default: SRAM, chains, splits) or engdesign (the benchmark's grader)")
-        ->check(CLI::IsMember({"strict", "engdesign"}));
-    sub->add_flag("--json", json_out, "print JSON on stdout");
-  };
-  CLI::App* verify = app.add_subcommand("verify", "check a plan and compute its cycles and score");
-  common(verify, true);
-  CLI::App* simulate = app.add_subcommand("simulate", "replay a plan event by event in SystemC");
-  common(simulate, true);
-  simulate->add_option("--trace", trace_path, "write a Chrome/Perfetto trace-event JSON file");
-  std::string timing_name = "grader";
-  bool representative = false, functional = false;
-  uint64_t seed = 1;
-  simulate
-      ->add_option(
-          "--timing", timing_name,
-          "grader (default: each phase costs what the rule book charges) or exchange (bulk-synchronous "
-          "IPU exchange: per-tile bandwidth, sync, AMP compute of each core's real block)")
-      ->check(CLI::IsMember({"grader", "exchange"}));
-  simulate->add_flag(
-      "--functional", functional,
-      "multiply real integer matrices with the pieces each core holds; C must equal A·B exactly");
-  simulate->add_option("--seed", seed, "seed of the functional mode's matrices");
-  int64_t core_tracks = 0;
-  simulate
-      ->add_option("--core-tracks", core_tracks, "with --trace: also one track for each of the first N cores")
-      ->check(CLI::Range(int64_t{0}, int64_t{1472}));
-  simulate->add_flag("--representative", representative,
-                     "replay one representative core (rule book T31) instead of every core");
-  std::string out_path;
-  CLI::App* report =
-      app.add_subcommand("report", "write an HTML report of a plan (breakdown, SRAM, best plans)");
-  common(report, true);
-  report->add_option("-o,--out", out_path, "HTML file to write")->required();
-  report->add_option("--top", top, "best plans of the search to list (default 10)")
-      ->check(CLI::Range(1, 1000));
-  CLI::App* solve = app.add_subcommand("solve", "exhaustive search for the fastest accepted plan");
-  common(solve, false);
-  solve->add_option("--top", top, "print the N best plans")->check(CLI::Range(1, 1000));
-  std::string solve_timing = "grader";
-  int64_t max_simulations = 5000;
-  solve
-      ->add_option("--timing", solve_timing,
-                   "grader (default: the rule book's cycles, exhaustive) or exchange (rank by the all-cores "
-                   "engine's exchange timing, plans simulated in order of a lower bound)")
-      ->check(CLI::IsMember({"grader", "exchange"}));
-  solve
-      ->add_option("--max-simulations", max_simulations,
-                   "with --timing exchange: at most this many plans simulated")
-      ->check(CLI::Range(int64_t{1}, int64_t{10000000}));
-  CLI::App* sweep = app.add_subcommand(
-      "sweep", "the best plan under the exchange timing for each chip variant (exchange bandwidth x SRAM)");
-  common(sweep, false);
-  std::vector<double> sweep_bandwidths{2, 4, 8};
-  std::vector<int64_t> sweep_srams{638976};
-  std::string sweep_dir;
-  int64_t sweep_simulations = 5000;
-  sweep->add_option("--exchange-bytes-per-cycle", sweep_bandwidths, "exchange bandwidths per tile (a list)")
-      ->delimiter(',')
-      ->check(CLI::PositiveNumber);
-  sweep->add_option("--sram", sweep_srams, "SRAM bytes per core (a list)")
-      ->delimiter(',')
-      ->check(CLI::PositiveNumber);
-  sweep->add_option("--max-simulations", sweep_simulations, "per variant: at most this many plans simulated")
-      ->check(CLI::Range(int64_t{1}, int64_t{10000000}));
-  sweep->add_option("-o,--out", sweep_dir, "directory for t10-sweep.csv and t10-sweep.html")->required();
+  Args a;
+  CLI::App *verify, *simulate, *report, *solve, *sweep;
+  add_options(app, a, verify, simulate, report, solve, sweep);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
-  const Profile profile = profile_name == "engdesign" ? Profile::EngDesign : Profile::Strict;
   try {
-    const t10::Problem problem = read_problem(problem_path, profile);
-    if (*sweep) {
-      size_t done = 0;
-      const size_t total = sweep_bandwidths.size() * sweep_srams.size();
-      const auto points = sweep_chip(
-          problem, profile, sweep_bandwidths, sweep_srams, sweep_simulations, [&](const ChipVariantPoint& p) {
-            std::cerr << "variant " << ++done << "/" << total << " ("
-                      << format_number(p.exchange_bytes_per_cycle) << " B/cycle, SRAM "
-                      << p.sram_bytes_per_core << " B): "
-                      << (p.best ? format_number(p.best->exchange_total) + " cycles"
-                                 : std::string("no accepted plan"))
-                      << "\n";
-          });
-      std::filesystem::create_directories(sweep_dir);
-      write_file_atomic(sweep_dir + "/t10-sweep.csv", chip_sweep_csv(points));
-      write_file_atomic(sweep_dir + "/t10-sweep.html", chip_sweep_html(problem_path, points));
-      std::cout << sweep_dir << "/t10-sweep.csv\n" << sweep_dir << "/t10-sweep.html\n";
-      return std::any_of(points.begin(), points.end(), [](const auto& p) { return p.best.has_value(); }) ? 0
-                                                                                                         : 1;
-    }
-    if (*solve && solve_timing == "exchange") {
-      const auto start = std::chrono::steady_clock::now();
-      std::cerr << "ranking plans by the exchange timing (" << profile_name << ")...\n";
-      const ExchangeSearchResult r = search_exchange(problem, profile, top, max_simulations);
-      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      std::cerr << r.accepted << " accepted plans, " << r.simulated << " simulated on every core in "
-                << format_number(seconds) << " s; "
-                << (r.proven ? "the bound proves the best" : "stopped at --max-simulations: not proven")
-                << "\n";
-      if (r.top.empty()) {
-        std::cerr << "error: no accepted plan could be simulated\n";
-        return 1;
-      }
-      if (json_out) {
-        json list = json::array();
-        for (const ExchangeRankedPlan& rp : r.top)
-          list.push_back({{"plan", plan_to_json(rp.plan)},
-                          {"exchange_cycles", rp.exchange_total},
-                          {"grader_cycles", rp.grader_total}});
-        std::cout << json{{"top", list},
-                          {"proven", r.proven},
-                          {"simulated", r.simulated},
-                          {"accepted", r.accepted}}
-                         .dump(2)
-                  << "\n";
-      } else {
-        for (const ExchangeRankedPlan& rp : r.top)
-          std::cout << plan_to_json(rp.plan).dump() << "  exchange " << format_number(rp.exchange_total)
-                    << " cycles, grader " << format_number(rp.grader_total) << "\n";
-      }
-      return 0;
-    }
-    if (*solve) {
-      const auto start = std::chrono::steady_clock::now();
-      std::cerr << "searching all plans (" << profile_name << ")...\n";
-      const SearchResult r = search(problem, profile, top);
-      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      std::cerr << "evaluated " << r.evaluated << " plans in " << format_number(seconds) << " s ("
-                << r.pruned_fops << " F_op pruned by the compute bound)\n";
-      if (r.top.empty()) {
-        std::cerr << "error: no plan is accepted under " << profile_name << "\n";
-        return 1;
-      }
-      if (json_out) {
-        json list = json::array();
-        for (const RankedPlan& rp : r.top)
-          list.push_back({{"plan", plan_to_json(rp.plan)}, {"total_cycles", rp.total}});
-        const Evaluation e = evaluate(problem, r.top[0].plan, profile);
-        json j = evaluation_to_json(problem, r.top[0].plan, e, profile);
-        j["ties"] = r.ties;
-        j["top"] = list;
-        j["evaluated"] = r.evaluated;
-        std::cout << j.dump(2) << "\n";
-      } else {
-        for (size_t i = 0; i < r.top.size(); ++i) {
-          if (r.top.size() > 1) std::cout << "#" << i + 1 << " ";
-          print_breakdown(problem, r.top[i].plan, evaluate(problem, r.top[i].plan, profile));
-        }
-        std::cout << "plans with the best total: " << r.ties << "\n";
-      }
-      return 0;
-    }
-    const Plan plan = read_plan(plan_path);
-    const Evaluation e = evaluate(problem, plan, profile);
-    if (*report) {
-      PlanReportPage page;
-      page.problem_name = problem_path;
-      page.plan_name = plan_path;
-      page.problem = &problem;
-      page.plan = &plan;
-      page.evaluation = &e;
-      page.profile = profile_name;
-      if (e.cost) {
-        page.replay = replay_plan(problem, plan);
-        CoreSimOptions every_core;
-        every_core.timing = CoreTiming::Exchange;
-        page.cores = simulate_cores(problem, plan, every_core);
-      }
-      std::cerr << "searching the best plans for the report...\n";
-      page.top = search(problem, profile, top > 1 ? top : 10).top;
-      page.docs = docs_location(out_path);
-      write_file_atomic(out_path, plan_report_html(page));
-      std::cout << out_path << "\n";
-      for (const auto& v : e.violations) std::cerr << "error: [" << v.code << "] " << v.message << "\n";
-      return e.accepted ? 0 : 1;
-    }
+    const t10::Problem problem = read_problem(a.problem_path, a.profile());
+    if (*sweep) return run_sweep(a, problem);
+    if (*solve && a.solve_timing == "exchange") return run_solve_exchange(a, problem);
+    if (*solve && a.solve_timing == "calibrated") return run_solve_calibrated(a, problem);
+    if (*solve) return run_solve_grader(a, problem);
+    const Plan plan = read_plan(a.plan_path);
+    const Evaluation e = evaluate(problem, plan, a.profile());
+    if (*report) return run_report(a, problem, plan, e);
     if (*verify) {
-      if (json_out)
-        std::cout << evaluation_to_json(problem, plan, e, profile).dump(2) << "\n";
+      if (a.json_out)
+        std::cout << evaluation_to_json(problem, plan, e, a.profile()).dump(2) << "\n";
       else
-        print_breakdown(problem, plan, e);
-    } else {
-      if (!e.cost) {
-        std::cerr << "error: [" << e.violations.front().code << "] " << e.violations.front().message
-                  << " (the plan has no defined cost to replay)\n";
-        return 1;
-      }
-      if (!representative) {
-        CoreSimOptions options;
-        options.timing = timing_name == "exchange" ? CoreTiming::Exchange : CoreTiming::Grader;
-        options.functional = functional;
-        options.seed = seed;
-        options.core_tracks = core_tracks;
-        std::cerr << "simulating " << e.derived.cores << " cores, " << e.derived.steps << " compute steps"
-                  << (functional ? " (functional)" : "") << "...\n";
-        PerfettoTrace trace("t10 all cores: " + plan_path);
-        CoresResult r;
-        try {
-          r = simulate_cores(problem, plan, options, trace_path.empty() ? nullptr : &trace);
-        } catch (const std::invalid_argument& refused) {
-          std::cerr << "error: " << refused.what() << "\n";
-          return 2;
-        }
-        if (!trace_path.empty()) trace.write(trace_path);
-        if (json_out) {
-          json j = evaluation_to_json(problem, plan, e, profile);
-          j["cores"] = cores_result_to_json(r, options.timing);
-          std::cout << j.dump(2) << "\n";
-        } else {
-          print_breakdown(problem, plan, e);
-          std::cout << "all cores: " << r.cores << " (" << r.empty_cores << " with an empty block), "
-                    << r.steps << " compute steps, " << r.transfers << " transfers, " << r.bytes_moved
-                    << " bytes moved; SRAM peak " << r.peak_sram_bytes << " B on core ("
-                    << r.peak_sram_core[0] << ", " << r.peak_sram_core[1] << ", " << r.peak_sram_core[2]
-                    << ") (rule book hot " << r.rule_book_hot_bytes << " B)\n";
-          std::cout << "grader timing: total " << format_number(r.total) << " cycles\n";
-          if (options.timing == CoreTiming::Exchange)
-            std::cout << "exchange timing: total " << format_number(r.exchange_total) << " cycles (compute "
-                      << format_number(r.exchange_compute) << ", exchange "
-                      << format_number(r.exchange_exchange) << ", sync " << format_number(r.exchange_sync)
-                      << "), " << format_display(100 * (r.exchange_total / r.total - 1))
-                      << " % against the grader\n";
-          if (r.functional_checked && !r.violation) std::cout << "functional: C = A·B exactly\n";
-        }
-        if (r.violation) {
-          const CoreViolation& v = *r.violation;
-          std::cerr << "error: data consistency (T35 on every core): "
-                    << (v.step >= 0 ? "step " + std::to_string(v.step) + ", " : "") << "core (" << v.core[0]
-                    << ", " << v.core[1] << ", " << v.core[2] << "), tensor " << v.tensor << ": " << v.message
-                    << (r.misaligned ? " (misaligned plan: its operands are never moved)" : "") << "\n";
-          return 1;
-        }
-        for (const auto& v : e.violations) std::cerr << "error: [" << v.code << "] " << v.message << "\n";
-        return e.accepted ? 0 : 1;
-      }
-      PerfettoTrace trace("t10 replay: " + plan_path);
-      const ReplaySummary s = replay_plan(problem, plan, trace_path.empty() ? nullptr : &trace);
-      if (!trace_path.empty()) trace.write(trace_path);
-      if (json_out) {
-        json j = evaluation_to_json(problem, plan, e, profile);
-        j["replay"] = {{"total_cycles", s.total},          {"makespan", s.makespan},
-                       {"compute_steps", s.compute_steps}, {"shift_events", s.shift_events},
-                       {"peak_bytes", s.peak_bytes},       {"consistent", s.consistent},
-                       {"misaligned", s.misaligned}};
-        std::cout << j.dump(2) << "\n";
-      } else {
-        print_breakdown(problem, plan, e);
-        std::cout << "replay: total " << format_number(s.total) << " cycles (makespan "
-                  << format_number(s.makespan) << "), " << s.compute_steps << " compute steps, "
-                  << s.shift_events << " shift events, SRAM peak " << s.peak_bytes << " B on each of "
-                  << e.derived.cores << " identical cores"
-                  << (s.misaligned ? "; misaligned: operands not moved, shift charged 0" : "") << "\n";
-      }
-      if (!s.consistent) std::cerr << "error: data consistency (T35): " << s.consistency_error << "\n";
+        print_breakdown(std::cout, problem, plan, e);
+      return report_violations(e);
     }
-    for (const auto& v : e.violations) std::cerr << "error: [" << v.code << "] " << v.message << "\n";
-    return e.accepted ? 0 : 1;
+    if (!e.cost) {
+      std::cerr << "error: [" << e.violations.front().code << "] " << e.violations.front().message
+                << " (the plan has no defined cost to replay)\n";
+      return 1;
+    }
+    return a.representative ? run_replay(a, problem, plan, e) : run_simulate_cores(a, problem, plan, e);
   } catch (const std::invalid_argument& refused) {  // beyond what the search or the engine takes on
     std::cerr << "error: " << refused.what() << "\n";
-    return 2;
-  } catch (const Malformed& m) {
-    std::cerr << "error: " << m.message << "\n";
     return 2;
   } catch (const InputError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;
   }
 }
+
+namespace {
+
+void add_options(CLI::App& app, Args& a, CLI::App*& verify, CLI::App*& simulate, CLI::App*& report,
+                 CLI::App*& solve, CLI::App*& sweep) {
+  app.require_subcommand(1);
+  auto common = [&](CLI::App* sub, bool with_plan) {
+    sub->add_option("problem", a.problem_path, "problem JSON (t10-problem/1)")->required();
+    if (with_plan) sub->add_option("plan", a.plan_path, "plan JSON (the seed's seven fields)")->required();
+    sub->add_option("--profile", a.profile_name, "strict (default: SRAM, chains, splits) or engdesign (the benchmark's grader)")
+        ->check(CLI::IsMember({"strict", "engdesign"}));
+    sub->add_flag("--json", a.json_out, "print JSON on stdout");
+  };
+  const std::vector<std::string> timings{"grader", "exchange", "calibrated"};
+  verify = app.add_subcommand("verify", "check a plan and compute its cycles and score");
+  common(verify, true);
+  simulate = app.add_subcommand("simulate", "replay a plan event by event in SystemC");
+  common(simulate, true);
+  simulate->add_option("--trace", a.trace_path, "write a Chrome/Perfetto trace-event JSON file");
+  simulate
+      ->add_option("--timing", a.timing_name,
+                   "grader (default: each phase costs what the rule book charges), exchange (bulk-synchronous IPU "
+                   "exchange: per-tile bandwidth, sync, AMP compute of each core's real block) or calibrated (the "
+                   "T10 authors' IPU-fitted cost model, docs/t10-model.md#calibrated)")
+      ->check(CLI::IsMember(timings));
+  simulate->add_flag("--functional", a.functional,
+                     "multiply real integer matrices with the pieces each core holds; C must equal A·B exactly");
+  simulate->add_option("--seed", a.seed, "seed of the functional mode's matrices");
+  simulate->add_option("--core-tracks", a.core_tracks, "with --trace: also one track for each of the first N cores")
+      ->check(CLI::Range(int64_t{0}, int64_t{1472}));
+  simulate->add_flag("--representative", a.representative,
+                     "replay one representative core (rule book T31) instead of every core");
+  report = app.add_subcommand("report", "write an HTML report of a plan (breakdown, SRAM, best plans)");
+  common(report, true);
+  report->add_option("-o,--out", a.out_path, "HTML file to write")->required();
+  report->add_option("--top", a.top, "best plans of the search to list (default 10)")->check(CLI::Range(1, 1000));
+  solve = app.add_subcommand("solve", "exhaustive search for the fastest accepted plan");
+  common(solve, false);
+  solve->add_option("--top", a.top, "print the N best plans")->check(CLI::Range(1, 1000));
+  solve
+      ->add_option("--timing", a.solve_timing,
+                   "grader (default: the rule book's cycles, exhaustive), exchange (rank by the all-cores engine's "
+                   "exchange timing, plans simulated in order of a lower bound) or calibrated (every plan of the "
+                   "calibrated model's search space priced, the best simulated on every core)")
+      ->check(CLI::IsMember(timings));
+  solve->add_option("--max-simulations", a.max_simulations, "with --timing exchange: at most this many plans simulated")
+      ->check(CLI::Range(int64_t{1}, int64_t{10000000}));
+  sweep = app.add_subcommand(
+      "sweep", "the best plan under the exchange timing for each chip variant (exchange bandwidth x SRAM)");
+  common(sweep, false);
+  sweep->add_option("--exchange-bytes-per-cycle", a.sweep_bandwidths, "exchange bandwidths per tile (a list)")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  sweep->add_option("--sram", a.sweep_srams, "SRAM bytes per core (a list)")->delimiter(',')->check(CLI::PositiveNumber);
+  sweep->add_option("--max-simulations", a.sweep_simulations, "per variant: at most this many plans simulated")
+      ->check(CLI::Range(int64_t{1}, int64_t{10000000}));
+  sweep->add_option("-o,--out", a.sweep_dir, "directory for t10-sweep.csv and t10-sweep.html")->required();
+}
+
+}  // namespace

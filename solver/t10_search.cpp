@@ -1,5 +1,7 @@
 #include "solver/t10_search.hpp"
 
+#include "sim/t10/t10_calibrated.hpp"
+
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -95,6 +97,45 @@ SearchResult search(const Problem& pr, Profile profile, size_t top_n, bool prune
           }
         }
   }
+  kept.resize(std::min(kept.size(), top_n));
+  result.top = kept;
+  return result;
+}
+
+CalibratedSearchResult search_calibrated(const Problem& pr, size_t top_n) {
+  check_searchable(pr);
+  CalibratedSearchResult result;
+  const size_t keep = std::max<size_t>(top_n, 1);
+  auto key = [](const CalibratedRankedPlan& r) {
+    const Plan& p = r.plan;
+    return std::make_tuple(r.total, r.hot, p.f_op[0], p.f_op[1], p.f_op[2], p.am, p.ak, p.bk, p.bn, p.cm, p.cn);
+  };
+  std::vector<CalibratedRankedPlan> kept;
+  const int64_t cores = pr.chip.cores;
+  for (int64_t pm = 1; pm <= std::min(cores, pr.m); ++pm)
+    for (int64_t pk = 1; pk <= pr.k && pm * pk <= cores; ++pk)
+      for (int64_t pn = 1; pn <= pr.n && pm * pk * pn <= cores; ++pn) {
+        if (!calibrated_spatial_rejections(pr, {pm, pk, pn}).empty()) continue;
+        ++result.fops;
+        Plan plan;
+        plan.f_op = {pm, pk, pn};
+        for (auto [cm, cn] : ordered_pairs(pk))
+          for (auto [am, ak] : ordered_pairs(pn))
+            for (auto [bk, bn] : ordered_pairs(pm)) {
+              plan.cm = cm, plan.cn = cn, plan.am = am, plan.ak = ak, plan.bk = bk, plan.bn = bn;
+              const CalibratedCost c = calibrated_cost(pr, plan);
+              ++result.evaluated;
+              if (!c.accepted()) continue;
+              ++result.accepted;
+              const CalibratedRankedPlan r{plan, c.total, c.hot_bytes, c.cold_bytes};
+              if (kept.size() < keep || key(r) < key(kept.back())) {
+                kept.insert(std::upper_bound(kept.begin(), kept.end(), r,
+                                             [&](const auto& a, const auto& b) { return key(a) < key(b); }),
+                            r);
+                if (kept.size() > keep) kept.pop_back();
+              }
+            }
+      }
   kept.resize(std::min(kept.size(), top_n));
   result.top = kept;
   return result;

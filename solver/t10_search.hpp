@@ -30,4 +30,21 @@ void check_searchable(const Problem& problem);
 // `prune = false` visits every plan (for counting accepted plans, T39).
 SearchResult search(const Problem& problem, Profile profile, size_t top_n = 1, bool prune = true);
 
+// The best plans under the calibrated timing (docs/t10-model.md#calibrated), over the published model's own
+// search space (its spatial and temporal rules, the SRAM limit): every F_op it allows, every temporal
+// factor pair dividing the replication. Exhaustive, so the best is proven. Ranked by total, then hot bytes,
+// then the plan's fields.
+struct CalibratedRankedPlan {
+  Plan plan;
+  double total = 0;
+  int64_t hot = 0, cold = 0;
+};
+struct CalibratedSearchResult {
+  std::vector<CalibratedRankedPlan> top;
+  int64_t fops = 0;       // F_op the spatial rules allow
+  int64_t evaluated = 0;  // plans priced
+  int64_t accepted = 0;   // plans the model accepts
+};
+CalibratedSearchResult search_calibrated(const Problem& problem, size_t top_n = 1);
+
 }  // namespace mlsys::t10

@@ -17,6 +17,42 @@ std::string plan_text(const Plan& p) {
   return out.str();
 }
 
+// The calibrated timing (the T10 authors' IPU-fitted model): this plan's terms on every core, and the best
+// plans of that model's search space.
+void calibrated_section(std::ostringstream& html, const PlanReportPage& page) {
+  html << "<h2 id=\"calibrated\">Calibrated timing (IPU-fitted model, <a href=\"" << page.docs
+       << "/t10-model.md#calibrated\">docs</a>)</h2>\n";
+  if (page.calibrated) {
+    const CoresResult& r = *page.calibrated;
+    html << "<table class=\"grid\" id=\"calibrated-terms\"><tr><th>term</th><th>cycles</th></tr>\n"
+         << "<tr><td>compute</td><td>" << format_display(r.calibrated_compute) << "</td></tr>\n"
+         << "<tr><td>shifts and syncs</td><td>" << format_display(r.calibrated_sync_shift) << "</td></tr>\n"
+         << "<tr><td>shuffle after the operator</td><td>" << format_display(r.calibrated_shuffle) << "</td></tr>\n"
+         << "<tr><td><b>total (makespan on every core)</b></td><td><b>" << format_display(r.makespan)
+         << "</b></td></tr>\n<tr><td>warm-up from the cold layout (not added)</td><td>" << format_display(r.warm_up)
+         << "</td></tr>\n</table>\n<p>Memory per core as the model counts it: hot "
+         << format_display(static_cast<double>(r.calibrated_hot_bytes)) << " B, cold "
+         << format_display(static_cast<double>(r.calibrated_cold_bytes)) << " B; the engine's real peak "
+         << format_display(static_cast<double>(r.peak_sram_bytes)) << " B.";
+    for (const std::string& why : r.calibrated_rejections)
+      html << " Outside the model's search space: " << html_escape(why) << ".";
+    html << "</p>\n";
+  } else {
+    html << "<p class=\"note\">The calibrated model cannot price this plan (a dimension's rings do not form a "
+            "chain).</p>\n";
+  }
+  if (page.calibrated_top.empty()) return;
+  html << "<table class=\"grid\" id=\"calibrated-top\"><tr><th>#</th><th>plan</th><th>calibrated cycles</th>"
+          "<th>hot bytes</th><th>cold bytes</th></tr>\n";
+  for (size_t i = 0; i < page.calibrated_top.size(); ++i) {
+    const CalibratedRankedPlan& p = page.calibrated_top[i];
+    html << "<tr><td>" << i + 1 << "</td><td style=\"text-align:left\">" << plan_text(p.plan) << "</td><td>"
+         << format_display(p.total) << "</td><td>" << format_display(static_cast<double>(p.hot)) << "</td><td>"
+         << format_display(static_cast<double>(p.cold)) << "</td></tr>\n";
+  }
+  html << "</table>\n";
+}
+
 }  // namespace
 
 std::string plan_report_html(const PlanReportPage& page) {
@@ -170,6 +206,7 @@ std::string plan_report_html(const PlanReportPage& page) {
            << format_display(static_cast<double>(page.top[i].hot)) << "</td></tr>\n";
     html << "</table>\n";
   }
+  calibrated_section(html, page);
   html << html_page_end();
   return html.str();
 }

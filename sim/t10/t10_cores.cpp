@@ -1,5 +1,7 @@
 #include "sim/t10/t10_cores.hpp"
 
+#include "sim/t10/t10_calibrated.hpp"
+
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -59,7 +61,8 @@ class Engine {
         trace_(trace),
         d_(derive(p, plan)),
         cost_(cost_of(p, plan, d_)),
-        durations_(event_cycles(p, d_)) {
+        durations_(event_cycles(p, d_)),
+        calibrated_(calibrated_cost(p, plan)) {
     procs_ = plan.f_op;
     extent_ = {p.m, p.k, p.n};
     factor_[C] = {plan.cm, 1, plan.cn};
@@ -149,6 +152,8 @@ class Engine {
   Derived d_;
   Cost cost_;
   EventCycles durations_;  // the grader's per-event durations (T33, T34)
+  CalibratedCost calibrated_;
+  double calibrated_event(size_t level) const;
   std::array<int64_t, 3> procs_{}, extent_{}, ring_{};
   std::array<std::array<int64_t, 3>, 3> factor_{};
   std::array<std::vector<int>, 3> levels_of_;
@@ -159,6 +164,7 @@ class Engine {
   int64_t k_blocks_ = 0, words_ = 0;
   std::vector<int64_t> a_, b_;  // functional mode operands (row-major)
   int64_t shift_events_ = 0;
+  double calibrated_clock_ = 0;
   int track_ = 0;
   std::vector<int> core_tracks_;
   CoresResult result_;
@@ -221,6 +227,11 @@ void Engine::phase(const std::string& name, double grader_cycles, const std::vec
     cycles = cost.cycles;
     result_.phases.push_back(cost);
   }
+  if (o_.timing == CoreTiming::Calibrated) {
+    result_.phases.push_back({name, cycles, {}, bytes});
+    calibrated_clock_ += cycles;  // summed in binary64 as the model sums (sc_time rounds to picoseconds)
+    for (CoreStats& core : result_.per_core) core.busy_cycles += cycles;
+  }
   const double start = sc_time_stamp().to_seconds() * 1e9;
   if (cycles > 0) wait(sc_time(cycles, SC_NS));
   if (!trace_) return;
@@ -263,9 +274,9 @@ void Engine::broadcast() {
       std::any_of(d_.ring_products.begin() + 1, d_.ring_products.end(), [](int64_t r) { return r > 1; });
   if (o_.timing == CoreTiming::Grader) {
     if (any) phase("broadcast", static_cast<double>(cost_.bcast), {}, {}, {}, bytes);
-  } else if (bytes > 0) {
+  } else if (o_.timing == CoreTiming::Exchange && bytes > 0) {
     phase("broadcast", 0, send, recv, {}, bytes);
-  }
+  }  // calibrated: the layout change is the warm-up, reported beside the makespan
 }
 
 void Engine::compute_step(int64_t step, const std::vector<int64_t>& gray) {
@@ -370,7 +381,8 @@ void Engine::compute_step(int64_t step, const std::vector<int64_t>& gray) {
         sums.values[static_cast<size_t>(cr * c_cols.size() + cc)] += acc;
       }
   }
-  phase("compute step " + std::to_string(step), durations_.sub_task, {}, {}, busy, 0);
+  phase("compute step " + std::to_string(step),
+        o_.timing == CoreTiming::Calibrated ? calibrated_.compute_per_step : durations_.sub_task, {}, {}, busy, 0);
 }
 
 void Engine::shift(size_t level, int64_t dir) {
@@ -407,7 +419,8 @@ void Engine::shift(size_t level, int64_t dir) {
   ++result_.events_per_level[level];
   ++shift_events_;
   phase("shift level " + std::to_string(level) + " (" + l.dim + ", " + l.tensors + ")",
-        durations_.shift[level], send, recv, {}, bytes);
+        o_.timing == CoreTiming::Calibrated ? calibrated_event(level) : durations_.shift[level], send, recv, {},
+        bytes);
 }
 
 void Engine::reduce_and_gather() {
@@ -440,8 +453,15 @@ void Engine::reduce_and_gather() {
   result_.bytes_moved += bytes;
   if (o_.timing == CoreTiming::Grader) {
     if (d_.rotates(C)) phase("reduce", static_cast<double>(cost_.reduce), {}, {}, {}, bytes);
-  } else if (bytes > 0) {
-    phase("reduce", 0, send, recv, {}, bytes);
+  } else if (o_.timing == CoreTiming::Exchange) {
+    if (bytes > 0) phase("reduce", 0, send, recv, {}, bytes);
+  } else {
+    // The shuffle after the operator, as the calibrated model splits it (get_shuffle_time).
+    const double scale = calibrated_.inter_chip;
+    phase("shuffle: output moved", calibrated_.shuffle_output * scale, {}, {}, {}, 0);
+    phase("shuffle: syncs", calibrated_.shuffle_sync * scale, {}, {}, {}, 0);
+    if (calibrated_.gather > 0) phase("shuffle: gather copies", calibrated_.gather * scale, {}, {}, {}, bytes);
+    if (calibrated_.reduce > 0) phase("shuffle: reduce copies", calibrated_.reduce * scale, {}, {}, {}, 0);
   }
   // Every output block must have received every k block exactly once (the adds were checked as they came).
   if (!result_.violation)
@@ -489,6 +509,18 @@ void Engine::reduce_and_gather() {
         break;
       }
     }
+}
+
+// One shift event of the engine's level `level`, priced by the calibrated model: its transfer and two syncs
+// per tensor. The model orders levels of equal size (m, n, k), the walk (T16) (m, k, n): where that changes
+// how often a level fires, each event carries the model's share so the level's total is the model's.
+double Engine::calibrated_event(size_t level) const {
+  const ShiftLevel& ours = d_.levels[level];
+  for (const CalibratedLevel& theirs : calibrated_.levels)
+    if (theirs.dim == ours.dim && theirs.tensors == ours.tensors && theirs.g == ours.g)
+      return theirs.event_cycles * static_cast<double>(theirs.events) / static_cast<double>(ours.events) *
+             calibrated_.inter_chip;
+  throw std::logic_error(std::string("no calibrated level for level ") + std::to_string(level));
 }
 
 CoresResult Engine::run() {
@@ -539,6 +571,9 @@ CoresResult Engine::run() {
     }
   }
   broadcast();
+  if (o_.timing == CoreTiming::Calibrated && !calibrated_.levels.empty() &&
+      calibrated_.levels.size() != d_.levels.size())
+    throw std::logic_error("calibrated levels do not match the plan's");
   if (o_.timing == CoreTiming::Grader && cost_.comp > cost_.compute)
     phase("local load/store stall", cost_.comp - cost_.compute, {}, {}, {}, 0);
   // T34: the reflected Gray code over the level digits; between two compute steps exactly one level shifts.
@@ -574,6 +609,17 @@ CoresResult Engine::run() {
       (result_.compute + result_.stall) + static_cast<double>(result_.shift + result_.bcast + result_.reduce);
   result_.exchange_total = result_.exchange_compute + result_.exchange_exchange + result_.exchange_sync;
   result_.makespan = sc_time_stamp().to_seconds() * 1e9;
+  if (o_.timing == CoreTiming::Calibrated) {
+    for (const PhaseCost& phase : result_.phases)
+      (phase.name.rfind("compute", 0) == 0   ? result_.calibrated_compute
+       : phase.name.rfind("shift", 0) == 0   ? result_.calibrated_sync_shift
+                                             : result_.calibrated_shuffle) += phase.cycles;
+    result_.makespan = calibrated_clock_;
+    result_.warm_up = calibrated_.warm_up;
+    result_.calibrated_hot_bytes = calibrated_.hot_bytes;
+    result_.calibrated_cold_bytes = calibrated_.cold_bytes;
+    result_.calibrated_rejections = calibrated_.rejections;
+  }
   return result_;
 }
 
@@ -627,13 +673,23 @@ CoresResult simulate_cores(const Problem& problem, const Plan& plan, const CoreS
   return result;
 }
 
+const char* to_string(CoreTiming timing) {
+  return timing == CoreTiming::Grader ? "grader" : timing == CoreTiming::Exchange ? "exchange" : "calibrated";
+}
+
+std::optional<CoreTiming> core_timing_from(const std::string& name) {
+  for (CoreTiming t : {CoreTiming::Grader, CoreTiming::Exchange, CoreTiming::Calibrated})
+    if (name == to_string(t)) return t;
+  return std::nullopt;
+}
+
 nlohmann::json cores_result_to_json(const CoresResult& r, CoreTiming timing) {
   using nlohmann::json;
   json phases = json::array();
   for (const PhaseCost& p : r.phases)
     phases.push_back(
         {{"name", p.name}, {"cycles", p.cycles}, {"critical_core", p.critical_core}, {"bytes", p.bytes}});
-  json j = {{"timing", timing == CoreTiming::Grader ? "grader" : "exchange"},
+  json j = {{"timing", to_string(timing)},
             {"cores", r.cores},
             {"empty_cores", r.empty_cores},
             {"compute_steps", r.steps},
@@ -661,6 +717,18 @@ nlohmann::json cores_result_to_json(const CoresResult& r, CoreTiming timing) {
                      {"exchange", r.exchange_exchange},
                      {"sync", r.exchange_sync},
                      {"phases", phases}};
+  if (timing == CoreTiming::Calibrated) j["warm_up"] = r.warm_up;  // beside the makespan, not in it
+  if (timing == CoreTiming::Calibrated)
+    j["calibrated"] = {{"total", r.makespan},
+                       {"compute", r.calibrated_compute},
+                       {"sync_shift", r.calibrated_sync_shift},
+                       {"shuffle", r.calibrated_shuffle},
+                       {"warm_up", r.warm_up},
+                       {"hot_bytes_per_core", r.calibrated_hot_bytes},
+                       {"cold_bytes_per_core", r.calibrated_cold_bytes},
+                       {"model_accepts", r.calibrated_rejections.empty()},
+                       {"model_rejects", r.calibrated_rejections},
+                       {"phases", phases}};
   if (r.violation)
     j["violation"] = {{"step", r.violation->step},
                       {"core", r.violation->core},

@@ -1,0 +1,298 @@
+// The calibrated timing (docs/t10-model.md#calibrated). Each function below restates one function of the
+// published model (platformxlab/elk, TensorExpression.py, class TensorExpression); binary64 operations keep
+// the model's order where the result could round differently.
+#include "sim/t10/t10_calibrated.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace mlsys::t10 {
+namespace {
+
+constexpr double kSyncCycles = 118;  // SYNC_CYCLES
+constexpr double kBufferIters = 2;   // BUFFER_ITERS: every shift is double-buffered, two syncs
+constexpr int64_t kChipCores = 1472; // IPU2_NUM_CORES: beyond it, INTER_CHIP_OVERHEAD
+constexpr double kInterChip = 1.25;  // INTER_CHIP_OVERHEAD
+constexpr double kUtilThreshold = 0.9, kPadThreshold = 0.9;  // CORE_UTIL_THRESHOLD, DATA_PAD_THRESHOLD
+
+// The plan in the model's indexing: dimensions (m, n, k), tensors (C, A, B).
+struct Config {
+  std::array<int64_t, 3> length{}, spatial{};           // dimension lengths and spatial parts
+  std::array<std::array<int64_t, 3>, 3> temporal{};      // [dim][tensor]
+  std::array<double, 3> spatial_length{}, sub_length{};  // ceil(length/parts); ceil(that/max temporal part)
+  std::array<int64_t, 3> replicas{};                     // spatial_var_replicas: pk, pn, pm
+  std::array<int64_t, 3> var_size{};                     // get_sub_op_var_sizes: S_C, S_A, S_B
+  // The dimensions each tensor spans, as indices into (m, n, k).
+  static constexpr int kVarDims[3][2] = {{0, 1}, {0, 2}, {2, 1}};
+};
+
+// get_sub_op_var_sizes: each tensor's partition, per dimension ceil(per-core length / its factor).
+void set_var_sizes(Config& c) {
+  for (int x = 0; x < 3; ++x) {
+    c.var_size[x] = 1;
+    for (int d : Config::kVarDims[x])
+      c.var_size[x] *= static_cast<int64_t>(std::ceil(c.spatial_length[d] / static_cast<double>(c.temporal[d][x])));
+  }
+}
+
+// A tensor's ring product (its temporal factors multiplied over the dimensions).
+int64_t ring_of(const Config& c, int x) { return c.temporal[0][x] * c.temporal[1][x] * c.temporal[2][x]; }
+
+Config configure(const Problem& pr, const Plan& plan) {
+  Config c;
+  c.length = {pr.m, pr.n, pr.k};
+  c.spatial = {plan.f_op[0], plan.f_op[2], plan.f_op[1]};
+  c.temporal = {{{plan.cm, plan.am, 1}, {plan.cn, 1, plan.bn}, {1, plan.ak, plan.bk}}};
+  c.replicas = {plan.f_op[1], plan.f_op[2], plan.f_op[0]};
+  for (int d = 0; d < 3; ++d) {
+    c.spatial_length[d] = std::ceil(static_cast<double>(c.length[d]) / static_cast<double>(c.spatial[d]));
+    const int64_t most = *std::max_element(c.temporal[d].begin(), c.temporal[d].end());
+    c.sub_length[d] = std::ceil(c.spatial_length[d] / static_cast<double>(most));
+  }
+  set_var_sizes(c);
+  return c;
+}
+
+// get_shift_time: elements to cycles.
+double shift_time(double elements, int64_t dtype_bytes) {
+  return elements != 0 ? elements * static_cast<double>(dtype_bytes) / 2 * 0.56 : 0;
+}
+
+// get_util_threshold and get_pad_threshold (NUM_DIMS_CORRELATION = 0 makes the dimension factor 1).
+double util_threshold(const Config& c, int64_t cores) {
+  const double prod = static_cast<double>(c.length[0] * c.length[1] * c.length[2]);
+  const double maxi = static_cast<double>(*std::max_element(c.length.begin(), c.length.end()) * 3);
+  return kUtilThreshold * std::min(prod / (prod + 2 * static_cast<double>(cores)), maxi / 220);
+}
+double pad_threshold(const Config& c, int64_t cores) {
+  const double prod = static_cast<double>(c.length[0] * c.length[1] * c.length[2]);
+  const double maxi = static_cast<double>(*std::max_element(c.length.begin(), c.length.end()) * 3);
+  return kPadThreshold * std::min(prod / (prod + static_cast<double>(cores)), maxi / 220);
+}
+
+std::string fixed(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4f", v);
+  return buf;
+}
+
+// The search space's spatial rules (update_spatial_dim_parts_if_valid, get_all_spatial_configs' bounds).
+std::vector<std::string> spatial_rejections(const Config& c, int64_t chip_cores) {
+  std::vector<std::string> out;
+  const char* dim_name = "mnk";
+  const int64_t used = c.spatial[0] * c.spatial[1] * c.spatial[2];
+  const double util = util_threshold(c, chip_cores), pad = pad_threshold(c, chip_cores);
+  if (used > chip_cores)
+    out.push_back(std::to_string(used) + " cores, more than the chip's " + std::to_string(chip_cores));
+  if (static_cast<double>(used) / static_cast<double>(chip_cores) < util)
+    out.push_back(std::to_string(used) + " cores use less than the threshold " + fixed(util) + " of the chip");
+  for (int d = 0; d < 3; ++d)
+    if (c.spatial[d] > c.length[d])
+      out.push_back(std::string("dimension ") + dim_name[d] + " split in " + std::to_string(c.spatial[d]) +
+                    " parts, more than its length " + std::to_string(c.length[d]));
+  double spatial_ratio = 1;
+  for (int d = 0; d < 3; ++d)
+    spatial_ratio *= static_cast<double>(c.length[d]) / (c.spatial_length[d] * static_cast<double>(c.spatial[d]));
+  if (spatial_ratio < pad)
+    out.push_back("spatial padding keeps " + fixed(spatial_ratio) + " of the work, below " + fixed(pad));
+  return out;
+}
+
+// The temporal rules (valid_temporal_dim_var_parts, is_chain_divisible, is_temp_dim_valid_for_variables).
+std::vector<std::string> temporal_rejections(const Config& c, int64_t chip_cores) {
+  std::vector<std::string> out;
+  const char* dim_name = "mnk";
+  const double pad = pad_threshold(c, chip_cores);
+  for (int x = 0; x < 3; ++x) {
+    const int64_t ring = ring_of(c, x);
+    if (c.replicas[x] % ring != 0)
+      out.push_back(std::string("tensor ") + "CAB"[x] + ": ring " + std::to_string(ring) + " does not divide its " +
+                    std::to_string(c.replicas[x]) + " replicas");
+  }
+  double temporal_ratio = 1;
+  for (int d = 0; d < 3; ++d) {
+    const auto& f = c.temporal[d];
+    const int64_t most = *std::max_element(f.begin(), f.end());
+    temporal_ratio *= c.spatial_length[d] / (c.sub_length[d] * static_cast<double>(most));
+    std::array<int64_t, 3> sorted = f;
+    std::sort(sorted.begin(), sorted.end());
+    if (sorted[2] % sorted[1] != 0 || sorted[1] % sorted[0] != 0)
+      out.push_back(std::string("dimension ") + dim_name[d] + ": ring factors " + std::to_string(sorted[1]) +
+                    " and " + std::to_string(sorted[2]) + " do not form a chain");
+    if (most > 1) {
+      if (static_cast<double>(most) > c.spatial_length[d])
+        out.push_back(std::string("dimension ") + dim_name[d] + ": ring factor " + std::to_string(most) +
+                      " above the per-core length " + fixed(c.spatial_length[d]));
+      const double kept = c.spatial_length[d] /
+                          (static_cast<double>(most) * std::ceil(c.spatial_length[d] / static_cast<double>(most)));
+      if (kept < pad)
+        out.push_back(std::string("dimension ") + dim_name[d] + ": ring factor " + std::to_string(most) +
+                      " pads to " + fixed(kept) + ", below " + fixed(pad));
+    }
+  }
+  if (temporal_ratio < pad)
+    out.push_back("temporal padding keeps " + fixed(temporal_ratio) + " of the work, below " + fixed(pad));
+  return out;
+}
+
+// get_comp_time_per_iter_helper, MatMul branch (the batch factor is 1 for a plain MatMul).
+double compute_per_step(const Config& c, int64_t dtype_bytes) {
+  double m = c.sub_length[0], n = c.sub_length[1];
+  const double k = c.sub_length[2];
+  if (n > m) std::swap(m, n);
+  if (m <= 16) std::swap(m, n);
+  const double e = static_cast<double>(dtype_bytes);
+  const double m_div_6 = std::ceil(m / 6), k_div_16 = std::ceil(k / (32 / e)), n_div_16 = std::ceil(n / 16);
+  return e * 12 * m_div_6 * k_div_16 * n_div_16 + 514 * k_div_16 * n_div_16 + 113 * n_div_16 + 173;
+}
+
+// get_shift_info: per dimension, the gcd of the factors above 1 makes a level holding those tensors, until
+// none is left; then the levels sorted by size, largest first (numpy's argsort of a handful is stable).
+std::vector<CalibratedLevel> shift_levels(const Config& c, int64_t dtype_bytes) {
+  std::vector<CalibratedLevel> levels;
+  const char* dim_name = "mnk";
+  for (int d = 0; d < 3; ++d) {
+    std::array<int64_t, 3> f = c.temporal[d];
+    while (std::any_of(f.begin(), f.end(), [](int64_t v) { return v > 1; })) {
+      int64_t g = 0;
+      for (int64_t v : f)
+        if (v > 1) g = std::gcd(g, v);
+      if (g == 1) return {};  // not a chain: rejected above
+      CalibratedLevel level{dim_name[d], "", g, 0, 0, 0};
+      for (int x = 0; x < 3; ++x)
+        if (f[x] > 1) {
+          level.tensors += "CAB"[x];
+          level.size += c.var_size[x];
+          f[x] /= g;
+        }
+      levels.push_back(level);
+    }
+  }
+  std::stable_sort(levels.begin(), levels.end(),
+                   [](const CalibratedLevel& a, const CalibratedLevel& b) { return a.size > b.size; });
+  int64_t outer = 1;
+  for (CalibratedLevel& level : levels) {
+    level.events = outer * (level.g - 1);
+    level.event_cycles = shift_time(static_cast<double>(level.size), dtype_bytes) +
+                         kSyncCycles * kBufferIters * static_cast<double>(level.tensors.size());
+    outer *= level.g;
+  }
+  return levels;
+}
+
+// The alignment ladder of the model's reduce (1 2 4 8 12 16 24 48 96 144 ...).
+double aligned(double v) {
+  if (v > 2) {
+    v = std::max(4.0, v);
+    if (v > 4) {
+      v = std::max(8.0, v);
+      if (v > 8) {
+        v = std::max(12.0, v);
+        if (v > 12) {
+          v = std::max(16.0, v);
+          if (v > 16) {
+            v = std::max(24.0, v);
+            if (v > 24) v = std::ceil(v / 48) * 48;
+          }
+        }
+      }
+    }
+  }
+  return v;
+}
+
+// get_shuffle_time, MatMul branch.
+void shuffle(const Config& c, int64_t dtype_bytes, CalibratedCost& cost) {
+  const int64_t copies =
+      std::llround(static_cast<double>(c.replicas[0]) / static_cast<double>(ring_of(c, 0)));
+  const double output = c.sub_length[0] * c.sub_length[1];  // the sub-task's output block
+  const double reduced = output / static_cast<double>(copies);
+  if (copies == 2) {
+    cost.gather = 2 * kSyncCycles + shift_time(std::floor(output / 2), dtype_bytes);
+    cost.reduce = reduced <= 16432 ? std::min(16434 * 0.5 + 300, reduced * 0.75 + 290) : reduced * 0.5 + 300;
+  } else if (copies > 2) {
+    cost.gather = static_cast<double>(copies) * kSyncCycles + shift_time(output, dtype_bytes);
+    const double batch = static_cast<double>(copies), a = aligned(reduced);
+    cost.reduce = a * batch <= 480 ? std::min(481 * 0.25 + 175, a * batch * 1.5 + 175) : a * batch * 0.25 + 175;
+  }
+  cost.shuffle_output = shift_time(static_cast<double>(c.var_size[0]), dtype_bytes) + kBufferIters * kSyncCycles;
+  cost.shuffle_sync = kSyncCycles * 4;
+}
+
+// get_warm_up_time from the layout without copies: each input's factor on k times its rho copies.
+double warm_up(const Config& hot, int64_t dtype_bytes) {
+  Config cold = hot;
+  for (int x : {1, 2}) cold.temporal[2][x] *= hot.replicas[x] / ring_of(hot, x);
+  set_var_sizes(cold);
+  double elements = 0, syncs = 0;
+  for (int x = 0; x < 3; ++x) {
+    double multiplier = 1;
+    for (int d = 0; d < 3; ++d)
+      multiplier *= static_cast<double>(cold.temporal[d][x]) / static_cast<double>(hot.temporal[d][x]);
+    if (multiplier > 1) multiplier += 1;
+    multiplier -= 1;
+    if (x > 0) elements += multiplier * static_cast<double>(cold.var_size[x]);  // the output is not moved
+    syncs += multiplier;
+  }
+  return shift_time(elements, dtype_bytes) + syncs * kSyncCycles;
+}
+
+}  // namespace
+
+std::vector<std::string> calibrated_spatial_rejections(const Problem& problem, const std::array<int64_t, 3>& f_op) {
+  Plan plan;
+  plan.f_op = f_op;
+  return spatial_rejections(configure(problem, plan), problem.chip.cores);
+}
+
+CalibratedCost calibrated_cost(const Problem& pr, const Plan& plan) {
+  CalibratedCost cost;
+  const Config c = configure(pr, plan);
+  const int64_t e = pr.dtype_bytes;
+  cost.rejections = spatial_rejections(c, pr.chip.cores);
+  for (std::string& r : temporal_rejections(c, pr.chip.cores)) cost.rejections.push_back(std::move(r));
+  // get_byte_per_core_with_buffer (BUFFER_SIZE_RATIO = 1) and get_byte_per_core_idle (the output ignored).
+  for (int x = 0; x < 3; ++x) {
+    bool rotates = false;
+    for (int d = 0; d < 3; ++d) rotates = rotates || c.temporal[d][x] > 1;
+    cost.hot_bytes += e * c.var_size[x] * (rotates ? 2 : 1);
+    if (x > 0) cost.cold_bytes += e * c.var_size[x];
+  }
+  // search_optimal_config keeps only plans whose hot bytes fit a core (max_byte_per_core).
+  if (cost.hot_bytes > pr.chip.sram_bytes_per_core)
+    cost.rejections.push_back("hot " + std::to_string(cost.hot_bytes) + " B per core, above the SRAM's " +
+                              std::to_string(pr.chip.sram_bytes_per_core) + " B");
+  cost.levels = shift_levels(c, e);
+  bool chain = true;
+  for (int d = 0; d < 3; ++d) {
+    std::array<int64_t, 3> s = c.temporal[d];
+    std::sort(s.begin(), s.end());
+    chain = chain && s[2] % s[1] == 0 && s[1] % s[0] == 0;
+  }
+  if (!chain) return cost;
+  cost.steps = 1;
+  for (int d = 0; d < 3; ++d) cost.steps *= *std::max_element(c.temporal[d].begin(), c.temporal[d].end());
+  cost.compute_per_step = compute_per_step(c, e);
+  cost.compute = cost.compute_per_step * static_cast<double>(cost.steps);
+  double tensor_shifts = 0;
+  for (const CalibratedLevel& level : cost.levels) {
+    cost.shift_elements += level.events * level.size;
+    tensor_shifts += static_cast<double>(level.events) * static_cast<double>(level.tensors.size());
+  }
+  cost.shift = shift_time(static_cast<double>(cost.shift_elements), e);
+  cost.sync = kSyncCycles * kBufferIters * tensor_shifts;
+  cost.sync_shift = cost.sync + cost.shift;
+  shuffle(c, e, cost);
+  cost.shuffle = cost.shuffle_output + cost.shuffle_sync + cost.gather + cost.reduce;
+  if (pr.chip.cores > kChipCores) {
+    cost.inter_chip = kInterChip;
+    cost.sync_shift *= kInterChip;
+    cost.shuffle *= kInterChip;
+  }
+  cost.total = cost.compute + cost.sync_shift + cost.shuffle;
+  cost.warm_up = warm_up(c, e);
+  return cost;
+}
+
+}  // namespace mlsys::t10

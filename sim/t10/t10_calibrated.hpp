@@ -1,0 +1,60 @@
+// T10's calibrated timing: the cost model the T10 authors fitted to an IPU Mk2 and publish with their
+// follow-up planner (repository platformxlab/elk, TensorExpression.py), restated for one MatMul plan. Every
+// constant and formula, with the function it comes from, is in docs/t10-model.md#calibrated. It is our own
+// code: the published model is the reference it must equal (tests/t10_calibrated_test.cpp).
+//
+// The published model indexes dimensions (m, n, k) and tensors (C, A, B); a plan maps to its configuration as
+// spatial [pm, pn, pk] and temporal [[cm, am, 1], [cn, 1, bn], [1, ak, bk]].
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sim/t10/t10_model.hpp"
+
+namespace mlsys::t10 {
+
+// One shift level in the published model's order (sorted by size, largest first, ties in (m, n, k) order).
+struct CalibratedLevel {
+  char dim;             // 'm', 'n' or 'k'
+  std::string tensors;  // rotating tensors at this level, in (C, A, B) order
+  int64_t g;            // ring length
+  int64_t size;         // elements moved per core per event (the tensors' partition sizes summed)
+  int64_t events;       // outer iterations x (g - 1)
+  double event_cycles;  // one event: size*e/2*0.56 shift + 2*118 per tensor sync
+};
+
+struct CalibratedCost {
+  // evaluate_config's terms.
+  int64_t steps = 0;              // get_num_comp_iter: tm*tn*tk
+  double compute_per_step = 0;    // get_comp_time_per_iter_helper on the sub-task
+  double compute = 0;             // compute_per_step x steps
+  std::vector<CalibratedLevel> levels;
+  int64_t shift_elements = 0;     // get_shift_info's total
+  double shift = 0, sync = 0;     // get_shift_time(shift_elements); 118 x 2 per tensor per event
+  double sync_shift = 0;          // get_sync_shift_time (x 1.25 beyond one chip)
+  // get_shuffle_time, after the operator: the output partition moved, syncs, gather and reduce of the rho_C
+  // output copies (x 1.25 beyond one chip).
+  double shuffle_output = 0, shuffle_sync = 0, gather = 0, reduce = 0, shuffle = 0;
+  double total = 0;       // compute + sync_shift + shuffle
+  double inter_chip = 1;  // INTER_CHIP_OVERHEAD on shifts and shuffle beyond one chip's 1,472 cores
+  // Memory per core as the model counts it: hot with a receive buffer per rotating tensor
+  // (get_byte_per_core_with_buffer), cold the inputs at rest (get_byte_per_core_idle).
+  int64_t hot_bytes = 0, cold_bytes = 0;
+  // get_warm_up_time from the cold layout without copies (each input's ring extended over its rho copies along
+  // k): reported beside the total, not added.
+  double warm_up = 0;
+  // The rules of the model's search space this plan breaks (empty: the model accepts it), each a sentence
+  // with its figures: core count and utilisation, spatial and temporal padding, replica divisibility, ring
+  // chains, per-dimension factors.
+  std::vector<std::string> rejections;
+  bool accepted() const { return rejections.empty(); }
+};
+
+// Requires a plan whose rings are chains (no misaligned dimension); otherwise the terms are left at 0 and
+// the rejection says why.
+CalibratedCost calibrated_cost(const Problem& problem, const Plan& plan);
+// The rules that depend on F_op alone (cores, utilisation, splits, spatial padding), for a search.
+std::vector<std::string> calibrated_spatial_rejections(const Problem& problem, const std::array<int64_t, 3>& f_op);
+
+}  // namespace mlsys::t10
