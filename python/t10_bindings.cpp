@@ -135,12 +135,14 @@ void bind_t10(py::module_& m) {
       "t10_simulate",
       [](const py::object& problem_source, const py::object& plan_source, const std::string& timing,
          bool functional, uint64_t seed) {
-        if (timing != "grader" && timing != "exchange")
-          throw InputError("", "timing", "usage", "must be \"grader\" or \"exchange\", got \"" + timing + "\"");
+        const std::optional<t10::CoreTiming> parsed = t10::core_timing_from(timing);
+        if (!parsed)
+          throw InputError("", "timing", "usage",
+                           "must be \"grader\", \"exchange\" or \"calibrated\", got \"" + timing + "\"");
         const T10Problem p = t10_problem_from(problem_source);
         const T10Plan plan = t10_plan_from(plan_source);
         t10::CoreSimOptions options;
-        options.timing = timing == "exchange" ? t10::CoreTiming::Exchange : t10::CoreTiming::Grader;
+        options.timing = *parsed;
         options.functional = functional;
         options.seed = seed;
         t10::CoresResult result;
@@ -155,7 +157,7 @@ void bind_t10(py::module_& m) {
       py::arg("problem"), py::arg("plan"), py::arg("timing") = "grader", py::arg("functional") = false,
       py::arg("seed") = 1,
       "Every core of the plan, with real pieces moved between them (t10 simulate): a dict with the grader's "
-      "totals, the exchange timing's phases if asked, SRAM per core, and the first data-consistency violation.");
+      "totals, the exchange or calibrated timing's phases if asked, SRAM per core, and the first data-consistency violation.");
 
   py::class_<t10::RankedPlan>(m, "T10RankedPlan")
       .def_property_readonly("plan", [](const t10::RankedPlan& r) { return T10Plan{r.plan}; })

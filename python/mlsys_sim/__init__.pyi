@@ -326,7 +326,7 @@ class T10Evaluation:
 def t10_simulate(
     problem: Union[T10Problem, JsonSource],
     plan: Union[T10Plan, JsonSource],
-    timing: Literal["grader", "exchange"] = ...,
+    timing: Literal["grader", "exchange", "calibrated"] = ...,
     functional: bool = ...,
     seed: int = ...,
 ) -> dict: ...

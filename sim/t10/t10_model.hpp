@@ -55,7 +55,8 @@ struct InputFault {
   std::string code, message;
 };
 
-// T1-T2. Returns the problem or the fault naming the field and value.
+// T1-T2. Returns the problem or the fault naming the field and value. (The JSON readers and writers of T10
+// are defined together in t10_json_io.cpp.)
 std::variant<Problem, InputFault> parse_problem(const nlohmann::json& doc);
 // T4-T5 (accepts the {"config": {...}} wrapper).
 std::variant<Plan, InputFault> parse_plan(const nlohmann::json& doc);

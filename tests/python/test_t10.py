@@ -70,13 +70,18 @@ def test_simulate_every_core_matches_cli(tmp_path):
     plan = {"F_op": [1, 366, 4], "f_t_A_m": 2, "f_t_A_k": 1, "f_t_B_k": 1, "f_t_B_n": 1, "f_t_C_m": 1, "f_t_C_n": 1}
     plan_path = tmp_path / "plan.json"
     plan_path.write_text(json.dumps(plan))
-    for timing in ("grader", "exchange"):
+    for timing in ("grader", "exchange", "calibrated"):
         result = mlsys_sim.t10_simulate(SEED, plan, timing=timing)
         code, cli = cli_json("t10", "simulate", SEED, plan_path, "--timing", timing, "--json")
         assert code == 0
         assert result == cli["cores"]
         assert result["grader"]["total"] == 7018  # the rule book's worked example (T22)
         assert result["consistent"]
+    # Calibrated: the published model's total for this plan, derived by hand in tests/t10_calibrated_test.cpp
+    # (compute 32,320 + shifts 361.44 + shuffle 164,858.2), the warm-up beside it.
+    assert abs(result["makespan"] - 197539.64) < 1e-6
+    assert abs(result["warm_up"] - 361.44) < 1e-9
+    assert result["calibrated"]["model_accepts"]
     small = {"op": "matmul", "m": 20, "k": 36, "n": 24}
     two_levels = {"F_op": [2, 3, 4], "f_t_A_m": 2, "f_t_A_k": 2, "f_t_B_k": 1, "f_t_B_n": 1, "f_t_C_m": 1,
                   "f_t_C_n": 1}

@@ -1,0 +1,257 @@
+// T10's JSON reading and writing, in one place: the problem and plan files (T1-T5), the evaluation report,
+// and the all-cores engine's result. Declared beside the types they read and write (t10_model.hpp,
+// t10_cores.hpp).
+#include <cmath>
+#include <sstream>
+
+#include "sim/t10/t10_cores.hpp"
+#include "sim/t10/t10_model.hpp"
+
+namespace mlsys::t10 {
+namespace {
+
+using nlohmann::json;
+
+constexpr int64_t kMaxFactor = int64_t{1} << 31;  // keeps every product of factors inside 64 bits
+std::string str(const json& j) {
+  return j.dump();
+}
+
+// "Integer" = JSON number without fractional part (T5: 2.0 counts as 2).
+std::optional<int64_t> as_integer(const json& j) {
+  if (j.is_number_integer()) return j.get<int64_t>();
+  if (j.is_number_unsigned())
+    return j.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX) ? std::nullopt
+                                                                : std::optional<int64_t>(j.get<int64_t>());
+  if (j.is_number_float()) {
+    const double v = j.get<double>();
+    if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 9e15) return static_cast<int64_t>(v);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::variant<Problem, InputFault> parse_problem(const json& doc) {
+  auto fault = [](const std::string& field, const std::string& what) {
+    return InputFault{"E_PROBLEM", field + ": " + what};
+  };
+  if (!doc.is_object()) return fault("problem", "must be a JSON object, got " + str(doc));
+  Problem p;
+  if (!doc.contains("op") || doc["op"] != "matmul")
+    return fault("op",
+                 "must be \"matmul\", got " + (doc.contains("op") ? str(doc["op"]) : std::string("nothing")));
+  for (auto [name, out] : {std::pair{"m", &p.m}, {"k", &p.k}, {"n", &p.n}, {"dtype_bytes", &p.dtype_bytes}}) {
+    if (!doc.contains(name)) {
+      if (std::string(name) == "dtype_bytes") continue;
+      return fault(name, "required");
+    }
+    auto v = as_integer(doc[name]);
+    if (!v || *v < 1 || *v > kMaxFactor)
+      return fault(name, "must be a positive integer, got " + str(doc[name]));
+    *out = *v;
+  }
+  if (doc.contains("chip")) {
+    const json& c = doc["chip"];
+    if (!c.is_object()) return fault("chip", "must be an object, got " + str(c));
+    if (c.contains("name") && c["name"].is_string()) p.chip.name = c["name"];
+    for (auto [name, out] :
+         {std::pair{"cores", &p.chip.cores}, {"sram_bytes_per_core", &p.chip.sram_bytes_per_core}}) {
+      if (!c.contains(name)) continue;
+      auto v = as_integer(c[name]);
+      if (!v || *v < 1 || *v > kMaxFactor)
+        return fault(std::string("chip.") + name, "must be a positive integer, got " + str(c[name]));
+      *out = *v;
+    }
+    for (auto [name, out] : {std::pair{"flops_per_cycle", &p.chip.flops_per_cycle},
+                             {"local_bytes_per_cycle", &p.chip.local_bytes_per_cycle},
+                             {"noc_elems_per_cycle", &p.chip.noc_elems_per_cycle},
+                             {"exchange_bytes_per_cycle", &p.chip.exchange_bytes_per_cycle},
+                             {"sync_cycles", &p.chip.sync_cycles},
+                             {"amp_macs_per_cycle", &p.chip.amp_macs_per_cycle}}) {
+      if (!c.contains(name)) continue;
+      if (!c[name].is_number() || !(c[name].get<double>() > 0))
+        return fault(std::string("chip.") + name, "must be a positive number, got " + str(c[name]));
+      *out = c[name].get<double>();
+    }
+    if (c.contains("exchange_latency_cycles")) {
+      const json& v = c["exchange_latency_cycles"];
+      if (!v.is_number() || !(v.get<double>() >= 0) || !std::isfinite(v.get<double>()))
+        return fault("chip.exchange_latency_cycles", "must be a number >= 0, got " + str(v));
+      p.chip.exchange_latency_cycles = v.get<double>();
+    }
+    for (const char* name : {"clock_hz", "link_bytes_per_s"})
+      if (c.contains(name) && (!c[name].is_number() || !(c[name].get<double>() > 0)))
+        return fault(std::string("chip.") + name, "must be a positive number, got " + str(c[name]));
+    if (c.contains("systolic")) {
+      const json& s = c["systolic"];
+      std::optional<int64_t> a, b;
+      if (s.is_array() && s.size() == 2) a = as_integer(s[0]), b = as_integer(s[1]);
+      if (!a || !b || *a < 1 || *a != *b)
+        return fault("chip.systolic", "must be two equal positive integers, got " + str(s));
+      p.chip.systolic = *a;
+    }
+    if (c.contains("noc_topology")) {
+      if (c["noc_topology"] != "mesh")
+        return fault("chip.noc_topology", "must be \"mesh\", got " + str(c["noc_topology"]));
+    }
+  }
+  if (doc.contains("reference_cycles")) {
+    if (!doc["reference_cycles"].is_number() || !(doc["reference_cycles"].get<double>() > 0))
+      return fault("reference_cycles", "must be a positive number, got " + str(doc["reference_cycles"]));
+    p.reference_cycles = doc["reference_cycles"].get<double>();
+  }
+  if (doc.contains("name") && doc["name"].is_string()) p.name = doc["name"];
+  return p;
+}
+
+std::variant<Plan, InputFault> parse_plan(const json& input) {
+  auto fault = [](const std::string& field, const std::string& what) {
+    return InputFault{"E_FORMAT", field + ": " + what};
+  };
+  const json& doc = input.is_object() && input.contains("config") ? input["config"] : input;
+  if (!doc.is_object()) return fault("plan", "must be a JSON object, got " + str(doc));
+  Plan plan;
+  if (!doc.contains("F_op") || !doc["F_op"].is_array() || doc["F_op"].size() != 3)
+    return fault("F_op", "must be an array of exactly 3 integers, got " +
+                             (doc.contains("F_op") ? str(doc["F_op"]) : "nothing"));
+  for (int i = 0; i < 3; ++i) {
+    auto v = as_integer(doc["F_op"][i]);
+    if (!v) return fault("F_op", "must be an array of exactly 3 integers, got " + str(doc["F_op"]));
+    if (*v < 1 || *v > kMaxFactor)
+      return fault("F_op[" + std::to_string(i) + "]", "must be in [1, 2^31], got " + std::to_string(*v));
+    plan.f_op[i] = *v;
+  }
+  for (auto [name, out] : {std::pair{"f_t_A_m", &plan.am},
+                           {"f_t_A_k", &plan.ak},
+                           {"f_t_B_k", &plan.bk},
+                           {"f_t_B_n", &plan.bn},
+                           {"f_t_C_m", &plan.cm},
+                           {"f_t_C_n", &plan.cn}}) {
+    if (!doc.contains(name)) return fault(name, "missing");
+    auto v = as_integer(doc[name]);
+    if (!v) return fault(name, "must be an integer, got " + str(doc[name]));
+    if (*v < 1 || *v > kMaxFactor) return fault(name, "must be in [1, 2^31], got " + std::to_string(*v));
+    *out = *v;
+  }
+  return plan;
+}
+
+json plan_to_json(const Plan& p) {
+  return {{"F_op", p.f_op},  {"f_t_A_m", p.am}, {"f_t_A_k", p.ak}, {"f_t_B_k", p.bk},
+          {"f_t_B_n", p.bn}, {"f_t_C_m", p.cm}, {"f_t_C_n", p.cn}};
+}
+
+
+json evaluation_to_json(const Problem& pr, const Plan& plan, const Evaluation& e, Profile profile) {
+  const Derived& d = e.derived;
+  json levels = json::array();
+  for (size_t i = 0; i < d.levels.size(); ++i) {
+    const auto& l = d.levels[i];
+    levels.push_back({{"level", i},
+                      {"dim", std::string(1, l.dim)},
+                      {"g", l.g},
+                      {"tensors", l.tensors},
+                      {"size", l.size},
+                      {"events", l.events},
+                      {"hops", l.hops},
+                      {"contention", i + 1}});
+  }
+  json violations = json::array();
+  for (const auto& v : e.violations) violations.push_back({{"code", v.code}, {"message", v.message}});
+  json j{{"valid", e.accepted},
+         {"profile", profile == Profile::Strict ? "strict" : "engdesign"},
+         {"plan", plan_to_json(plan)},
+         {"total_cycles", e.cost ? json(e.cost->total) : json(nullptr)},
+         {"sram_peak_bytes", d.hot_bytes},
+         {"cold_bytes", d.cold_bytes},
+         {"score", e.score ? json(*e.score) : json(nullptr)},
+         {"errors", violations},
+         {"derived",
+          {{"cores", d.cores},
+           {"spatial", d.spatial},
+           {"steps_per_dim", d.steps_per_dim},
+           {"steps", d.steps},
+           {"sub_task", d.sub_task},
+           {"elems", {{"C", d.elems[C]}, {"A", d.elems[A]}, {"B", d.elems[B]}}},
+           {"misaligned_shift", d.misaligned},
+           {"shift_levels", levels}}},
+         {"problem", {{"m", pr.m}, {"k", pr.k}, {"n", pr.n}}}};
+  if (e.cost)
+    for (auto [key, value] : {std::pair{"compute", e.cost->compute},
+                              {"load", e.cost->load},
+                              {"store", e.cost->store},
+                              {"comp", e.cost->comp}})
+      j[key] = value;
+  j["shift"] = e.cost ? json(e.cost->shift) : json(nullptr);
+  j["broadcast"] = e.cost ? json(e.cost->bcast) : json(nullptr);
+  j["reduce"] = e.cost ? json(e.cost->reduce) : json(nullptr);
+  return j;
+}
+
+
+const char* to_string(CoreTiming timing) {
+  return timing == CoreTiming::Grader ? "grader" : timing == CoreTiming::Exchange ? "exchange" : "calibrated";
+}
+
+std::optional<CoreTiming> core_timing_from(const std::string& name) {
+  for (CoreTiming t : {CoreTiming::Grader, CoreTiming::Exchange, CoreTiming::Calibrated})
+    if (name == to_string(t)) return t;
+  return std::nullopt;
+}
+
+nlohmann::json cores_result_to_json(const CoresResult& r, CoreTiming timing) {
+  using nlohmann::json;
+  json phases = json::array();
+  for (const PhaseCost& p : r.phases)
+    phases.push_back(
+        {{"name", p.name}, {"cycles", p.cycles}, {"critical_core", p.critical_core}, {"bytes", p.bytes}});
+  json j = {{"timing", to_string(timing)},
+            {"cores", r.cores},
+            {"empty_cores", r.empty_cores},
+            {"compute_steps", r.steps},
+            {"events_per_level", r.events_per_level},
+            {"transfers", r.transfers},
+            {"bytes_moved", r.bytes_moved},
+            {"peak_sram_bytes", r.peak_sram_bytes},
+            {"peak_sram_core", r.peak_sram_core},
+            {"rule_book_hot_bytes", r.rule_book_hot_bytes},
+            {"edge_idle_cycles", r.edge_idle_cycles},
+            {"grader",
+             {{"total", r.total},
+              {"compute", r.compute},
+              {"stall", r.stall},
+              {"shift", r.shift},
+              {"bcast", r.bcast},
+              {"reduce", r.reduce}}},
+            {"makespan", r.makespan},
+            {"misaligned", r.misaligned},
+            {"functional_checked", r.functional_checked},
+            {"consistent", !r.violation.has_value()}};
+  if (timing == CoreTiming::Exchange)
+    j["exchange"] = {{"total", r.exchange_total},
+                     {"compute", r.exchange_compute},
+                     {"exchange", r.exchange_exchange},
+                     {"sync", r.exchange_sync},
+                     {"phases", phases}};
+  if (timing == CoreTiming::Calibrated) j["warm_up"] = r.warm_up;  // beside the makespan, not in it
+  if (timing == CoreTiming::Calibrated)
+    j["calibrated"] = {{"total", r.makespan},
+                       {"compute", r.calibrated_compute},
+                       {"sync_shift", r.calibrated_sync_shift},
+                       {"shuffle", r.calibrated_shuffle},
+                       {"warm_up", r.warm_up},
+                       {"hot_bytes_per_core", r.calibrated_hot_bytes},
+                       {"cold_bytes_per_core", r.calibrated_cold_bytes},
+                       {"model_accepts", r.calibrated_rejections.empty()},
+                       {"model_rejects", r.calibrated_rejections},
+                       {"phases", phases}};
+  if (r.violation)
+    j["violation"] = {{"step", r.violation->step},
+                      {"core", r.violation->core},
+                      {"tensor", std::string(1, r.violation->tensor)},
+                      {"message", r.violation->message}};
+  return j;
+}
+
+}  // namespace mlsys::t10
