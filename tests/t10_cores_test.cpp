@@ -214,6 +214,26 @@ TEST_F(T10Cores, ExchangeTimingOfATwoCoreRing) {
   EXPECT_DOUBLE_EQ(1388, slow.exchange_total);
 }
 
+TEST_F(T10Cores, BroadcastSendsEachCopyInTurnUnlessTheChipMulticasts) {
+  // m, k, n = 32, 64, 32; F_op [1, 1, 3]: A has three copies and no ring, so copies 1 and 2 receive their
+  // 32 x 64 A block (4,096 B, 1,024 cycles at 4 B/cycle) from copy 0. Sent copy by copy, the home is busy
+  // 2 x 1,024 cycles; multicast, once: 1,024. Each phase ends with a sync of 118.
+  Plan plan;
+  plan.f_op = {1, 1, 3};
+  const CoreSimOptions options = exchange_timing();
+  auto broadcast_cycles = [&](const json& chip) {
+    const CoresResult r = simulate_cores(problem_of(32, 64, 32, chip), plan, options);
+    EXPECT_FALSE(r.violation);
+    for (const PhaseCost& p : r.phases)
+      if (p.name == "broadcast") return p.cycles;
+    return -1.0;
+  };
+  EXPECT_DOUBLE_EQ(2 * 1024 + 118, broadcast_cycles(json::object()));
+  EXPECT_DOUBLE_EQ(1024 + 118, broadcast_cycles({{"exchange_multicast", true}}));
+  EXPECT_TRUE(std::holds_alternative<InputFault>(
+      t10::parse_problem(json{{"op", "matmul"}, {"m", 4}, {"k", 4}, {"n", 4}, {"chip", {{"exchange_multicast", 1}}}})));
+}
+
 TEST_F(T10Cores, ExchangeTimingOfAFourCoreRingWithTwoLevels) {
   // m, k, n = 32, 64, 64; F_op [1, 1, 4], A_m = A_k = 2: levels m (g 2) and k (g 2), both holding A; four
   // steps and three shifts (level 0 once, level 1 twice). A step: 16 x 32 x 16 = 8,192 MACs, 128 cycles. A

@@ -252,9 +252,12 @@ void Engine::phase(const std::string& name, double grader_cycles, const std::vec
 
 void Engine::broadcast() {
   // Each ring copy but the first receives its initial A and B pieces from the core of copy 0 that starts
-  // with the same piece (its home); a home sends to every other copy, one transfer after another.
+  // with the same piece (its home); a home sends to every other copy, one transfer after another, or once
+  // for all of them when the chip multicasts (chip.exchange_multicast).
   const double bw = p_.chip.exchange_bytes_per_cycle, latency = p_.chip.exchange_latency_cycles;
   std::vector<double> send(cores_.size(), 0), recv(cores_.size(), 0);
+  std::array<std::vector<uint8_t>, 3> sent;  // multicast: a home's piece is sent once, whatever the copies
+  for (auto& v : sent) v.assign(cores_.size(), 0);
   int64_t bytes = 0;
   for (const Core& core : cores_)
     for (int x : {A, B}) {
@@ -264,7 +267,9 @@ void Engine::broadcast() {
       home[kLacking[x]] = coordinate % ring_[x];
       const int64_t b = piece_bytes(x, core.holds[x]);
       if (b == 0) continue;
-      send[core_id(home)] += b / bw + latency;
+      const size_t from = static_cast<size_t>(core_id(home));
+      if (!p_.chip.exchange_multicast || !sent[x][from]) send[from] += b / bw + latency;
+      sent[x][from] = 1;
       recv[core_id(core.at)] += b / bw + latency;
       bytes += b;
       ++result_.transfers;
@@ -656,6 +661,10 @@ CoresResult simulate_cores(const Problem& problem, const Plan& plan, const CoreS
       throw std::invalid_argument(std::string("tensor ") + kName[x] + ": its ring of " +
                                   std::to_string(d.ring_products[x]) + " cores does not divide its " +
                                   std::to_string(d.replication[x]) + " replicas (E4): the plan has no rings");
+  if (options.timing == CoreTiming::Calibrated && d.misaligned)
+    throw std::invalid_argument(std::string("dimension ") + d.misaligned_dim +
+                                ": its ring factors are no chain, which the calibrated model cannot price "
+                                "(docs/t10-model.md#calibrated)");
   if (options.functional)
     for (int64_t size : {problem.m * problem.k, problem.k * problem.n, problem.m * problem.n})
       if (size > kMaxFunctionalElements)

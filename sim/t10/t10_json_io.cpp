@@ -80,6 +80,11 @@ std::variant<Problem, InputFault> parse_problem(const json& doc) {
         return fault("chip.exchange_latency_cycles", "must be a number >= 0, got " + str(v));
       p.chip.exchange_latency_cycles = v.get<double>();
     }
+    if (c.contains("exchange_multicast")) {
+      if (!c["exchange_multicast"].is_boolean())
+        return fault("chip.exchange_multicast", "must be true or false, got " + str(c["exchange_multicast"]));
+      p.chip.exchange_multicast = c["exchange_multicast"].get<bool>();
+    }
     for (const char* name : {"clock_hz", "link_bytes_per_s"})
       if (c.contains(name) && (!c[name].is_number() || !(c[name].get<double>() > 0)))
         return fault(std::string("chip.") + name, "must be a positive number, got " + str(c[name]));

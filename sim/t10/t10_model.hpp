@@ -28,6 +28,10 @@ struct Chip {  // T1 defaults: Graphcore IPU Mk2
   double exchange_latency_cycles = 0;   // per transfer (no published figure: set it to study it)
   double sync_cycles = 118;             // per superstep
   double amp_macs_per_cycle = 64;       // FP16 multiply-accumulates per cycle per tile
+  // Whether one send reaches every tile that receives the same piece in one exchange phase (true), or the
+  // sender sends each copy in turn (false). No public source we found settles it for the IPU exchange
+  // (docs/t10-model.md#broadcast): a parameter, off by default, as the engine had it.
+  bool exchange_multicast = false;
 };
 
 struct Problem {
