@@ -33,7 +33,7 @@ namespace {
 // Everything the subcommands read from the command line.
 struct Args {
   std::string problem_path, plan_path, profile_name = "strict", trace_path, out_path, sweep_dir;
-  std::string timing_name = "grader", solve_timing = "grader";
+  std::string timing_name = "grader", solve_timing = "grader", functional_check = "auto";
   bool json_out = false, representative = false, functional = false;
   uint64_t seed = 1;
   size_t top = 1;
@@ -206,6 +206,9 @@ int run_simulate_cores(const Args& a, const t10::Problem& problem, const Plan& p
   CoreSimOptions options;
   options.timing = *core_timing_from(a.timing_name);
   options.functional = a.functional;
+  options.functional_check = a.functional_check == "exact"       ? FunctionalCheck::Exact
+                             : a.functional_check == "projected" ? FunctionalCheck::Projected
+                                                                 : FunctionalCheck::Auto;
   options.seed = a.seed;
   options.core_tracks = a.core_tracks;
   std::cerr << "simulating " << e.derived.cores << " cores, " << e.derived.steps << " compute steps"
@@ -327,6 +330,11 @@ void add_options(CLI::App& app, Args& a, CLI::App*& verify, CLI::App*& simulate,
   simulate->add_flag("--functional", a.functional,
                      "multiply real integer matrices with the pieces each core holds; C must equal A·B exactly");
   simulate->add_option("--seed", a.seed, "seed of the functional mode's matrices");
+  simulate
+      ->add_option("--functional-check", a.functional_check,
+                   "auto (default: exact up to 2^24 elements per operand, else projected), exact (every element "
+                   "of C) or projected (Freivalds: C·r = A·(B·r) modulo 2^61 - 1, memory bounded)")
+      ->check(CLI::IsMember({"auto", "exact", "projected"}));
   simulate->add_option("--core-tracks", a.core_tracks, "with --trace: also one track for each of the first N cores")
       ->check(CLI::Range(int64_t{0}, int64_t{1472}));
   simulate->add_flag("--representative", a.representative,

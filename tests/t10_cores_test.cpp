@@ -18,6 +18,7 @@
 #include <random>
 #include <systemc>
 
+#include "sim/t10/t10_functional.hpp"
 #include "sim/t10/t10_model.hpp"
 #include "solver/t10_exchange_search.hpp"
 #include "solver/t10_search.hpp"
@@ -159,6 +160,42 @@ TEST_F(T10Cores, FunctionalModeGathersExactlyAB) {
   EXPECT_GT(with_reduction, 50);
 }
 
+TEST_F(T10Cores, ProjectedFunctionalCheckAgreesWithTheExactOneAndCatchesAWrongElement) {
+  // On small random plans both checks pass; on a hand-built C with one element off by one, both fail and the
+  // projected one names the row (its false pass has probability at most 2^-61).
+  std::mt19937 rng(8);
+  int checked = 0;
+  for (int trial = 0; trial < 200 && checked < 20; ++trial) {
+    const t10::Problem problem = problem_of(20 + static_cast<int64_t>(rng() % 12), 36, 24);
+    const Plan plan = random_plan(problem, rng, 24);
+    if (!evaluate(problem, plan, Profile::EngDesign, false).cost || derive(problem, plan).misaligned) continue;
+    for (FunctionalCheck check : {FunctionalCheck::Exact, FunctionalCheck::Projected}) {
+      CoreSimOptions options;
+      options.functional = true;
+      options.functional_check = check;
+      const CoresResult r = simulate_cores(problem, plan, options);
+      EXPECT_TRUE(r.functional_checked);
+      EXPECT_EQ(check == FunctionalCheck::Exact ? "exact" : "freivalds", r.functional_method);
+      EXPECT_FALSE(r.violation) << plan_to_json(plan).dump() << ": " << r.violation->message;
+    }
+    ++checked;
+  }
+  EXPECT_EQ(20, checked);
+  const t10::Problem small = problem_of(3, 4, 5);
+  for (bool projected : {false, true}) {
+    const FunctionalOperands operands(small, 11, projected);
+    std::vector<int64_t> sums(operands.sums_size(3, 5), 0);
+    BlockProduct whole;
+    whole.rows = 3, whole.depth = 4, whole.cols = 5, whole.piece_rows = 3, whole.piece_cols = 5;
+    operands.multiply_into(whole, sums);
+    EXPECT_FALSE(operands.compare({{0, 3, 0, 5, &sums}}));
+    sums[projected ? 1 : 1 * 5 + 2] += 1;  // row 1 (element [1][2] in the exact layout)
+    const auto wrong = operands.compare({{0, 3, 0, 5, &sums}});
+    ASSERT_TRUE(wrong);
+    EXPECT_EQ(1, wrong->first);
+  }
+}
+
 TEST_F(T10Cores, ADroppedShiftIsCaughtWithTheCoreAndPiece) {
   // 4 cores on one A ring of two levels (m and k), F_op [1, 1, 4], A_m = A_k = 2: the first shift event (the
   // Gray code moves the last level first: level 1, k) does not reach core (0, 0, 0), which keeps k piece 0
@@ -292,7 +329,10 @@ TEST_F(T10Cores, RefusesPlansWithoutRingsAndOversizedFunctionalRuns) {
   EXPECT_THROW(simulate_cores(problem_of(32, 32, 32), plan, {}), std::invalid_argument);
   CoreSimOptions options;
   options.functional = true;
+  options.functional_check = FunctionalCheck::Exact;  // B alone is 78.6 M elements: not held in memory
   EXPECT_THROW(simulate_cores(problem_of(32, 5120, 15360), Plan{}, options), std::invalid_argument);
+  options.functional_check = FunctionalCheck::Auto;  // projected, but A·(B·r) alone: 2^33 multiply-adds
+  EXPECT_THROW(simulate_cores(problem_of(65536, 65536, 65536), Plan{}, options), std::invalid_argument);
   // A chip file may declare 2^31 cores: a plan over 2^30 of them is refused, not allocated.
   Plan huge;
   huge.f_op = {1024, 1024, 1024};

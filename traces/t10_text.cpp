@@ -39,7 +39,11 @@ void print_cores_result(std::ostream& out, const CoresResult& r, CoreTiming timi
     for (const std::string& why : r.calibrated_rejections)
       out << "note: outside the calibrated model's search space: " << why << "\n";
   }
-  if (r.functional_checked && !r.violation) out << "functional: C = A·B exactly\n";
+  if (r.functional_checked && !r.violation)
+    out << (r.functional_method == "freivalds"
+                ? "functional: C·r = A·(B·r) for a random r modulo 2^61 - 1 (Freivalds' check: a wrong C passes "
+                  "with probability at most 2^-61)\n"
+                : "functional: C = A·B exactly\n");
 }
 
 }  // namespace mlsys::t10

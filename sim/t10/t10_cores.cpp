@@ -1,6 +1,7 @@
 #include "sim/t10/t10_cores.hpp"
 
 #include "sim/t10/t10_calibrated.hpp"
+#include "sim/t10/t10_functional.hpp"
 
 #include <algorithm>
 #include <functional>
@@ -49,7 +50,7 @@ struct PartialSums {
   std::array<int64_t, 2> block{};
   std::vector<int64_t> digits;
   int64_t copy = 0;             // ring copy along k
-  std::vector<int64_t> values;  // functional mode: rows x cols of the piece
+  std::vector<int64_t> values;  // functional mode: rows x cols of the piece (projected: rows)
 };
 
 class Engine {
@@ -162,7 +163,7 @@ class Engine {
   std::vector<uint8_t> computed_;  // per core and block: computed (exactly once)
   std::vector<uint64_t> reduced_;  // per output block: bitset of the k blocks that reached it
   int64_t k_blocks_ = 0, words_ = 0;
-  std::vector<int64_t> a_, b_;  // functional mode operands (row-major)
+  std::optional<FunctionalOperands> operands_;  // functional mode
   int64_t shift_events_ = 0;
   double calibrated_clock_ = 0;
   int track_ = 0;
@@ -201,7 +202,7 @@ void Engine::place_initial_pieces() {
     if (o_.functional) {
       const Range r = piece_range(C, 0, sums.block[0], piece_index(C, 0, sums.digits));
       const Range c = piece_range(C, 2, sums.block[1], piece_index(C, 2, sums.digits));
-      sums.values.assign(static_cast<size_t>(r.size() * c.size()), 0);
+      sums.values.assign(operands_->sums_size(r.size(), c.size()), 0);
     }
     core.holds[C].buffer = static_cast<int>(sums_.size());
     sums_.push_back(std::move(sums));
@@ -372,19 +373,12 @@ void Engine::compute_step(int64_t step, const std::vector<int64_t>& gray) {
     const Range c_cols = piece_range(C, 2, sums.block[1], piece_index(C, 2, sums.digits));
     const int64_t c_row = start_in(C, pc, 0, block[0]) - c_rows.lo,
                   c_col = start_in(C, pc, 1, block[2]) - c_cols.lo;
-    const int64_t K = p_.k, N = p_.n;
-    for (int64_t i = 0; i < rm.size(); ++i)
-      for (int64_t j = 0; j < rn.size(); ++j) {
-        const int64_t ar = a_row + i, bc = b_col + j, cr = c_row + i, cc = c_col + j;
-        if (ar >= p_.m || bc >= N || cr >= c_rows.size() || cc >= c_cols.size()) continue;  // outside: lost
-        int64_t acc = 0;
-        for (int64_t q = 0; q < rk.size(); ++q) {
-          const int64_t ac = a_col + q, br = b_row + q;
-          if (ac < K && br < K)
-            acc += a_[static_cast<size_t>(ar * K + ac)] * b_[static_cast<size_t>(br * N + bc)];
-        }
-        sums.values[static_cast<size_t>(cr * c_cols.size() + cc)] += acc;
-      }
+    BlockProduct product;
+    product.rows = rm.size(), product.depth = rk.size(), product.cols = rn.size();
+    product.a_row = a_row, product.a_col = a_col, product.b_row = b_row, product.b_col = b_col;
+    product.c_row = c_row, product.c_col = c_col;
+    product.piece_rows = c_rows.size(), product.piece_cols = c_cols.size(), product.piece_col0 = c_cols.lo;
+    operands_->multiply_into(product, sums.values);
   }
   phase("compute step " + std::to_string(step),
         o_.timing == CoreTiming::Calibrated ? calibrated_.compute_per_step : durations_.sub_task, {}, {}, busy, 0);
@@ -489,31 +483,20 @@ void Engine::reduce_and_gather() {
       }
     }
   if (!o_.functional) return;
-  // Gather: every piece's sums, reduced over the copies, into C; then C must equal A·B exactly.
-  std::vector<int64_t> c(static_cast<size_t>(p_.m * p_.n), 0);
+  // Gather: every piece's sums, reduced over the copies, into C (or C·r); then it must equal A·B.
+  std::vector<GatheredPiece> pieces;
   for (const PartialSums& sums : sums_) {
     const Range rows = piece_range(C, 0, sums.block[0], piece_index(C, 0, sums.digits));
     const Range cols = piece_range(C, 2, sums.block[1], piece_index(C, 2, sums.digits));
-    for (int64_t i = 0; i < rows.size(); ++i)
-      for (int64_t j = 0; j < cols.size(); ++j)
-        c[static_cast<size_t>((rows.lo + i) * p_.n + cols.lo + j)] +=
-            sums.values[static_cast<size_t>(i * cols.size() + j)];
+    pieces.push_back({rows.lo, rows.size(), cols.lo, cols.size(), &sums.values});
   }
   result_.functional_checked = true;
-  for (int64_t i = 0; i < p_.m && !result_.violation; ++i)
-    for (int64_t j = 0; j < p_.n; ++j) {
-      int64_t want = 0;
-      for (int64_t q = 0; q < p_.k; ++q)
-        want += a_[static_cast<size_t>(i * p_.k + q)] * b_[static_cast<size_t>(q * p_.n + j)];
-      if (c[static_cast<size_t>(i * p_.n + j)] != want) {
-        const std::array<int64_t, 3> core{i / d_.spatial[0], 0, j / d_.spatial[2]};
-        result_.violation = CoreViolation{-1, core, 'C',
-                                          "C[" + std::to_string(i) + "][" + std::to_string(j) +
-                                              "] = " + std::to_string(c[static_cast<size_t>(i * p_.n + j)]) +
-                                              ", A·B gives " + std::to_string(want)};
-        break;
-      }
-    }
+  result_.functional_method = operands_->projected() ? "freivalds" : "exact";
+  if (result_.violation) return;
+  if (auto wrong = operands_->compare(pieces)) {
+    const std::array<int64_t, 3> core{wrong->first / d_.spatial[0], 0, 0};
+    result_.violation = CoreViolation{-1, core, 'C', wrong->second};
+  }
 }
 
 // One shift event of the engine's level `level`, priced by the calibrated model: its transfer and two syncs
@@ -535,11 +518,10 @@ CoresResult Engine::run() {
   result_.rule_book_hot_bytes = d_.hot_bytes;
   result_.events_per_level.assign(d_.levels.size(), 0);
   if (o_.functional) {
-    std::mt19937_64 rng(o_.seed);
-    a_.resize(static_cast<size_t>(p_.m * p_.k));
-    b_.resize(static_cast<size_t>(p_.k * p_.n));
-    for (int64_t& v : a_) v = static_cast<int64_t>(rng() % 9) - 4;
-    for (int64_t& v : b_) v = static_cast<int64_t>(rng() % 9) - 4;
+    const bool small = p_.m * p_.k <= kMaxExactElements && p_.k * p_.n <= kMaxExactElements &&
+                       p_.m * p_.n <= kMaxExactElements;
+    operands_.emplace(p_, o_.seed, o_.functional_check == FunctionalCheck::Projected ||
+                                       (o_.functional_check == FunctionalCheck::Auto && !small));
   }
   place_initial_pieces();
   computed_.assign(static_cast<size_t>(d_.cores * d_.steps), 0);
@@ -647,6 +629,31 @@ class Runner : public sc_module {
 
 }  // namespace
 
+namespace {
+
+// The functional check's memory and work stay bounded: the exact check holds A, B and C; the projected one
+// walks A·(B·r) and every core's B_block·r and A_block·t.
+void check_functional_affordable(const Problem& problem, const Derived& d, const CoreSimOptions& options) {
+  const bool small = problem.m * problem.k <= kMaxExactElements && problem.k * problem.n <= kMaxExactElements &&
+                     problem.m * problem.n <= kMaxExactElements;
+  if (options.functional_check == FunctionalCheck::Exact && !small)
+    throw std::invalid_argument("the exact functional check holds the operands in memory: above " +
+                                std::to_string(kMaxExactElements) +
+                                " elements per operand use the projected (Freivalds) check");
+  const bool projected = options.functional_check == FunctionalCheck::Projected ||
+                         (options.functional_check == FunctionalCheck::Auto && !small);
+  if (!projected) return;
+  const double per_step = static_cast<double>(d.sub_task[1]) *
+                          static_cast<double>(d.sub_task[2] + d.sub_task[0]);
+  const double work = static_cast<double>(problem.k) * static_cast<double>(problem.n + problem.m) +
+                      static_cast<double>(d.cores) * static_cast<double>(d.steps) * per_step;
+  if (work > static_cast<double>(kMaxProjectedWork))
+    throw std::invalid_argument("the projected functional check would take " + std::to_string(work) +
+                                " multiply-adds, above " + std::to_string(kMaxProjectedWork));
+}
+
+}  // namespace
+
 CoresResult simulate_cores(const Problem& problem, const Plan& plan, const CoreSimOptions& options,
                            TraceObserver* trace) {
   // Refusals first, before the kernel is touched.
@@ -665,12 +672,7 @@ CoresResult simulate_cores(const Problem& problem, const Plan& plan, const CoreS
     throw std::invalid_argument(std::string("dimension ") + d.misaligned_dim +
                                 ": its ring factors are no chain, which the calibrated model cannot price "
                                 "(docs/t10-model.md#calibrated)");
-  if (options.functional)
-    for (int64_t size : {problem.m * problem.k, problem.k * problem.n, problem.m * problem.n})
-      if (size > kMaxFunctionalElements)
-        throw std::invalid_argument("functional mode holds the operands in memory: an operand of " +
-                                    std::to_string(size) + " elements is above " +
-                                    std::to_string(kMaxFunctionalElements));
+  if (options.functional) check_functional_affordable(problem, d, options);
   prepare_systemc_kernel();
   CoresResult result;
   {

@@ -33,12 +33,16 @@ class TraceObserver;
 namespace mlsys::t10 {
 
 enum class CoreTiming { Grader, Exchange, Calibrated };
+// Functional mode's check (t10_functional.hpp): exact up to 2^24 elements per operand, projected (Freivalds)
+// beyond; Auto picks.
+enum class FunctionalCheck { Auto, Exact, Projected };
 const char* to_string(CoreTiming timing);  // "grader", "exchange", "calibrated"
 std::optional<CoreTiming> core_timing_from(const std::string& name);
 
 struct CoreSimOptions {
   CoreTiming timing = CoreTiming::Grader;
-  bool functional = false;  // multiply real integer matrices (refused above kMaxFunctionalElements)
+  bool functional = false;  // multiply real integer matrices and check C = A·B
+  FunctionalCheck functional_check = FunctionalCheck::Auto;
   uint64_t seed = 1;        // of the matrices' random integers
   // Test hook: the n-th shift event (0-based) is not delivered to one core (the first core of the first
   // ring), as if a link dropped it. -1: none.
@@ -47,8 +51,6 @@ struct CoreSimOptions {
   // with their own compute, send and receive time per phase.
   int64_t core_tracks = 0;
 };
-// Functional mode holds A, B, C and every core's pieces in memory: operands above this many elements refused.
-constexpr int64_t kMaxFunctionalElements = int64_t{1} << 24;
 // A chip file may declare up to 2^31 cores: the engine keeps per-core state and per core-step records, so it
 // refuses plans beyond these (a 1,472-core IPU plan needs at most about 2 M core-steps).
 constexpr int64_t kMaxSimulatedCores = int64_t{1} << 20;
@@ -114,12 +116,13 @@ struct CoresResult {
   std::vector<RingPath> rings;             // the ring through core (0, 0, 0) of every level and tensor
   std::optional<CoreViolation> violation;  // data consistency (T35 on all cores) or the functional check
   bool functional_checked = false;         // the gathered C was compared with A·B
+  std::string functional_method;           // "exact", or "freivalds" (error probability at most 2^-61)
 };
 
 nlohmann::json cores_result_to_json(const CoresResult& result, CoreTiming timing);
 
 // Requires a plan whose cost is defined (no E4/E6; throws std::invalid_argument otherwise, or when functional
-// mode would hold an operand above kMaxFunctionalElements). Reports phases to `trace` if given.
+// mode cannot afford its check, t10_functional.hpp). Reports phases to `trace` if given.
 CoresResult simulate_cores(const Problem& problem, const Plan& plan, const CoreSimOptions& options,
                            TraceObserver* trace = nullptr);
 

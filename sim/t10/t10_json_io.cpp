@@ -232,6 +232,7 @@ nlohmann::json cores_result_to_json(const CoresResult& r, CoreTiming timing) {
             {"makespan", r.makespan},
             {"misaligned", r.misaligned},
             {"functional_checked", r.functional_checked},
+            {"functional_method", r.functional_method},
             {"consistent", !r.violation.has_value()}};
   if (timing == CoreTiming::Exchange)
     j["exchange"] = {{"total", r.exchange_total},
