@@ -43,20 +43,14 @@ struct Args {
   Profile profile() const { return profile_name == "engdesign" ? Profile::EngDesign : Profile::Strict; }
 };
 
-// A T10 input fault is an input error like the graph family's (exit 2), naming the file and the code.
+// Each throws InputError (exit 2) naming the file and the rule.
 t10::Problem read_problem(const std::string& path, Profile profile) {
-  auto parsed = t10::parse_problem(read_json_file(path));
-  if (auto* f = std::get_if<InputFault>(&parsed)) throw InputError(path, "", f->code, f->message);
-  auto problem = std::get<t10::Problem>(parsed);
-  if (auto f = check_profile(problem, profile)) throw InputError(path, "", f->code, f->message);
+  t10::Problem problem = t10::parse_problem(read_json_file(path), path);
+  check_profile(problem, profile, path);
   return problem;
 }
 
-Plan read_plan(const std::string& path) {
-  auto parsed = parse_plan(read_json_file(path));
-  if (auto* f = std::get_if<InputFault>(&parsed)) throw InputError(path, "", f->code, f->message);
-  return std::get<Plan>(parsed);
-}
+Plan read_plan(const std::string& path) { return parse_plan(read_json_file(path), path); }
 
 int report_violations(const Evaluation& e) {
   for (const auto& v : e.violations) std::cerr << "error: [" << v.code << "] " << v.message << "\n";

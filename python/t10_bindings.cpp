@@ -26,24 +26,16 @@ struct T10Evaluation {
   t10::Profile profile;
 };
 
-// The t10 command line's message for a file that is not a problem or plan: "FILE: [CODE] message".
-template <class T>
-T or_raise(std::variant<T, t10::InputFault> parsed, const std::string& source) {
-  if (auto* fault = std::get_if<t10::InputFault>(&parsed))
-    throw InputError(source, "", fault->code, fault->message);
-  return std::get<T>(std::move(parsed));
-}
-
 T10Problem t10_problem_from(const py::handle& source) {
   if (py::isinstance<T10Problem>(source)) return source.cast<T10Problem>();
   JsonSource in = read_json_source(source, "T10 problem");
-  return {or_raise(t10::parse_problem(in.doc), in.name), in.name};
+  return {t10::parse_problem(in.doc, in.name), in.name};  // "FILE: [CODE] message", as the t10 CLI says
 }
 
 T10Plan t10_plan_from(const py::handle& source) {
   if (py::isinstance<T10Plan>(source)) return source.cast<T10Plan>();
   JsonSource in = read_json_source(source, "T10 plan");
-  return {or_raise(t10::parse_plan(in.doc), in.name)};
+  return {t10::parse_plan(in.doc, in.name)};
 }
 
 t10::Profile profile_named(const std::string& name) {
@@ -53,10 +45,7 @@ t10::Profile profile_named(const std::string& name) {
 }
 
 // T3, as `t10` checks it when it reads the problem for a profile.
-void check_profile_of(const T10Problem& p, t10::Profile profile) {
-  if (auto fault = t10::check_profile(p.problem, profile))
-    throw InputError(p.source, "", fault->code, fault->message);
-}
+void check_profile_of(const T10Problem& p, t10::Profile profile) { t10::check_profile(p.problem, profile, p.source); }
 
 }  // namespace
 

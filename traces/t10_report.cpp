@@ -17,6 +17,22 @@ std::string plan_text(const Plan& p) {
   return out.str();
 }
 
+// The best plans of `t10 solve` under the page's profile.
+void best_plans_section(std::ostringstream& html, const PlanReportPage& page) {
+  html << "<h2>Best plans (t10 solve, " << html_escape(page.profile) << ")</h2>\n";
+  if (page.top.empty()) {
+    html << "<p class=\"note\">No plan is accepted.</p>\n";
+  } else {
+    html << "<table class=\"grid\" id=\"top-plans\"><tr><th>#</th><th>plan</th><th>total cycles</th>"
+            "<th>hot bytes</th></tr>\n";
+    for (size_t i = 0; i < page.top.size(); ++i)
+      html << "<tr><td>" << i + 1 << "</td><td style=\"text-align:left\">" << plan_text(page.top[i].plan)
+           << "</td><td>" << format_display(page.top[i].total) << "</td><td>"
+           << format_display(static_cast<double>(page.top[i].hot)) << "</td></tr>\n";
+    html << "</table>\n";
+  }
+}
+
 // The calibrated timing (the T10 authors' IPU-fitted model): this plan's terms on every core, and the best
 // plans of that model's search space.
 void calibrated_section(std::ostringstream& html, const PlanReportPage& page) {
@@ -194,18 +210,7 @@ std::string plan_report_html(const PlanReportPage& page) {
     html << "</ul>\n";
   }
 
-  html << "<h2>Best plans (t10 solve, " << html_escape(page.profile) << ")</h2>\n";
-  if (page.top.empty()) {
-    html << "<p class=\"note\">No plan is accepted.</p>\n";
-  } else {
-    html << "<table class=\"grid\" id=\"top-plans\"><tr><th>#</th><th>plan</th><th>total cycles</th>"
-            "<th>hot bytes</th></tr>\n";
-    for (size_t i = 0; i < page.top.size(); ++i)
-      html << "<tr><td>" << i + 1 << "</td><td style=\"text-align:left\">" << plan_text(page.top[i].plan)
-           << "</td><td>" << format_display(page.top[i].total) << "</td><td>"
-           << format_display(static_cast<double>(page.top[i].hot)) << "</td></tr>\n";
-    html << "</table>\n";
-  }
+  best_plans_section(html, page);
   calibrated_section(html, page);
   html << html_page_end();
   return html.str();

@@ -518,10 +518,7 @@ CoresResult Engine::run() {
   result_.rule_book_hot_bytes = d_.hot_bytes;
   result_.events_per_level.assign(d_.levels.size(), 0);
   if (o_.functional) {
-    const bool small = p_.m * p_.k <= kMaxExactElements && p_.k * p_.n <= kMaxExactElements &&
-                       p_.m * p_.n <= kMaxExactElements;
-    operands_.emplace(p_, o_.seed, o_.functional_check == FunctionalCheck::Projected ||
-                                       (o_.functional_check == FunctionalCheck::Auto && !small));
+    operands_.emplace(p_, o_.seed, uses_projected_check(p_, o_));
   }
   place_initial_pieces();
   computed_.assign(static_cast<size_t>(d_.cores * d_.steps), 0);
@@ -631,18 +628,30 @@ class Runner : public sc_module {
 
 namespace {
 
+bool exact_affordable(const Problem& p, int64_t max_work) {
+  const double work = static_cast<double>(p.m) * static_cast<double>(p.k) * static_cast<double>(p.n);
+  return p.m * p.k <= kMaxExactElements && p.k * p.n <= kMaxExactElements && p.m * p.n <= kMaxExactElements &&
+         work <= static_cast<double>(max_work);
+}
+
+}  // namespace
+
+bool uses_projected_check(const Problem& p, const CoreSimOptions& o) {
+  return o.functional_check == FunctionalCheck::Projected ||
+         (o.functional_check == FunctionalCheck::Auto && !exact_affordable(p, kAutoExactWork));
+}
+
+namespace {
+
 // The functional check's memory and work stay bounded: the exact check holds A, B and C; the projected one
 // walks A·(B·r) and every core's B_block·r and A_block·t.
 void check_functional_affordable(const Problem& problem, const Derived& d, const CoreSimOptions& options) {
-  const bool small = problem.m * problem.k <= kMaxExactElements && problem.k * problem.n <= kMaxExactElements &&
-                     problem.m * problem.n <= kMaxExactElements;
-  if (options.functional_check == FunctionalCheck::Exact && !small)
-    throw std::invalid_argument("the exact functional check holds the operands in memory: above " +
-                                std::to_string(kMaxExactElements) +
-                                " elements per operand use the projected (Freivalds) check");
-  const bool projected = options.functional_check == FunctionalCheck::Projected ||
-                         (options.functional_check == FunctionalCheck::Auto && !small);
-  if (!projected) return;
+  if (options.functional_check == FunctionalCheck::Exact && !exact_affordable(problem, kMaxExactWork))
+    throw std::invalid_argument("the exact functional check holds the operands in memory and multiplies them "
+                                "twice: above " + std::to_string(kMaxExactElements) + " elements per operand or " +
+                                std::to_string(kMaxExactWork) +
+                                " multiply-adds use the projected (Freivalds) check");
+  if (!uses_projected_check(problem, options)) return;
   const double per_step = static_cast<double>(d.sub_task[1]) *
                           static_cast<double>(d.sub_task[2] + d.sub_task[0]);
   const double work = static_cast<double>(problem.k) * static_cast<double>(problem.n + problem.m) +

@@ -33,8 +33,8 @@ class TraceObserver;
 namespace mlsys::t10 {
 
 enum class CoreTiming { Grader, Exchange, Calibrated };
-// Functional mode's check (t10_functional.hpp): exact up to 2^24 elements per operand, projected (Freivalds)
-// beyond; Auto picks.
+// Functional mode's check (t10_functional.hpp): exact for small products (up to 2^24 elements per operand and
+// 2^28 multiply-adds when Auto picks), projected (Freivalds) beyond.
 enum class FunctionalCheck { Auto, Exact, Projected };
 const char* to_string(CoreTiming timing);  // "grader", "exchange", "calibrated"
 std::optional<CoreTiming> core_timing_from(const std::string& name);
@@ -120,6 +120,9 @@ struct CoresResult {
 };
 
 nlohmann::json cores_result_to_json(const CoresResult& result, CoreTiming timing);
+
+// Whether the functional check of these options on this problem is the projected one.
+bool uses_projected_check(const Problem& problem, const CoreSimOptions& options);
 
 // Requires a plan whose cost is defined (no E4/E6; throws std::invalid_argument otherwise, or when functional
 // mode cannot afford its check, t10_functional.hpp). Reports phases to `trace` if given.

@@ -1,7 +1,7 @@
 // T10's functional check: the all-cores engine multiplies real integer matrices with the pieces each core
 // holds, and the gathered C must equal A·B. Two ways to check it:
-// - exact (operands up to kMaxExactElements each): A and B held in memory, every C element compared;
-// - projected (larger operands, Freivalds' check): A and B are never stored, each element is a hash of its
+// - exact (small products): A and B held in memory, every C element compared;
+// - projected (larger ones, Freivalds' check): A and B are never stored, each element is a hash of its
 //   indices; each core accumulates its partial sums projected on a random vector r (C·r, one number per
 //   row), and the gathered C·r must equal A·(B·r), all modulo the prime p = 2^61 - 1. A wrong C passes only
 //   when (C - AB)·r = 0 mod p: probability at most 1/p (about 4.3e-19), since C and AB differ by less than
@@ -17,8 +17,12 @@
 
 namespace mlsys::t10 {
 
-// Each operand of the exact check holds at most this many elements.
+// Each operand of the exact check holds at most this many elements, and its work (the engine's products and
+// the reference A·B, each M·K·N multiply-adds) stays below kMaxExactWork; `auto` picks the exact check only
+// below kAutoExactWork (a fraction of a second).
 constexpr int64_t kMaxExactElements = int64_t{1} << 24;
+constexpr int64_t kMaxExactWork = int64_t{1} << 32;
+constexpr int64_t kAutoExactWork = int64_t{1} << 28;
 // The projected check's work, A·(B·r) plus every core's share, is refused above this many multiply-adds.
 constexpr int64_t kMaxProjectedWork = int64_t{1} << 31;  // about 15 s
 

@@ -6,6 +6,7 @@
 
 #include "sim/t10/t10_cores.hpp"
 #include "sim/t10/t10_model.hpp"
+#include "sim/violation.hpp"
 
 namespace mlsys::t10 {
 namespace {
@@ -32,35 +33,35 @@ std::optional<int64_t> as_integer(const json& j) {
 
 }  // namespace
 
-std::variant<Problem, InputFault> parse_problem(const json& doc) {
-  auto fault = [](const std::string& field, const std::string& what) {
-    return InputFault{"E_PROBLEM", field + ": " + what};
+Problem parse_problem(const json& doc, const std::string& file) {
+  auto fault = [&](const std::string& field, const std::string& what) {
+    return InputError(file, "", "E_PROBLEM", field + ": " + what);
   };
-  if (!doc.is_object()) return fault("problem", "must be a JSON object, got " + str(doc));
+  if (!doc.is_object()) throw fault("problem", "must be a JSON object, got " + str(doc));
   Problem p;
   if (!doc.contains("op") || doc["op"] != "matmul")
-    return fault("op",
+    throw fault("op",
                  "must be \"matmul\", got " + (doc.contains("op") ? str(doc["op"]) : std::string("nothing")));
   for (auto [name, out] : {std::pair{"m", &p.m}, {"k", &p.k}, {"n", &p.n}, {"dtype_bytes", &p.dtype_bytes}}) {
     if (!doc.contains(name)) {
       if (std::string(name) == "dtype_bytes") continue;
-      return fault(name, "required");
+      throw fault(name, "required");
     }
     auto v = as_integer(doc[name]);
     if (!v || *v < 1 || *v > kMaxFactor)
-      return fault(name, "must be a positive integer, got " + str(doc[name]));
+      throw fault(name, "must be a positive integer, got " + str(doc[name]));
     *out = *v;
   }
   if (doc.contains("chip")) {
     const json& c = doc["chip"];
-    if (!c.is_object()) return fault("chip", "must be an object, got " + str(c));
+    if (!c.is_object()) throw fault("chip", "must be an object, got " + str(c));
     if (c.contains("name") && c["name"].is_string()) p.chip.name = c["name"];
     for (auto [name, out] :
          {std::pair{"cores", &p.chip.cores}, {"sram_bytes_per_core", &p.chip.sram_bytes_per_core}}) {
       if (!c.contains(name)) continue;
       auto v = as_integer(c[name]);
       if (!v || *v < 1 || *v > kMaxFactor)
-        return fault(std::string("chip.") + name, "must be a positive integer, got " + str(c[name]));
+        throw fault(std::string("chip.") + name, "must be a positive integer, got " + str(c[name]));
       *out = *v;
     }
     for (auto [name, out] : {std::pair{"flops_per_cycle", &p.chip.flops_per_cycle},
@@ -71,60 +72,60 @@ std::variant<Problem, InputFault> parse_problem(const json& doc) {
                              {"amp_macs_per_cycle", &p.chip.amp_macs_per_cycle}}) {
       if (!c.contains(name)) continue;
       if (!c[name].is_number() || !(c[name].get<double>() > 0))
-        return fault(std::string("chip.") + name, "must be a positive number, got " + str(c[name]));
+        throw fault(std::string("chip.") + name, "must be a positive number, got " + str(c[name]));
       *out = c[name].get<double>();
     }
     if (c.contains("exchange_latency_cycles")) {
       const json& v = c["exchange_latency_cycles"];
       if (!v.is_number() || !(v.get<double>() >= 0) || !std::isfinite(v.get<double>()))
-        return fault("chip.exchange_latency_cycles", "must be a number >= 0, got " + str(v));
+        throw fault("chip.exchange_latency_cycles", "must be a number >= 0, got " + str(v));
       p.chip.exchange_latency_cycles = v.get<double>();
     }
     if (c.contains("exchange_multicast")) {
       if (!c["exchange_multicast"].is_boolean())
-        return fault("chip.exchange_multicast", "must be true or false, got " + str(c["exchange_multicast"]));
+        throw fault("chip.exchange_multicast", "must be true or false, got " + str(c["exchange_multicast"]));
       p.chip.exchange_multicast = c["exchange_multicast"].get<bool>();
     }
     for (const char* name : {"clock_hz", "link_bytes_per_s"})
       if (c.contains(name) && (!c[name].is_number() || !(c[name].get<double>() > 0)))
-        return fault(std::string("chip.") + name, "must be a positive number, got " + str(c[name]));
+        throw fault(std::string("chip.") + name, "must be a positive number, got " + str(c[name]));
     if (c.contains("systolic")) {
       const json& s = c["systolic"];
       std::optional<int64_t> a, b;
       if (s.is_array() && s.size() == 2) a = as_integer(s[0]), b = as_integer(s[1]);
       if (!a || !b || *a < 1 || *a != *b)
-        return fault("chip.systolic", "must be two equal positive integers, got " + str(s));
+        throw fault("chip.systolic", "must be two equal positive integers, got " + str(s));
       p.chip.systolic = *a;
     }
     if (c.contains("noc_topology")) {
       if (c["noc_topology"] != "mesh")
-        return fault("chip.noc_topology", "must be \"mesh\", got " + str(c["noc_topology"]));
+        throw fault("chip.noc_topology", "must be \"mesh\", got " + str(c["noc_topology"]));
     }
   }
   if (doc.contains("reference_cycles")) {
     if (!doc["reference_cycles"].is_number() || !(doc["reference_cycles"].get<double>() > 0))
-      return fault("reference_cycles", "must be a positive number, got " + str(doc["reference_cycles"]));
+      throw fault("reference_cycles", "must be a positive number, got " + str(doc["reference_cycles"]));
     p.reference_cycles = doc["reference_cycles"].get<double>();
   }
   if (doc.contains("name") && doc["name"].is_string()) p.name = doc["name"];
   return p;
 }
 
-std::variant<Plan, InputFault> parse_plan(const json& input) {
-  auto fault = [](const std::string& field, const std::string& what) {
-    return InputFault{"E_FORMAT", field + ": " + what};
+Plan parse_plan(const json& input, const std::string& file) {
+  auto fault = [&](const std::string& field, const std::string& what) {
+    return InputError(file, "", "E_FORMAT", field + ": " + what);
   };
   const json& doc = input.is_object() && input.contains("config") ? input["config"] : input;
-  if (!doc.is_object()) return fault("plan", "must be a JSON object, got " + str(doc));
+  if (!doc.is_object()) throw fault("plan", "must be a JSON object, got " + str(doc));
   Plan plan;
   if (!doc.contains("F_op") || !doc["F_op"].is_array() || doc["F_op"].size() != 3)
-    return fault("F_op", "must be an array of exactly 3 integers, got " +
+    throw fault("F_op", "must be an array of exactly 3 integers, got " +
                              (doc.contains("F_op") ? str(doc["F_op"]) : "nothing"));
   for (int i = 0; i < 3; ++i) {
     auto v = as_integer(doc["F_op"][i]);
-    if (!v) return fault("F_op", "must be an array of exactly 3 integers, got " + str(doc["F_op"]));
+    if (!v) throw fault("F_op", "must be an array of exactly 3 integers, got " + str(doc["F_op"]));
     if (*v < 1 || *v > kMaxFactor)
-      return fault("F_op[" + std::to_string(i) + "]", "must be in [1, 2^31], got " + std::to_string(*v));
+      throw fault("F_op[" + std::to_string(i) + "]", "must be in [1, 2^31], got " + std::to_string(*v));
     plan.f_op[i] = *v;
   }
   for (auto [name, out] : {std::pair{"f_t_A_m", &plan.am},
@@ -133,10 +134,10 @@ std::variant<Plan, InputFault> parse_plan(const json& input) {
                            {"f_t_B_n", &plan.bn},
                            {"f_t_C_m", &plan.cm},
                            {"f_t_C_n", &plan.cn}}) {
-    if (!doc.contains(name)) return fault(name, "missing");
+    if (!doc.contains(name)) throw fault(name, "missing");
     auto v = as_integer(doc[name]);
-    if (!v) return fault(name, "must be an integer, got " + str(doc[name]));
-    if (*v < 1 || *v > kMaxFactor) return fault(name, "must be in [1, 2^31], got " + std::to_string(*v));
+    if (!v) throw fault(name, "must be an integer, got " + str(doc[name]));
+    if (*v < 1 || *v > kMaxFactor) throw fault(name, "must be in [1, 2^31], got " + std::to_string(*v));
     *out = *v;
   }
   return plan;

@@ -1,5 +1,7 @@
 #include "sim/t10/t10_model.hpp"
 
+#include "sim/violation.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -28,27 +30,27 @@ std::string number(double v) {
 
 }  // namespace
 
-std::optional<InputFault> check_profile(const Problem& p, Profile profile) {
-  if (profile != Profile::EngDesign) return std::nullopt;
+void check_profile(const Problem& p, Profile profile, const std::string& file) {
+  if (profile != Profile::EngDesign) return;
   const Chip d;
-  auto fault = [](const std::string& field, const std::string& value, const std::string& expected) {
-    return InputFault{"E_PROFILE", "engdesign reproduces the benchmark's chip only: " + field + " = " +
-                                       value + ", expected " + expected};
+  auto fault = [&](const std::string& field, const std::string& value, const std::string& expected) {
+    return InputError(file, "", "E_PROFILE",
+                      "engdesign reproduces the benchmark's chip only: " + field + " = " + value + ", expected " +
+                          expected);
   };
-  if (p.dtype_bytes != 2) return fault("dtype_bytes", std::to_string(p.dtype_bytes), "2");
+  if (p.dtype_bytes != 2) throw fault("dtype_bytes", std::to_string(p.dtype_bytes), "2");
   if (p.chip.cores != d.cores)
-    return fault("chip.cores", std::to_string(p.chip.cores), std::to_string(d.cores));
+    throw fault("chip.cores", std::to_string(p.chip.cores), std::to_string(d.cores));
   if (p.chip.systolic != d.systolic)
-    return fault("chip.systolic", std::to_string(p.chip.systolic), std::to_string(d.systolic));
+    throw fault("chip.systolic", std::to_string(p.chip.systolic), std::to_string(d.systolic));
   if (p.chip.flops_per_cycle != d.flops_per_cycle)
-    return fault("chip.flops_per_cycle", number(p.chip.flops_per_cycle), number(d.flops_per_cycle));
+    throw fault("chip.flops_per_cycle", number(p.chip.flops_per_cycle), number(d.flops_per_cycle));
   if (p.chip.local_bytes_per_cycle != d.local_bytes_per_cycle)
-    return fault("chip.local_bytes_per_cycle", number(p.chip.local_bytes_per_cycle),
+    throw fault("chip.local_bytes_per_cycle", number(p.chip.local_bytes_per_cycle),
                  number(d.local_bytes_per_cycle));
   if (p.chip.noc_elems_per_cycle != d.noc_elems_per_cycle)
-    return fault("chip.noc_elems_per_cycle", number(p.chip.noc_elems_per_cycle),
+    throw fault("chip.noc_elems_per_cycle", number(p.chip.noc_elems_per_cycle),
                  number(d.noc_elems_per_cycle));
-  return std::nullopt;
 }
 
 Derived derive(const Problem& pr, const Plan& p) {

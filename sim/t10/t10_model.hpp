@@ -54,19 +54,16 @@ struct Violation {
   std::string message;
 };
 
-// A file that is not a problem / plan at all: E_PROBLEM, E_FORMAT (and E_PROFILE for a locked profile).
-struct InputFault {
-  std::string code, message;
-};
-
 // T1-T2. Returns the problem or the fault naming the field and value. (The JSON readers and writers of T10
 // are defined together in t10_json_io.cpp.)
-std::variant<Problem, InputFault> parse_problem(const nlohmann::json& doc);
+// A file that is not a problem or a plan at all throws InputError (sim/violation.hpp), as the graph family's
+// readers do, with the rule E_PROBLEM, E_FORMAT or E_PROFILE, the file (when given) and the field.
+Problem parse_problem(const nlohmann::json& doc, const std::string& file = "");
 // T4-T5 (accepts the {"config": {...}} wrapper).
-std::variant<Plan, InputFault> parse_plan(const nlohmann::json& doc);
+Plan parse_plan(const nlohmann::json& doc, const std::string& file = "");
 nlohmann::json plan_to_json(const Plan& plan);
 // T3: E_PROFILE for engdesign on a non-default chip.
-std::optional<InputFault> check_profile(const Problem& problem, Profile profile);
+void check_profile(const Problem& problem, Profile profile, const std::string& file = "");
 
 struct ShiftLevel {  // T15-T17
   char dim;             // 'm', 'k' or 'n'

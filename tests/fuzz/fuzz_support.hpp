@@ -1,5 +1,5 @@
 // Shared by the libFuzzer targets: what counts as a correct answer to bad input. A reader may reject its
-// input only with the project's own error type (InputError, or T10's InputFault value), which the CLIs turn
+// input only with the project's own error type (InputError), which the CLIs turn
 // into a message and exit code 2; any other exception, a crash, a sanitizer report or a hang is a finding.
 #pragma once
 
