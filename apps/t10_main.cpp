@@ -33,7 +33,7 @@ namespace {
 // Everything the subcommands read from the command line.
 struct Args {
   std::string problem_path, plan_path, profile_name = "strict", trace_path, out_path, sweep_dir;
-  std::string timing_name = "grader", solve_timing = "grader", functional_check = "auto";
+  std::string timing_name = "grader", solve_timing = "grader", functional_check = "auto", sweep_timing = "exchange";
   bool json_out = false, representative = false, functional = false;
   uint64_t seed = 1;
   size_t top = 1;
@@ -60,15 +60,16 @@ int report_violations(const Evaluation& e) {
 int run_sweep(const Args& a, const t10::Problem& problem) {
   size_t done = 0;
   const size_t total = a.sweep_bandwidths.size() * a.sweep_srams.size();
-  const auto points = sweep_chip(problem, a.profile(), a.sweep_bandwidths, a.sweep_srams, a.sweep_simulations,
-                                 [&](const ChipVariantPoint& p) {
-                                   std::cerr << "variant " << ++done << "/" << total << " ("
-                                             << format_number(p.exchange_bytes_per_cycle) << " B/cycle, SRAM "
-                                             << p.sram_bytes_per_core << " B): "
-                                             << (p.best ? format_number(p.best->exchange_total) + " cycles"
-                                                        : std::string("no accepted plan"))
-                                             << "\n";
-                                 });
+  const CoreTiming timing = *core_timing_from(a.sweep_timing);
+  const size_t variants = timing == CoreTiming::Calibrated ? a.sweep_srams.size() : total;
+  const auto points = sweep_chip(
+      problem, a.profile(), a.sweep_bandwidths, a.sweep_srams, a.sweep_simulations,
+      [&](const ChipVariantPoint& p) {
+        std::cerr << "variant " << ++done << "/" << variants << " (" << format_number(p.exchange_bytes_per_cycle)
+                  << " B/cycle, SRAM " << p.sram_bytes_per_core << " B): "
+                  << (p.best ? format_number(sweep_cycles(p)) + " cycles" : std::string("no accepted plan")) << "\n";
+      },
+      timing);
   std::filesystem::create_directories(a.sweep_dir);
   write_file_atomic(a.sweep_dir + "/t10-sweep.csv", chip_sweep_csv(points));
   write_file_atomic(a.sweep_dir + "/t10-sweep.html", chip_sweep_html(a.problem_path, points));
@@ -358,6 +359,11 @@ void add_options(CLI::App& app, Args& a, CLI::App*& verify, CLI::App*& simulate,
   sweep->add_option("--max-simulations", a.sweep_simulations, "per variant: at most this many plans simulated")
       ->check(CLI::Range(int64_t{1}, int64_t{10000000}));
   sweep->add_option("-o,--out", a.sweep_dir, "directory for t10-sweep.csv and t10-sweep.html")->required();
+  sweep
+      ->add_option("--timing", a.sweep_timing,
+                   "exchange (default: every bandwidth x SRAM variant) or calibrated (the IPU-fitted model, which "
+                   "has no bandwidth: one point per SRAM size)")
+      ->check(CLI::IsMember({"exchange", "calibrated"}));
 }
 
 }  // namespace

@@ -120,8 +120,26 @@ std::vector<ChipVariantPoint> sweep_chip(const Problem& problem, Profile profile
                                          const std::vector<double>& exchange_bytes_per_cycle,
                                          const std::vector<int64_t>& sram_bytes_per_core,
                                          int64_t max_simulations,
-                                         const std::function<void(const ChipVariantPoint&)>& on_point) {
+                                         const std::function<void(const ChipVariantPoint&)>& on_point,
+                                         CoreTiming timing) {
   std::vector<ChipVariantPoint> points;
+  if (timing == CoreTiming::Calibrated) {
+    for (int64_t sram : sram_bytes_per_core) {
+      const auto start = std::chrono::steady_clock::now();
+      Problem variant = problem;
+      variant.chip.sram_bytes_per_core = sram;
+      const CalibratedSearchResult r = search_calibrated(variant, 1);
+      ChipVariantPoint point{timing, variant.chip.exchange_bytes_per_cycle, sram, std::nullopt, true, 0, 0};
+      if (!r.top.empty()) {
+        const Evaluation e = evaluate(variant, r.top[0].plan, profile, false);
+        point.best = ExchangeRankedPlan{r.top[0].plan, 0, e.cost ? e.cost->total : 0, r.top[0].total};
+      }
+      point.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (on_point) on_point(point);
+      points.push_back(point);
+    }
+    return points;
+  }
   for (int64_t sram : sram_bytes_per_core)
     for (double bandwidth : exchange_bytes_per_cycle) {
       const auto start = std::chrono::steady_clock::now();
@@ -129,7 +147,7 @@ std::vector<ChipVariantPoint> sweep_chip(const Problem& problem, Profile profile
       variant.chip.exchange_bytes_per_cycle = bandwidth;
       variant.chip.sram_bytes_per_core = sram;
       const ExchangeSearchResult r = search_exchange(variant, profile, 1, max_simulations);
-      ChipVariantPoint point{bandwidth, sram, std::nullopt, r.proven, r.simulated, 0};
+      ChipVariantPoint point{timing, bandwidth, sram, std::nullopt, r.proven, r.simulated, 0};
       if (!r.top.empty()) point.best = r.top.front();
       point.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (on_point) on_point(point);

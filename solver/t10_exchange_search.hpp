@@ -9,14 +9,16 @@
 #include <optional>
 #include <vector>
 
+#include "sim/t10/t10_cores.hpp"
 #include "sim/t10/t10_model.hpp"
 
 namespace mlsys::t10 {
 
 struct ExchangeRankedPlan {
   Plan plan;
-  double exchange_total = 0;  // cycles, exchange timing
-  double grader_total = 0;    // cycles, the rule book's model
+  double exchange_total = 0;    // cycles, exchange timing (0 in a calibrated sweep)
+  double grader_total = 0;      // cycles, the rule book's model
+  double calibrated_total = 0;  // cycles, calibrated timing (a calibrated sweep only)
 };
 
 struct ExchangeSearchResult {
@@ -30,8 +32,11 @@ ExchangeSearchResult search_exchange(const Problem& problem, Profile profile, si
                                      int64_t max_simulations = 5000);
 
 // The best plan under the exchange timing for each chip variant: exchange bandwidth per tile x SRAM per core
-// (t10 sweep). A variant where no plan is accepted is a point without a plan.
+// (t10 sweep). A variant where no plan is accepted is a point without a plan. Under the calibrated timing
+// (`timing` Calibrated) the fitted model has no bandwidth: one point per SRAM size, at the chip's bandwidth,
+// its best plan proven by exhausting the model's search space.
 struct ChipVariantPoint {
+  CoreTiming timing = CoreTiming::Exchange;
   double exchange_bytes_per_cycle = 0;
   int64_t sram_bytes_per_core = 0;
   std::optional<ExchangeRankedPlan> best;
@@ -42,6 +47,11 @@ struct ChipVariantPoint {
 std::vector<ChipVariantPoint> sweep_chip(
     const Problem& problem, Profile profile, const std::vector<double>& exchange_bytes_per_cycle,
     const std::vector<int64_t>& sram_bytes_per_core, int64_t max_simulations,
-    const std::function<void(const ChipVariantPoint&)>& on_point = nullptr);
+    const std::function<void(const ChipVariantPoint&)>& on_point = nullptr,
+    CoreTiming timing = CoreTiming::Exchange);
+// The cycles a point is ranked by: its timing's total.
+inline double sweep_cycles(const ChipVariantPoint& p) {
+  return !p.best ? 0 : p.timing == CoreTiming::Calibrated ? p.best->calibrated_total : p.best->exchange_total;
+}
 
 }  // namespace mlsys::t10

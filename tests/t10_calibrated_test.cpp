@@ -15,6 +15,7 @@
 #include <systemc>
 
 #include "sim/t10/t10_cores.hpp"
+#include "solver/t10_exchange_search.hpp"
 #include "solver/t10_search.hpp"
 #include "support.hpp"
 
@@ -231,6 +232,25 @@ TEST_F(T10Calibrated, TheSearchFindsTheBestAcceptedPlanByExhaustion) {
     EXPECT_TRUE(c.accepted());
     EXPECT_DOUBLE_EQ(c.total, p.total);
   }
+}
+
+TEST_F(T10Calibrated, ChipSweepGivesEachSramSizeItsBestPlan) {
+  // Less SRAM can only remove plans: the best total never falls, and each best plan's hot bytes fit.
+  const t10::Problem pr = problem_of(32, 5120, 15360);
+  const std::vector<ChipVariantPoint> points =
+      sweep_chip(pr, Profile::Strict, {2, 8}, {200000, 638976}, 10, nullptr, CoreTiming::Calibrated);
+  ASSERT_EQ(2u, points.size());  // no bandwidth in the fitted model: one point per SRAM size
+  for (const ChipVariantPoint& p : points) {
+    ASSERT_TRUE(p.best);
+    t10::Problem variant = pr;
+    variant.chip.sram_bytes_per_core = p.sram_bytes_per_core;
+    const CalibratedCost c = calibrated_cost(variant, p.best->plan);
+    EXPECT_TRUE(c.accepted());
+    EXPECT_LE(c.hot_bytes, p.sram_bytes_per_core);
+    EXPECT_DOUBLE_EQ(c.total, sweep_cycles(p));
+    EXPECT_DOUBLE_EQ(search_calibrated(variant, 1).top.at(0).total, sweep_cycles(p));
+  }
+  EXPECT_GE(sweep_cycles(points[0]), sweep_cycles(points[1]));
 }
 
 TEST_F(T10Calibrated, SimulateJsonReportsMakespanAndWarmUpApart) {
