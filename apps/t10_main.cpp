@@ -92,18 +92,7 @@ int run_solve_exchange(const Args& a, const t10::Problem& problem) {
     std::cerr << "error: no accepted plan could be simulated\n";
     return 1;
   }
-  if (a.json_out) {
-    json list = json::array();
-    for (const ExchangeRankedPlan& rp : r.top)
-      list.push_back(
-          {{"plan", plan_to_json(rp.plan)}, {"exchange_cycles", rp.exchange_total}, {"grader_cycles", rp.grader_total}});
-    std::cout << json{{"top", list}, {"proven", r.proven}, {"simulated", r.simulated}, {"accepted", r.accepted}}.dump(2)
-              << "\n";
-    return 0;
-  }
-  for (const ExchangeRankedPlan& rp : r.top)
-    std::cout << plan_to_json(rp.plan).dump() << "  exchange " << format_number(rp.exchange_total)
-              << " cycles, grader " << format_number(rp.grader_total) << "\n";
+  print_exchange_search(std::cout, r, a.json_out);
   return 0;
 }
 
@@ -120,24 +109,9 @@ int run_solve_calibrated(const Args& a, const t10::Problem& problem) {
   // The best plans on every core: the engine's makespan is the model's total (checked, not assumed).
   CoreSimOptions options;
   options.timing = CoreTiming::Calibrated;
-  json list = json::array();
-  for (const CalibratedRankedPlan& rp : r.top) {
-    const CoresResult cores = simulate_cores(problem, rp.plan, options);
-    list.push_back({{"plan", plan_to_json(rp.plan)},
-                    {"calibrated_cycles", rp.total},
-                    {"engine_makespan", cores.makespan},
-                    {"warm_up", cores.warm_up},
-                    {"hot_bytes", rp.hot},
-                    {"cold_bytes", rp.cold},
-                    {"consistent", !cores.violation.has_value()}});
-    if (!a.json_out)
-      std::cout << plan_to_json(rp.plan).dump() << "  calibrated " << format_number(rp.total)
-                << " cycles (engine " << format_number(cores.makespan) << "), warm-up " << format_number(cores.warm_up)
-                << ", hot " << rp.hot << " B, cold " << rp.cold << " B\n";
-  }
-  if (a.json_out)
-    std::cout << json{{"top", list}, {"proven", true}, {"evaluated", r.evaluated}, {"accepted", r.accepted}}.dump(2)
-              << "\n";
+  std::vector<CoresResult> on_cores;
+  for (const CalibratedRankedPlan& rp : r.top) on_cores.push_back(simulate_cores(problem, rp.plan, options));
+  print_calibrated_search(std::cout, r, on_cores, a.json_out);
   return 0;
 }
 
@@ -151,22 +125,7 @@ int run_solve_grader(const Args& a, const t10::Problem& problem) {
     std::cerr << "error: no plan is accepted under " << a.profile_name << "\n";
     return 1;
   }
-  if (a.json_out) {
-    json list = json::array();
-    for (const RankedPlan& rp : r.top) list.push_back({{"plan", plan_to_json(rp.plan)}, {"total_cycles", rp.total}});
-    const Evaluation e = evaluate(problem, r.top[0].plan, a.profile());
-    json j = evaluation_to_json(problem, r.top[0].plan, e, a.profile());
-    j["ties"] = r.ties;
-    j["top"] = list;
-    j["evaluated"] = r.evaluated;
-    std::cout << j.dump(2) << "\n";
-    return 0;
-  }
-  for (size_t i = 0; i < r.top.size(); ++i) {
-    if (r.top.size() > 1) std::cout << "#" << i + 1 << " ";
-    print_breakdown(std::cout, problem, r.top[i].plan, evaluate(problem, r.top[i].plan, a.profile()));
-  }
-  std::cout << "plans with the best total: " << r.ties << "\n";
+  print_grader_search(std::cout, problem, r, a.profile(), a.json_out);
   return 0;
 }
 

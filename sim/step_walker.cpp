@@ -48,7 +48,7 @@ inline Region StepWalker::numeric(const Form& f, const Coord& c) const {
   return r;
 }
 
-bool StepWalker::regions_agree(const Coord& c) {
+inline bool StepWalker::regions_agree(const Coord& c) {
   // M17: demands that are not symbolically identical must agree at this step.
   const SubgraphModel& m = model_;
   for (const auto& check : m.checks_) {
@@ -69,7 +69,7 @@ bool StepWalker::regions_agree(const Coord& c) {
   return true;
 }
 
-double StepWalker::compute_time(const Coord& c, uint8_t active, StepDetail* detail) const {
+inline double StepWalker::compute_time(const Coord& c, uint8_t active, StepDetail* detail) const {
   const SubgraphModel& m = model_;
   double compute = 0;
   const int64_t n_k = m.native_w_;

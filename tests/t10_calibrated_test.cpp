@@ -117,8 +117,12 @@ TEST_F(T10Calibrated, SixHandDerivedPlansOnTheModelAndOnEveryCore) {
     expect_near(hc.shuffle, c.shuffle, "shuffle");
     expect_near(hc.total, c.total, "total");
     if (hc.warm_up >= 0) expect_near(hc.warm_up, c.warm_up, "warm_up");
-    if (hc.hot >= 0) EXPECT_EQ(hc.hot, c.hot_bytes);
-    if (hc.cold >= 0) EXPECT_EQ(hc.cold, c.cold_bytes);
+    if (hc.hot >= 0) {
+      EXPECT_EQ(hc.hot, c.hot_bytes);
+    }
+    if (hc.cold >= 0) {
+      EXPECT_EQ(hc.cold, c.cold_bytes);
+    }
     CoreSimOptions options;
     options.timing = CoreTiming::Calibrated;
     const CoresResult r = simulate_cores(hc.problem, hc.plan, options);

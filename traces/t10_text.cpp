@@ -1,5 +1,7 @@
 #include "traces/t10_text.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include "sim/number_format.hpp"
 
 namespace mlsys::t10 {
@@ -44,6 +46,65 @@ void print_cores_result(std::ostream& out, const CoresResult& r, CoreTiming timi
                 ? "functional: C·r = A·(B·r) for a random r modulo 2^61 - 1 (Freivalds' check: a wrong C passes "
                   "with probability at most 2^-61)\n"
                 : "functional: C = A·B exactly\n");
+}
+
+using nlohmann::json;
+
+void print_grader_search(std::ostream& out, const Problem& problem, const SearchResult& r, Profile profile,
+                         bool json_out) {
+  if (json_out) {
+    json list = json::array();
+    for (const RankedPlan& rp : r.top) list.push_back({{"plan", plan_to_json(rp.plan)}, {"total_cycles", rp.total}});
+    json j = evaluation_to_json(problem, r.top[0].plan, evaluate(problem, r.top[0].plan, profile), profile);
+    j["ties"] = r.ties;
+    j["top"] = list;
+    j["evaluated"] = r.evaluated;
+    out << j.dump(2) << "\n";
+    return;
+  }
+  for (size_t i = 0; i < r.top.size(); ++i) {
+    if (r.top.size() > 1) out << "#" << i + 1 << " ";
+    print_breakdown(out, problem, r.top[i].plan, evaluate(problem, r.top[i].plan, profile));
+  }
+  out << "plans with the best total: " << r.ties << "\n";
+}
+
+void print_exchange_search(std::ostream& out, const ExchangeSearchResult& r, bool json_out) {
+  if (json_out) {
+    json list = json::array();
+    for (const ExchangeRankedPlan& rp : r.top)
+      list.push_back(
+          {{"plan", plan_to_json(rp.plan)}, {"exchange_cycles", rp.exchange_total}, {"grader_cycles", rp.grader_total}});
+    out << json{{"top", list}, {"proven", r.proven}, {"simulated", r.simulated}, {"accepted", r.accepted}}.dump(2)
+        << "\n";
+    return;
+  }
+  for (const ExchangeRankedPlan& rp : r.top)
+    out << plan_to_json(rp.plan).dump() << "  exchange " << format_number(rp.exchange_total) << " cycles, grader "
+        << format_number(rp.grader_total) << "\n";
+}
+
+void print_calibrated_search(std::ostream& out, const CalibratedSearchResult& r,
+                             const std::vector<CoresResult>& on_cores, bool json_out) {
+  json list = json::array();
+  for (size_t i = 0; i < r.top.size(); ++i) {
+    const CalibratedRankedPlan& rp = r.top[i];
+    const CoresResult& cores = on_cores.at(i);
+    list.push_back({{"plan", plan_to_json(rp.plan)},
+                    {"calibrated_cycles", rp.total},
+                    {"engine_makespan", cores.makespan},
+                    {"warm_up", cores.warm_up},
+                    {"hot_bytes", rp.hot},
+                    {"cold_bytes", rp.cold},
+                    {"consistent", !cores.violation.has_value()}});
+    if (!json_out)
+      out << plan_to_json(rp.plan).dump() << "  calibrated " << format_number(rp.total) << " cycles (engine "
+          << format_number(cores.makespan) << "), warm-up " << format_number(cores.warm_up) << ", hot " << rp.hot
+          << " B, cold " << rp.cold << " B\n";
+  }
+  if (json_out)
+    out << json{{"top", list}, {"proven", true}, {"evaluated", r.evaluated}, {"accepted", r.accepted}}.dump(2)
+        << "\n";
 }
 
 }  // namespace mlsys::t10
