@@ -330,3 +330,51 @@ def test_profile_numbers_can_be_overridden_on_the_command_line(exported, tmp_pat
     assert bad.returncode == 2 and "not a number of the profile" in bad.stderr
     bad = run("mlsys-import", path, "--hardware", "tpu-like-core", "-o", out, "--set", "bytes_per_element=0.5")
     assert bad.returncode == 2
+
+
+def test_command_line_defaults_writes_stdout_and_usual_permissions(tmp_path):
+    """Issue 40: a default profile (tpu-like-core), -o - for stdout, files readable by others (0666 less the
+    umask, not mkstemp's 0600)."""
+    path = _small_model(tmp_path)
+    result = run("mlsys-import", path, "-o", "-")
+    assert result.returncode == 0, result.stderr
+    problem = json.loads(result.stdout)
+    assert problem["names"]["hardware"] == "tpu-like-core"
+    assert problem == import_onnx(path, "tpu-like-core")
+    assert run("mlsys-import", path, "-o", "-", "--json").returncode == 2  # the summary would mix in
+    old = os.umask(0o022)
+    try:
+        out = tmp_path / "p.json"
+        assert run("mlsys-import", path, "-o", out).returncode == 0
+        assert os.stat(out).st_mode & 0o777 == 0o644
+    finally:
+        os.umask(old)
+    wrong = run("mlsys-import", path, "--hardware", "no-such-preset", "-o", "-")
+    assert wrong.returncode == 2
+    assert all(name in wrong.stderr for name in ("tpu-like-core", "ipu-like-tile", "gpu-sm-like"))
+
+
+def test_unpinned_dimensions_are_named_in_the_callers_syntax(tmp_path):
+    path = str(tmp_path / "dynamic.onnx")
+    _matmul_model(path, "batch")
+    with pytest.raises(ModelImportError) as caught:
+        import_onnx(path, "tpu-like-core")
+    assert 'dims={"batch": N}' in str(caught.value) and "--dim" not in str(caught.value)
+    with pytest.raises(ModelImportError, match=r"dims seq: no input"):
+        import_onnx(path, "tpu-like-core", dims={"batch": 2, "seq": 4})
+    cli = run("mlsys-import", path, "-o", tmp_path / "o.json")
+    assert cli.returncode == 2 and "--dim batch=N" in cli.stderr
+    assert import_onnx(path, "tpu-like-core", dims={"batch": 4})["heights"][0] == 4
+
+
+def test_import_torch_works_under_no_grad():
+    """torch.no_grad() would send nn.TransformerEncoderLayer down its fused path, which torch 1.13 cannot
+    export: the export turns gradients on itself, and gives the same problem."""
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(32, 2, 64, batch_first=True)
+    x = torch.randn(1, 8, 32)
+    plain = import_torch(layer, (x,), "tpu-like-core")
+    with torch.no_grad():
+        quiet = import_torch(layer, (x,), "tpu-like-core")
+        assert not torch.is_grad_enabled()  # the caller's mode is back
+    assert quiet == plain

@@ -40,16 +40,17 @@ def mac_count(problem: dict) -> int:
 
 def import_onnx(model, hardware, dims: Optional[Dict[str, int]] = None,
                 passthrough: Optional[Dict[str, float]] = None, max_ops: int = DEFAULT_MAX_OPS,
-                report: bool = False):
+                report: bool = False, dim_syntax: str = "python"):
     """The problem (a dict) of an ONNX model on a hardware profile (a preset name, a path, a dict).
 
     dims pins symbolic dimensions ({"batch": 1, "seq": 512}); passthrough maps op types the importer does not
     know to Pointwise ops of the given weight (vector operations per element). Raises ModelImportError (a
     ValueError) naming the file, the node and the reason; with report=True returns an ImportReport.
+    dim_syntax says how errors name the pins: "python" (dims={...}) or "cli" (mlsys-import's --dim).
     """
     profile = load_profile(hardware)
     path = os.fspath(model)
-    graph = og.load(path, dims)
+    graph = og.load(path, dims, dim_syntax=dim_syntax)
     passthrough = dict(passthrough or {})
     unknown_passthrough = [op for op in passthrough if op in og.ELEMENTWISE_OPS | og.MATRIX_OPS | og.VIEW_OPS]
     if unknown_passthrough:
@@ -119,9 +120,11 @@ def import_torch(module, example_inputs, hardware, opset: int = 17, dims: Option
     try:
         with tempfile.TemporaryDirectory() as tmp:
             path = onnx_path or os.path.join(tmp, type(module).__name__ + ".onnx")
-            # Not under torch.no_grad(): there nn.MultiheadAttention takes its fused fast path
-            # (aten::_native_multi_head_attention), which torch 1.13 cannot export.
-            if True:
+            # With gradients on even when the caller is under torch.no_grad(): without them
+            # nn.MultiheadAttention and nn.TransformerEncoderLayer take their fused fast paths
+            # (aten::_native_multi_head_attention, aten::_transformer_encoder_layer_fwd), which torch 1.13
+            # cannot export.
+            with torch.enable_grad():
                 torch.onnx.export(module, example_inputs, path, opset_version=opset, do_constant_folding=True,
                                   input_names=names, output_names=["output"], dynamic_axes=dynamic_axes)
             return import_onnx(path, hardware, dims=dims, **kwargs)

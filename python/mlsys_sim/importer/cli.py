@@ -13,9 +13,11 @@ from . import onnx_graph as og
 from .api import DEFAULT_MAX_OPS, import_onnx
 from .profiles import ProfileError, load_profile, override_profile, presets
 
+DEFAULT_HARDWARE = "tpu-like-core"
+
 EPILOG = """exit codes: 0 imported; 2 bad usage, an unreadable or unsupported model, or a bad profile (the message
-names the file, the node or key, and the reason). Presets: %s. The cost model and the lowering's conventions:
-docs/import.md."""
+names the file, the node or key, and the reason). Presets: %s (default: """ + DEFAULT_HARDWARE + """). The
+cost model and the lowering's conventions: docs/import.md."""
 
 
 def _pairs(values, what: str, convert):
@@ -34,11 +36,16 @@ def _pairs(values, what: str, convert):
 
 
 def write_atomically(path: str, text: str) -> None:
+    """Writes a temporary file beside path, then renames it; the file gets the usual permissions (0666 less
+    the umask), not mkstemp's 0600."""
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".mlsys-import-", dir=directory)
+    umask = os.umask(0)
+    os.umask(umask)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -64,8 +71,10 @@ def main(argv=None) -> int:
         "priced by a hardware profile.", epilog=EPILOG % ", ".join(presets()),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("model", help="the .onnx file (external weights are not read: only shapes matter)")
-    parser.add_argument("--hardware", required=True, help="a profile: a preset name or a JSON file")
-    parser.add_argument("-o", "--output", required=True, help="the problem file to write (atomically)")
+    parser.add_argument("--hardware", default=DEFAULT_HARDWARE,
+                        help="a profile: a preset name or a JSON file (default: %(default)s)")
+    parser.add_argument("-o", "--output", required=True,
+                        help="the problem file to write (atomically), or - for stdout")
     parser.add_argument("--dim", action="append", metavar="NAME=N", help="pin a symbolic dimension (repeat)")
     parser.add_argument("--passthrough", action="append", metavar="OP=WEIGHT",
                         help="lower an unsupported op type that keeps shapes as a Pointwise op of WEIGHT vector "
@@ -86,6 +95,10 @@ def main(argv=None) -> int:
     except ValueError as e:
         print(f"mlsys-import: {e}", file=sys.stderr)
         return 2
+    if args.output == "-" and args.json:
+        print("mlsys-import: -o - writes the problem on stdout; --json would mix the summary into it",
+              file=sys.stderr)
+        return 2
     start = time.monotonic()
     print(f"mlsys-import: reading {args.model}", file=sys.stderr)
     try:
@@ -93,12 +106,16 @@ def main(argv=None) -> int:
         if overrides:
             hardware = override_profile(hardware, overrides)
         report = import_onnx(args.model, hardware, dims=dims, passthrough=passthrough, max_ops=args.max_ops,
-                             report=True)
+                             report=True, dim_syntax="cli")
     except (og.ImportError_, ProfileError) as e:
         print(f"mlsys-import: {e}", file=sys.stderr)
         return 2
     try:
-        write_atomically(args.output, problem_text(report.problem))
+        if args.output == "-":
+            sys.stdout.write(problem_text(report.problem))
+            sys.stdout.flush()
+        else:
+            write_atomically(args.output, problem_text(report.problem))
     except OSError as e:
         print(f"mlsys-import: {args.output}: {e}", file=sys.stderr)
         return 2

@@ -68,9 +68,12 @@ def attribute(node, name: str, default=None):
     return default
 
 
-def _pin_dimensions(model, path: str, dims: Dict[str, int]) -> None:
+def _pin_dimensions(model, path: str, dims: Dict[str, int], dim_syntax: str = "python") -> None:
+    """Pins the model inputs' symbolic dimensions; an error names what is left, with the syntax of the caller
+    (dim_syntax "cli": --dim NAME=N; "python": dims={...})."""
     initializers = {t.name for t in model.graph.initializer}
     missing: List[str] = []
+    params: Set[str] = set()  # symbolic names left unpinned
     used: Set[str] = set()
     for value in model.graph.input:
         if value.name in initializers:
@@ -89,15 +92,21 @@ def _pin_dimensions(model, path: str, dims: Dict[str, int]) -> None:
                 d.dim_value = value_of
             else:
                 name = d.dim_param or "?"
+                if d.dim_param:
+                    params.add(d.dim_param)
                 missing.append(f"{name} (input {value.name}, axis {axis})")
     if missing:
-        params = sorted({m.split(" ")[0] for m in missing if not m.startswith("?")})
-        hint = " ".join(f"--dim {p}=N" for p in params) or "a static export"
-        raise ImportError_(f"{path}: symbolic or unknown dimensions must be pinned: {', '.join(missing)}; "
-                           f"give {hint}")
+        params = sorted(params)
+        if not params:  # no names to pin: the shapes come from ops nothing evaluates
+            raise ImportError_(f"{path}: the shapes of {', '.join(missing)} are unknown even after shape "
+                               "inference; they depend on ops whose values nothing here evaluates")
+        hint = (" ".join(f"--dim {p}=N" for p in params) if dim_syntax == "cli"
+                else "dims={" + ", ".join(f'"{p}": N' for p in params) + "}")
+        raise ImportError_(f"{path}: symbolic dimensions must be pinned: {', '.join(missing)}; give {hint}")
     unknown = sorted(set(dims) - used)
     if unknown:
-        raise ImportError_(f"{path}: --dim {', '.join(unknown)}: no input of the model has such a dimension")
+        what = "--dim" if dim_syntax == "cli" else "dims"
+        raise ImportError_(f"{path}: {what} {', '.join(unknown)}: no input of the model has such a dimension")
 
 
 def _static_shape(value_info) -> Optional[tuple]:
@@ -112,7 +121,8 @@ def _static_shape(value_info) -> Optional[tuple]:
     return tuple(shape)
 
 
-def load(path: str, dims: Optional[Dict[str, int]] = None, max_nodes: int = MAX_NODES) -> Graph:
+def load(path: str, dims: Optional[Dict[str, int]] = None, max_nodes: int = MAX_NODES,
+         dim_syntax: str = "python") -> Graph:
     try:
         import onnx
         from onnx import numpy_helper, shape_inference
@@ -132,7 +142,7 @@ def load(path: str, dims: Optional[Dict[str, int]] = None, max_nodes: int = MAX_
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
     if opset < 11:
         raise ImportError_(f"{path}: opset {opset}; the importer reads opsets 11 to 17 (re-export the model)")
-    _pin_dimensions(model, path, dict(dims or {}))
+    _pin_dimensions(model, path, dict(dims or {}), dim_syntax)
     # ONNX's inference stops at a Slice whose bounds are computed from shapes (exports with symbolic
     # dimensions); the shapes found by evaluating that arithmetic are fed back until nothing changes.
     for _ in range(16):
