@@ -1,5 +1,5 @@
-// What the schedule CLIs (verify, simulate, report, mlsys, sweep, bound) share: the model flags with their defaults, and reading
-// a problem with its graph and a schedule. Thin glue: the rules live in the library.
+// What the schedule CLIs (verify, simulate, report, mlsys, sweep, bound) share: the model flags with their
+// defaults, and reading a problem with its graph and a schedule. Thin glue: the rules live in the library.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -45,7 +45,8 @@ struct ScheduleInputs {
 };
 
 // Throws InputError (exit 2) naming the file, the field and the rule.
-inline ScheduleInputs read_schedule_inputs(const std::string& problem_path, const std::string& solution_path) {
+inline ScheduleInputs read_schedule_inputs(const std::string& problem_path,
+                                           const std::string& solution_path) {
   ScheduleInputs in;
   in.problem = load_problem(problem_path);
   in.graph = analyze_graph(in.problem, problem_path);

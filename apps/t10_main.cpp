@@ -33,7 +33,8 @@ namespace {
 // Everything the subcommands read from the command line.
 struct Args {
   std::string problem_path, plan_path, profile_name = "strict", trace_path, out_path, sweep_dir;
-  std::string timing_name = "grader", solve_timing = "grader", functional_check = "auto", sweep_timing = "exchange";
+  std::string timing_name = "grader", solve_timing = "grader", functional_check = "auto",
+              sweep_timing = "exchange";
   bool json_out = false, representative = false, functional = false;
   uint64_t seed = 1;
   size_t top = 1;
@@ -50,7 +51,9 @@ t10::Problem read_problem(const std::string& path, Profile profile) {
   return problem;
 }
 
-Plan read_plan(const std::string& path) { return parse_plan(read_json_file(path), path); }
+Plan read_plan(const std::string& path) {
+  return parse_plan(read_json_file(path), path);
+}
 
 int report_violations(const Evaluation& e) {
   for (const auto& v : e.violations) std::cerr << "error: [" << v.code << "] " << v.message << "\n";
@@ -65,9 +68,11 @@ int run_sweep(const Args& a, const t10::Problem& problem) {
   const auto points = sweep_chip(
       problem, a.profile(), a.sweep_bandwidths, a.sweep_srams, a.sweep_simulations,
       [&](const ChipVariantPoint& p) {
-        std::cerr << "variant " << ++done << "/" << variants << " (" << format_number(p.exchange_bytes_per_cycle)
-                  << " B/cycle, SRAM " << p.sram_bytes_per_core << " B): "
-                  << (p.best ? format_number(sweep_cycles(p)) + " cycles" : std::string("no accepted plan")) << "\n";
+        std::cerr << "variant " << ++done << "/" << variants << " ("
+                  << format_number(p.exchange_bytes_per_cycle) << " B/cycle, SRAM " << p.sram_bytes_per_core
+                  << " B): "
+                  << (p.best ? format_number(sweep_cycles(p)) + " cycles" : std::string("no accepted plan"))
+                  << "\n";
       },
       timing);
   std::filesystem::create_directories(a.sweep_dir);
@@ -202,9 +207,10 @@ int run_replay(const Args& a, const t10::Problem& problem, const Plan& plan, con
     std::cout << j.dump(2) << "\n";
   } else {
     print_breakdown(std::cout, problem, plan, e);
-    std::cout << "replay: total " << format_number(s.total) << " cycles (makespan " << format_number(s.makespan)
-              << "), " << s.compute_steps << " compute steps, " << s.shift_events << " shift events, SRAM peak "
-              << s.peak_bytes << " B on each of " << e.derived.cores << " identical cores"
+    std::cout << "replay: total " << format_number(s.total) << " cycles (makespan "
+              << format_number(s.makespan) << "), " << s.compute_steps << " compute steps, " << s.shift_events
+              << " shift events, SRAM peak " << s.peak_bytes << " B on each of " << e.derived.cores
+              << " identical cores"
               << (s.misaligned ? "; misaligned: operands not moved, shift charged 0" : "") << "\n";
   }
   if (!s.consistent) std::cerr << "error: data consistency (T35): " << s.consistency_error << "\n";
@@ -265,7 +271,8 @@ void add_options(CLI::App& app, Args& a, CLI::App*& verify, CLI::App*& simulate,
   auto common = [&](CLI::App* sub, bool with_plan) {
     sub->add_option("problem", a.problem_path, "problem JSON (t10-problem/1)")->required();
     if (with_plan) sub->add_option("plan", a.plan_path, "plan JSON (the seed's seven fields)")->required();
-    sub->add_option("--profile", a.profile_name, "strict (default: SRAM, chains, splits) or engdesign (the benchmark's grader)")
+    sub->add_option("--profile", a.profile_name,
+                    "strict (default: SRAM, chains, splits) or engdesign (the benchmark's grader)")
         ->check(CLI::IsMember({"strict", "engdesign"}));
     sub->add_flag("--json", a.json_out, "print JSON on stdout");
   };
@@ -276,37 +283,46 @@ void add_options(CLI::App& app, Args& a, CLI::App*& verify, CLI::App*& simulate,
   common(simulate, true);
   simulate->add_option("--trace", a.trace_path, "write a Chrome/Perfetto trace-event JSON file");
   simulate
-      ->add_option("--timing", a.timing_name,
-                   "grader (default: each phase costs what the rule book charges), exchange (bulk-synchronous IPU "
-                   "exchange: per-tile bandwidth, sync, AMP compute of each core's real block) or calibrated (the "
-                   "T10 authors' IPU-fitted cost model, docs/t10-model.md#calibrated)")
+      ->add_option(
+          "--timing", a.timing_name,
+          "grader (default: each phase costs what the rule book charges), exchange (bulk-synchronous IPU "
+          "exchange: per-tile bandwidth, sync, AMP compute of each core's real block) or calibrated (the "
+          "T10 authors' IPU-fitted cost model, docs/t10-model.md#calibrated)")
       ->check(CLI::IsMember(timings));
-  simulate->add_flag("--functional", a.functional,
-                     "multiply real integer matrices with the pieces each core holds; C must equal A·B exactly");
+  simulate->add_flag(
+      "--functional", a.functional,
+      "multiply real integer matrices with the pieces each core holds; C must equal A·B exactly");
   simulate->add_option("--seed", a.seed, "seed of the functional mode's matrices");
   simulate
-      ->add_option("--functional-check", a.functional_check,
-                   "auto (default: exact up to 2^24 elements per operand, else projected), exact (every element "
-                   "of C) or projected (Freivalds: C·r = A·(B·r) modulo 2^61 - 1, memory bounded)")
+      ->add_option(
+          "--functional-check", a.functional_check,
+          "auto (default: exact up to 2^24 elements per operand, else projected), exact (every element "
+          "of C) or projected (Freivalds: C·r = A·(B·r) modulo 2^61 - 1, memory bounded)")
       ->check(CLI::IsMember({"auto", "exact", "projected"}));
-  simulate->add_option("--core-tracks", a.core_tracks, "with --trace: also one track for each of the first N cores")
+  simulate
+      ->add_option("--core-tracks", a.core_tracks,
+                   "with --trace: also one track for each of the first N cores")
       ->check(CLI::Range(int64_t{0}, int64_t{1472}));
   simulate->add_flag("--representative", a.representative,
                      "replay one representative core (rule book T31) instead of every core");
   report = app.add_subcommand("report", "write an HTML report of a plan (breakdown, SRAM, best plans)");
   common(report, true);
   report->add_option("-o,--out", a.out_path, "HTML file to write")->required();
-  report->add_option("--top", a.top, "best plans of the search to list (default 10)")->check(CLI::Range(1, 1000));
+  report->add_option("--top", a.top, "best plans of the search to list (default 10)")
+      ->check(CLI::Range(1, 1000));
   solve = app.add_subcommand("solve", "exhaustive search for the fastest accepted plan");
   common(solve, false);
   solve->add_option("--top", a.top, "print the N best plans")->check(CLI::Range(1, 1000));
   solve
-      ->add_option("--timing", a.solve_timing,
-                   "grader (default: the rule book's cycles, exhaustive), exchange (rank by the all-cores engine's "
-                   "exchange timing, plans simulated in order of a lower bound) or calibrated (every plan of the "
-                   "calibrated model's search space priced, the best simulated on every core)")
+      ->add_option(
+          "--timing", a.solve_timing,
+          "grader (default: the rule book's cycles, exhaustive), exchange (rank by the all-cores engine's "
+          "exchange timing, plans simulated in order of a lower bound) or calibrated (every plan of the "
+          "calibrated model's search space priced, the best simulated on every core)")
       ->check(CLI::IsMember(timings));
-  solve->add_option("--max-simulations", a.max_simulations, "with --timing exchange: at most this many plans simulated")
+  solve
+      ->add_option("--max-simulations", a.max_simulations,
+                   "with --timing exchange: at most this many plans simulated")
       ->check(CLI::Range(int64_t{1}, int64_t{10000000}));
   sweep = app.add_subcommand(
       "sweep", "the best plan under the exchange timing for each chip variant (exchange bandwidth x SRAM)");
@@ -314,14 +330,18 @@ void add_options(CLI::App& app, Args& a, CLI::App*& verify, CLI::App*& simulate,
   sweep->add_option("--exchange-bytes-per-cycle", a.sweep_bandwidths, "exchange bandwidths per tile (a list)")
       ->delimiter(',')
       ->check(CLI::PositiveNumber);
-  sweep->add_option("--sram", a.sweep_srams, "SRAM bytes per core (a list)")->delimiter(',')->check(CLI::PositiveNumber);
-  sweep->add_option("--max-simulations", a.sweep_simulations, "per variant: at most this many plans simulated")
+  sweep->add_option("--sram", a.sweep_srams, "SRAM bytes per core (a list)")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  sweep
+      ->add_option("--max-simulations", a.sweep_simulations, "per variant: at most this many plans simulated")
       ->check(CLI::Range(int64_t{1}, int64_t{10000000}));
   sweep->add_option("-o,--out", a.sweep_dir, "directory for t10-sweep.csv and t10-sweep.html")->required();
   sweep
-      ->add_option("--timing", a.sweep_timing,
-                   "exchange (default: every bandwidth x SRAM variant) or calibrated (the IPU-fitted model, which "
-                   "has no bandwidth: one point per SRAM size)")
+      ->add_option(
+          "--timing", a.sweep_timing,
+          "exchange (default: every bandwidth x SRAM variant) or calibrated (the IPU-fitted model, which "
+          "has no bandwidth: one point per SRAM size)")
       ->check(CLI::IsMember({"exchange", "calibrated"}));
 }
 

@@ -86,7 +86,8 @@ bool SubgraphModel::aliased_forms_can_coincide() const {
 
 struct SubgraphModel::TileGroup {
   int64_t position, count;
-  int64_t row0, col0, cols;  // raster representatives: the rectangle of tiles (count / cols rows) it stands for
+  int64_t row0, col0,
+      cols;  // raster representatives: the rectangle of tiles (count / cols rows) it stands for
   int64_t position_of(int64_t i, int64_t ncols) const { return (row0 + i / cols) * ncols + col0 + i % cols; }
 };
 
@@ -127,7 +128,8 @@ int64_t SubgraphModel::first_tile_over_capacity(const TileGroup& group, int64_t 
   // A raster group's tiles finish ever more area, so the first one over the capacity is found by bisection.
   const int64_t retained = static_cast<int64_t>(retained_.size());
   auto over = [&](int64_t i) {
-    return static_cast<double>(class_peak + finished_before(group.position_of(i, ncols_)) * retained) > capacity_;
+    return static_cast<double>(class_peak + finished_before(group.position_of(i, ncols_)) * retained) >
+           capacity_;
   };
   const int64_t last = group.count - 1;
   if (!over(last)) return -1;
@@ -244,7 +246,8 @@ SubgraphResult SubgraphModel::evaluate_fast(Violations violations, int64_t walk_
     if (raster && retained > 0) {
       // The group's tiles in raster order finish ever more area: its peak is at its last tile.
       const int64_t last = group.position_of(group.count - 1, ncols_);
-      result.peak_working_set = std::max(result.peak_working_set, cls.max_ws + finished_before(last) * retained);
+      result.peak_working_set =
+          std::max(result.peak_working_set, cls.max_ws + finished_before(last) * retained);
       if (const int64_t over = first_tile_over_capacity(group, cls.max_ws); over >= 0) {
         fail(over, finished_before(over));
         continue;

@@ -108,8 +108,7 @@ void StepWalker::add_terms(WorkingSet& ws, const std::vector<NumSlice>& cur, con
   const SubgraphModel& m = model_;
   const int64_t tile_area = c.tile_region.area();
   for (size_t i = 0; i < m.retained_in_.size(); ++i)
-    ws.terms.push_back(
-        {'A', m.retained_in_[i], m.retained_in_regions_[i], m.retained_in_regions_[i].area()});
+    ws.terms.push_back({'A', m.retained_in_[i], m.retained_in_regions_[i], m.retained_in_regions_[i].area()});
   for (const NumSlice& s : cur) ws.terms.push_back({'B', s.tensor, s.region, s.region.area()});
   for (int t : m.nonephemeral_) {
     const bool grows = std::find(m.retained_.begin(), m.retained_.end(), t) != m.retained_.end();
@@ -175,7 +174,8 @@ bool StepWalker::evaluate(const Coord& c, const std::vector<NumSlice>& prev, std
   last_latency_ = std::max(compute, memory);
   last_ws_ = total_ws;
   const bool oom = static_cast<double>(total_ws) > m.capacity_;
-  if (detail || (oom && !summarize_oom_)) add_terms(ws, cur, c, finished_area);  // only when someone reads them
+  if (detail || (oom && !summarize_oom_))
+    add_terms(ws, cur, c, finished_area);  // only when someone reads them
   if (detail) {
     detail->ref = ref;
     detail->load_elements = load;

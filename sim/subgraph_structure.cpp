@@ -189,15 +189,15 @@ class StructureCompiler {
     for (const SubgraphModel::MatmulDepth& mm : matmul_depths) matmuls.push_back(mm.op);
   }
 
-  std::optional<RuleViolation> check_op_list();                                  // M7
+  std::optional<RuleViolation> check_op_list();                                       // M7
   std::optional<RuleViolation> check_retention(const std::vector<int>& spec_retain);  // M8, M9
   void classify_tensors(SubgraphModel& m, const std::vector<int>& retained_in, const ModelOptions& options);
   std::optional<RuleViolation> unify_grid(SubgraphModel& m);  // M10's shapes
-  void find_links(SubgraphModel& m);                           // M12, M13
-  void count_unhosted_partial_sums(SubgraphModel& m);          // M20 D
-  void find_prologues(SubgraphModel& m);                       // M14
-  void derive_regions(SubgraphModel& m);                       // M17
-  void compile_ops(SubgraphModel& m);                          // M18, M19, M24
+  void find_links(SubgraphModel& m);                          // M12, M13
+  void count_unhosted_partial_sums(SubgraphModel& m);         // M20 D
+  void find_prologues(SubgraphModel& m);                      // M14
+  void derive_regions(SubgraphModel& m);                      // M17
+  void compile_ops(SubgraphModel& m);                         // M18, M19, M24
 
  private:
   RuleViolation reject(const char* rule, const std::string& message, int op = -1, int tensor = -1) const {
@@ -207,7 +207,9 @@ class StructureCompiler {
   bool is_retained(int t) const { return std::find(retain.begin(), retain.end(), t) != retain.end(); }
   bool produced_here(int t) const { return in_subgraph(graph.producer[t]); }
   std::vector<Consumer> internal_consumers(int t) const;
-  bool is_ephemeral(int t) const { return produced_here(t) && !internal_consumers(t).empty() && !is_retained(t); }
+  bool is_ephemeral(int t) const {
+    return produced_here(t) && !internal_consumers(t).empty() && !is_retained(t);
+  }
   std::vector<int> heads_of(int t) const;
   std::vector<int> hosts_reached(int y) const;
   Form input_form(const Consumer& c) const {
@@ -243,7 +245,8 @@ std::optional<RuleViolation> StructureCompiler::check_op_list() {
   if (ops.empty()) return reject("M7", "the subgraph has no ops");
   position.assign(p.num_ops(), -1);
   for (size_t i = 0; i < ops.size(); ++i) {
-    if (position[ops[i]] != -1) return reject("M7", "op " + std::to_string(ops[i]) + " is listed twice", ops[i]);
+    if (position[ops[i]] != -1)
+      return reject("M7", "op " + std::to_string(ops[i]) + " is listed twice", ops[i]);
     position[ops[i]] = static_cast<int>(i);
   }
   for (int b : ops)
@@ -271,8 +274,8 @@ std::optional<RuleViolation> StructureCompiler::check_op_list() {
   for (size_t i = 1; i < ops.size(); ++i)
     if (comp.find(static_cast<int>(i)) != comp.find(0))
       return reject("M7",
-                    "op " + std::to_string(ops[i]) + " shares no tensor path with op " + std::to_string(ops[0]) +
-                        "; the ops of a subgraph must be connected",
+                    "op " + std::to_string(ops[i]) + " shares no tensor path with op " +
+                        std::to_string(ops[0]) + "; the ops of a subgraph must be connected",
                     ops[i]);
   return std::nullopt;
 }
@@ -281,7 +284,8 @@ std::optional<RuleViolation> StructureCompiler::check_retention(const std::vecto
   for (int t : spec_retain)
     if (std::find(retain.begin(), retain.end(), t) == retain.end()) retain.push_back(t);
   for (int t : retain) {
-    if (graph.is_graph_input[t]) return reject("M9", tensor_name(t) + ": graph inputs cannot be retained", -1, t);
+    if (graph.is_graph_input[t])
+      return reject("M9", tensor_name(t) + ": graph inputs cannot be retained", -1, t);
     if (!produced_here(t))
       return reject("M9",
                     tensor_name(t) +
@@ -289,7 +293,8 @@ std::optional<RuleViolation> StructureCompiler::check_retention(const std::vecto
                         "retained (retention lasts one subgraph)",
                     -1, t);
     if (graph.is_graph_output[t])
-      return reject("M9", tensor_name(t) + " is a graph output and cannot be retained; it must reach slow memory",
+      return reject("M9",
+                    tensor_name(t) + " is a graph output and cannot be retained; it must reach slow memory",
                     -1, t);
     for (const Consumer& c : internal_consumers(t))
       if (p.is_matmul(c.op))
@@ -461,7 +466,8 @@ void StructureCompiler::find_prologues(SubgraphModel& m) {
     if (p.is_matmul(o) || in_chain[o]) continue;
     for (int t : p.outputs[o])
       for (const Consumer& c : internal_consumers(t))
-        if (p.is_matmul(c.op)) m.facts_.prologues.push_back({o, t, c.op, c.position, graph.reduction_depth[c.op]});
+        if (p.is_matmul(c.op))
+          m.facts_.prologues.push_back({o, t, c.op, c.position, graph.reduction_depth[c.op]});
   }
 }
 
@@ -511,7 +517,8 @@ void StructureCompiler::compile_ops(SubgraphModel& m) {
     // M19 slice forms of this op's external, not retained-in inputs.
     for (int pos = 0; pos < static_cast<int>(p.inputs[o].size()); ++pos) {
       const int t = p.inputs[o][pos];
-      if (produced_here(t) || std::find(m.retained_in_.begin(), m.retained_in_.end(), t) != m.retained_in_.end())
+      if (produced_here(t) ||
+          std::find(m.retained_in_.begin(), m.retained_in_.end(), t) != m.retained_in_.end())
         continue;
       const Form f = c.matmul ? mm_in_form[o][pos] : c.run_form;
       auto same = std::find_if(m.forms_.begin(), m.forms_.end(), [&](const SubgraphModel::SliceForm& s) {
@@ -525,8 +532,8 @@ void StructureCompiler::compile_ops(SubgraphModel& m) {
   }
   for (SubgraphModel::SliceForm& s : m.forms_) {
     s.may_alias = std::count_if(m.forms_.begin(), m.forms_.end(), [&](const SubgraphModel::SliceForm& other) {
-      return other.tensor == s.tensor;
-    }) > 1;
+                    return other.tensor == s.tensor;
+                  }) > 1;
     m.aliasing_ = m.aliasing_ || s.may_alias;
   }
 }

@@ -63,7 +63,10 @@ void OracleCache::store(const std::vector<int>& key, const std::optional<Subgrap
 
 SubgraphOracle::SubgraphOracle(const Problem& problem, const Graph& graph, const ModelOptions& options,
                                std::atomic<int64_t>* shared_count, OracleCache* cache)
-    : problem_(problem), graph_(graph), options_(options), shared_count_(shared_count),
+    : problem_(problem),
+      graph_(graph),
+      options_(options),
+      shared_count_(shared_count),
       cache_(cache ? cache : &own_cache_) {}
 
 std::vector<int64_t> SubgraphOracle::spatial_candidates(int64_t extent, int64_t native) const {
@@ -144,7 +147,8 @@ std::optional<std::string> SubgraphOracle::retained_overflow(const std::vector<i
          " elements at the last step, over the capacity " + std::to_string(problem_.fast_memory_capacity);
 }
 
-double SubgraphOracle::compute_per_tile_floor(const std::vector<int>& ops, const std::vector<int>& retain) const {
+double SubgraphOracle::compute_per_tile_floor(const std::vector<int>& ops,
+                                              const std::vector<int>& retain) const {
   double compute_per_tile = 0;
   for (int o : ops) {
     const auto& outputs = problem_.outputs[o];
@@ -178,16 +182,20 @@ bool bisect_largest_fitting_k(int64_t lo, int64_t hi, Try&& attempt) {
     const auto outcome = attempt(mid);
     using Outcome = std::decay_t<decltype(outcome)>;
     if (outcome == Outcome::OutOfTime) return false;
-    if (outcome == Outcome::Fits) lo = mid;
-    else if (outcome == Outcome::OutOfMemory) hi = mid;
-    else break;  // another rule depends on k here (M13 w = k): no bisection
+    if (outcome == Outcome::Fits)
+      lo = mid;
+    else if (outcome == Outcome::OutOfMemory)
+      hi = mid;
+    else
+      break;  // another rule depends on k here (M13 w = k): no bisection
   }
   return true;
 }
 
 }  // namespace
 
-std::optional<SubgraphChoice> SubgraphOracle::best(const std::vector<int>& ops, const std::vector<int>& retained_in,
+std::optional<SubgraphChoice> SubgraphOracle::best(const std::vector<int>& ops,
+                                                   const std::vector<int>& retained_in,
                                                    const std::vector<int>& retain, std::string* reason) {
   const std::vector<int> key = cache_key(ops, retained_in, retain);
   if (std::optional<SubgraphChoice> known; cache_->find(key, &known) && (known || !reason)) return known;
@@ -200,8 +208,8 @@ std::optional<SubgraphChoice> SubgraphOracle::best(const std::vector<int>& ops, 
     cache_->store(key, best);
     return best;
   };
-  // A cheap feasibility check first: most subgraphs the DP proposes with two large tensors retained fail here,
-  // without trying any granularity.
+  // A cheap feasibility check first: most subgraphs the DP proposes with two large tensors retained fail
+  // here, without trying any granularity.
   if (std::optional<std::string> overflow = retained_overflow(retained_in, retain)) {
     if (reason) *reason = *overflow;
     return answer();
@@ -298,7 +306,8 @@ std::optional<SubgraphChoice> SubgraphOracle::best(const std::vector<int>& ops, 
       }
       // The largest k that fits may lie between the candidates or below them all.
       if (smallest_too_big > largest_fit + 1 &&
-          !bisect_largest_fitting_k(largest_fit, smallest_too_big, [&](int64_t k) { return try_granularity(w, h, k); }))
+          !bisect_largest_fitting_k(largest_fit, smallest_too_big,
+                                    [&](int64_t k) { return try_granularity(w, h, k); }))
         return best;  // out of time: not cached
     }
   if (!best && reason) *reason = last_violation ? last_violation->describe() : "no candidate granularity";

@@ -1,6 +1,6 @@
-// The search's oracle: it proposes a subgraph (ops, what it receives retained, what it retains) and is told the
-// best configuration the step model finds for it (granularity, traversal order, latency) or why none works.
-// It never computes cost itself: every number comes from SubgraphModel (compile = static rules, then
+// The search's oracle: it proposes a subgraph (ops, what it receives retained, what it retains) and is told
+// the best configuration the step model finds for it (granularity, traversal order, latency) or why none
+// works. It never computes cost itself: every number comes from SubgraphModel (compile = static rules, then
 // evaluate_fast = latency and working set).
 #pragma once
 
@@ -54,8 +54,8 @@ class OracleCache {
 
 class SubgraphOracle {
  public:
-  // `shared_count`, if given, is incremented with every evaluation (live progress across threads); `cache`, if
-  // given, is shared with other oracles of the same problem and options.
+  // `shared_count`, if given, is incremented with every evaluation (live progress across threads); `cache`,
+  // if given, is shared with other oracles of the same problem and options.
   SubgraphOracle(const Problem& problem, const Graph& graph, const ModelOptions& options,
                  std::atomic<int64_t>* shared_count = nullptr, OracleCache* cache = nullptr);
 
@@ -63,8 +63,9 @@ class SubgraphOracle {
   std::optional<SubgraphChoice> best(const std::vector<int>& ops, const std::vector<int>& retained_in,
                                      const std::vector<int>& retain, std::string* reason = nullptr);
   int64_t evaluations() const { return evaluations_; }
-  // How many tile sizes and k values to try: 0 = the usual few, 1 = more tile counts, 2 = every tile count down to
-  // 1/16 of native and every k that gives a distinct number of k-steps (small problems can afford it).
+  // How many tile sizes and k values to try: 0 = the usual few, 1 = more tile counts, 2 = every tile count
+  // down to 1/16 of native and every k that gives a distinct number of k-steps (small problems can afford
+  // it).
   void set_breadth(int breadth) { breadth_ = breadth; }
   // Checked between candidates: once it returns true, best() returns what it has (uncached) at once.
   void set_expired(std::function<bool()> expired) { expired_ = std::move(expired); }

@@ -190,8 +190,8 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
   for (auto& t : threads) t.join();
   inc.stats.evaluations = inc.evaluations.load();
   inc.stats.orders = inc.orders.load();
-  inc.stats.stopped_by = stop.load()                                                        ? "signal"
-                         : at_floor()                                                       ? "certified bound"
+  inc.stats.stopped_by = stop.load()  ? "signal"
+                         : at_floor() ? "certified bound"
                          : options.max_orders > 0 && inc.stats.orders >= options.max_orders ? "order budget"
                          : inc.stats.exhaustive_complete ? "exhaustive search done"
                                                          : "timeout";

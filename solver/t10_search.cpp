@@ -1,11 +1,11 @@
 #include "solver/t10_search.hpp"
 
-#include "sim/t10/t10_calibrated.hpp"
-
 #include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <tuple>
+
+#include "sim/t10/t10_calibrated.hpp"
 
 namespace mlsys::t10 {
 namespace {
@@ -108,7 +108,8 @@ CalibratedSearchResult search_calibrated(const Problem& pr, size_t top_n) {
   const size_t keep = std::max<size_t>(top_n, 1);
   auto key = [](const CalibratedRankedPlan& r) {
     const Plan& p = r.plan;
-    return std::make_tuple(r.total, r.hot, p.f_op[0], p.f_op[1], p.f_op[2], p.am, p.ak, p.bk, p.bn, p.cm, p.cn);
+    return std::make_tuple(r.total, r.hot, p.f_op[0], p.f_op[1], p.f_op[2], p.am, p.ak, p.bk, p.bn, p.cm,
+                           p.cn);
   };
   std::vector<CalibratedRankedPlan> kept;
   const int64_t cores = pr.chip.cores;

@@ -1,5 +1,5 @@
-// T10 search (rule book T39-T41): every plan the profile accepts, enumerated with E4 satisfied by construction,
-// F_op candidates visited in order of their compute lower bound so the T41 prune cuts early.
+// T10 search (rule book T39-T41): every plan the profile accepts, enumerated with E4 satisfied by
+// construction, F_op candidates visited in order of their compute lower bound so the T41 prune cuts early.
 #pragma once
 
 #include <vector>

@@ -76,15 +76,18 @@ TEST(Layering, TheCheckerMeasuresFunctionsNotComments) {
              "int short_one(int x) {\n  return x + 1;\n}\n"
              "}  // namespace\n"
              "struct Walker {\n"
-             "  int inline_member(int x) const {\n" + body + "    return x;\n  }\n"
-             "  int field{0};\n"
-             "};\n"
-             "int Walker_long(int x) {\n"
-             "  const char* s = \"}}}\";\n"
-             "  auto f = [&](int y) {\n" + body + "    return y;\n  };\n" + body +
-             "  return f(x) + s[0];\n"
-             "}\n"
-             "}  // namespace mlsys\n");
+             "  int inline_member(int x) const {\n" +
+                 body +
+                 "    return x;\n  }\n"
+                 "  int field{0};\n"
+                 "};\n"
+                 "int Walker_long(int x) {\n"
+                 "  const char* s = \"}}}\";\n"
+                 "  auto f = [&](int y) {\n" +
+                 body + "    return y;\n  };\n" + body +
+                 "  return f(x) + s[0];\n"
+                 "}\n"
+                 "}  // namespace mlsys\n");
   const std::vector<Finding> findings = long_functions(root, {"solver"}, 10);
   ASSERT_EQ(2u, findings.size()) << describe(findings);
   EXPECT_EQ(10, findings[0].line);
@@ -96,7 +99,8 @@ TEST(Layering, TheCheckerMeasuresFunctionsNotComments) {
 }
 
 TEST(Layering, NoFunctionOfTheModelVerifierOrSolverIsOver120Lines) {
-  // Issue 39: a function a new maintainer must read whole fits on two screens; split by rule group or theorem.
+  // Issue 39: a function a new maintainer must read whole fits on two screens; split by rule group or
+  // theorem.
   const std::vector<Finding> findings = long_functions(source_path(""), {"sim", "verifier", "solver"}, 120);
   EXPECT_TRUE(findings.empty()) << describe(findings);
 }

@@ -224,8 +224,9 @@ std::string code_only(const std::string& text) {
       const size_t stop = end == std::string::npos ? text.size() : end + closing.size();
       blank(i, stop);
       i = stop;
-    } else if (text[i] == '"' || (text[i] == '\'' && !(i > 0 && std::isxdigit(static_cast<unsigned char>(
-                                                                         text[i - 1]))))) {  // not 1'000
+    } else if (text[i] == '"' ||
+               (text[i] == '\'' &&
+                !(i > 0 && std::isxdigit(static_cast<unsigned char>(text[i - 1]))))) {  // not 1'000
       const char quote = text[i];
       size_t j = i + 1;
       while (j < text.size() && text[j] != quote && text[j] != '\n') j += text[j] == '\\' ? 2 : 1;
@@ -251,7 +252,8 @@ std::vector<Finding> long_functions(const fs::path& root, const std::vector<std:
   static const std::regex container(R"((^|\W)(namespace|class|struct|union|enum|extern)(\W|$))");
   std::vector<Finding> findings;
   for (const fs::path& file : repository_files(root)) {
-    if (!is_source(file) || std::find(folders.begin(), folders.end(), file.begin()->string()) == folders.end())
+    if (!is_source(file) ||
+        std::find(folders.begin(), folders.end(), file.begin()->string()) == folders.end())
       continue;
     const std::string code = code_only(read_text(root / file));
     enum class Scope { container, function, block };
@@ -289,7 +291,8 @@ std::vector<Finding> long_functions(const fs::path& root, const std::vector<std:
       } else if (c == ';') {
         header.clear();
       } else if (in_container()) {
-        if (header.find_first_not_of(" \t\n") == std::string::npos && !std::isspace(static_cast<unsigned char>(c)))
+        if (header.find_first_not_of(" \t\n") == std::string::npos &&
+            !std::isspace(static_cast<unsigned char>(c)))
           header_line = line;
         header += c;
       }

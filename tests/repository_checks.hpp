@@ -44,7 +44,7 @@ std::vector<Finding> oversized_sources(const std::filesystem::path& root, int ma
 // source files under `folders` (e.g. {"sim", "verifier", "solver"}). Comments and string literals are
 // skipped; a brace block is a function when its header (the text since the last `;`, `{` or `}`) has a `)`
 // and it opens at namespace or class scope. `text` names the function.
-std::vector<Finding> long_functions(const std::filesystem::path& root, const std::vector<std::string>& folders,
-                                    int max_lines);
+std::vector<Finding> long_functions(const std::filesystem::path& root,
+                                    const std::vector<std::string>& folders, int max_lines);
 
 }  // namespace mlsys::test

@@ -193,15 +193,15 @@ TEST_F(T10Calibrated, EngineEventsSumToTheModelsTermsOnRandomPlans) {
     EXPECT_FALSE(r.violation.has_value());
     double compute = 0, shifts = 0, shuffle = 0;
     for (const PhaseCost& phase : r.phases)
-      (phase.name.rfind("compute", 0) == 0 ? compute : phase.name.rfind("shift ", 0) == 0 ? shifts : shuffle) +=
-          phase.cycles;
+      (phase.name.rfind("compute", 0) == 0  ? compute
+       : phase.name.rfind("shift ", 0) == 0 ? shifts
+                                            : shuffle) += phase.cycles;
     expect_near(c.compute, compute, "compute phases");
     expect_near(c.sync_shift, shifts, "shift events");
     expect_near(c.shuffle, shuffle, "shuffle phases");
     expect_near(c.total, r.makespan, "makespan");
-    EXPECT_EQ(c.steps, std::count_if(r.phases.begin(), r.phases.end(), [](const PhaseCost& p) {
-                return p.name.rfind("compute", 0) == 0;
-              }));
+    EXPECT_EQ(c.steps, std::count_if(r.phases.begin(), r.phases.end(),
+                                     [](const PhaseCost& p) { return p.name.rfind("compute", 0) == 0; }));
   }
   EXPECT_GE(checked, 24);
 }
@@ -217,7 +217,8 @@ TEST_F(T10Calibrated, RejectionsNameTheRuleAndItsFigures) {
   for (const std::string& r : big.rejections) sram = sram || r.find("above the SRAM") != std::string::npos;
   EXPECT_TRUE(sram);
   // Rings that are no chain (2 and 3 on m) cannot be priced at all.
-  const CalibratedCost misaligned = calibrated_cost(problem_of(32, 5120, 15360), plan_of({1, 366, 6}, 3, 1, 1, 1, 2));
+  const CalibratedCost misaligned =
+      calibrated_cost(problem_of(32, 5120, 15360), plan_of({1, 366, 6}, 3, 1, 1, 1, 2));
   EXPECT_EQ(0, misaligned.steps);
   EXPECT_FALSE(misaligned.accepted());
 }
@@ -258,10 +259,12 @@ TEST_F(T10Calibrated, ChipSweepGivesEachSramSizeItsBestPlan) {
 }
 
 TEST_F(T10Calibrated, SimulateJsonReportsMakespanAndWarmUpApart) {
-  const std::string problem = temp_dir("t10-calibrated") + "/p.json", plan = temp_dir("t10-calibrated") + "/plan.json";
+  const std::string problem = temp_dir("t10-calibrated") + "/p.json",
+                    plan = temp_dir("t10-calibrated") + "/plan.json";
   write_text(problem, R"({"op": "matmul", "m": 4, "k": 4096, "n": 4096})");
   write_text(plan, plan_to_json(plan_of({1, 32, 46})).dump());
-  const CommandResult run = run_command(MLSYS_T10_BIN, "simulate " + problem + " " + plan + " --timing calibrated --json");
+  const CommandResult run =
+      run_command(MLSYS_T10_BIN, "simulate " + problem + " " + plan + " --timing calibrated --json");
   ASSERT_EQ(0, run.exit_code) << run.err;
   const json out = json::parse(run.out);
   expect_near(12460.45, out["cores"]["makespan"], "cores.makespan");

@@ -43,9 +43,11 @@ void calibrated_section(std::ostringstream& html, const PlanReportPage& page) {
     html << "<table class=\"grid\" id=\"calibrated-terms\"><tr><th>term</th><th>cycles</th></tr>\n"
          << "<tr><td>compute</td><td>" << format_display(r.calibrated_compute) << "</td></tr>\n"
          << "<tr><td>shifts and syncs</td><td>" << format_display(r.calibrated_sync_shift) << "</td></tr>\n"
-         << "<tr><td>shuffle after the operator</td><td>" << format_display(r.calibrated_shuffle) << "</td></tr>\n"
+         << "<tr><td>shuffle after the operator</td><td>" << format_display(r.calibrated_shuffle)
+         << "</td></tr>\n"
          << "<tr><td><b>total (makespan on every core)</b></td><td><b>" << format_display(r.makespan)
-         << "</b></td></tr>\n<tr><td>warm-up from the cold layout (not added)</td><td>" << format_display(r.warm_up)
+         << "</b></td></tr>\n<tr><td>warm-up from the cold layout (not added)</td><td>"
+         << format_display(r.warm_up)
          << "</td></tr>\n</table>\n<p>Memory per core as the model counts it: hot "
          << format_display(static_cast<double>(r.calibrated_hot_bytes)) << " B, cold "
          << format_display(static_cast<double>(r.calibrated_cold_bytes)) << " B; the engine's real peak "
@@ -54,8 +56,9 @@ void calibrated_section(std::ostringstream& html, const PlanReportPage& page) {
       html << " Outside the model's search space: " << html_escape(why) << ".";
     html << "</p>\n";
   } else {
-    html << "<p class=\"note\">The calibrated model cannot price this plan (a dimension's rings do not form a "
-            "chain).</p>\n";
+    html
+        << "<p class=\"note\">The calibrated model cannot price this plan (a dimension's rings do not form a "
+           "chain).</p>\n";
   }
   if (page.calibrated_top.empty()) return;
   html << "<table class=\"grid\" id=\"calibrated-top\"><tr><th>#</th><th>plan</th><th>calibrated cycles</th>"
@@ -63,8 +66,8 @@ void calibrated_section(std::ostringstream& html, const PlanReportPage& page) {
   for (size_t i = 0; i < page.calibrated_top.size(); ++i) {
     const CalibratedRankedPlan& p = page.calibrated_top[i];
     html << "<tr><td>" << i + 1 << "</td><td style=\"text-align:left\">" << plan_text(p.plan) << "</td><td>"
-         << format_display(p.total) << "</td><td>" << format_display(static_cast<double>(p.hot)) << "</td><td>"
-         << format_display(static_cast<double>(p.cold)) << "</td></tr>\n";
+         << format_display(p.total) << "</td><td>" << format_display(static_cast<double>(p.hot))
+         << "</td><td>" << format_display(static_cast<double>(p.cold)) << "</td></tr>\n";
   }
   html << "</table>\n";
 }

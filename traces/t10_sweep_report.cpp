@@ -27,7 +27,8 @@ std::string chip_sweep_csv(const std::vector<ChipVariantPoint>& points) {
     }
     csv << "," << (p.proven ? "yes" : "no") << "," << p.simulated << "," << format_number(p.seconds) << ","
         << to_string(p.timing) << ","
-        << (p.best && p.timing == CoreTiming::Calibrated ? format_number(p.best->calibrated_total) : "") << "\n";
+        << (p.best && p.timing == CoreTiming::Calibrated ? format_number(p.best->calibrated_total) : "")
+        << "\n";
   }
   return csv.str();
 }
@@ -82,9 +83,8 @@ std::string chip_sweep_html(const std::string& problem_name, const std::vector<C
            << y_of(sweep_cycles(*p));
       svg << "<circle class=\"chip-point\" cx=\"" << x_of(p->exchange_bytes_per_cycle) << "\" cy=\""
           << y_of(sweep_cycles(*p)) << "\" r=\"4\" fill=\"" << color << "\" data-tip=\""
-          << html_escape(plan_to_json(p->best->plan).dump()) << ": "
-          << format_display(sweep_cycles(*p)) << " cycles (grader "
-          << format_display(p->best->grader_total) << ")\"/>\n";
+          << html_escape(plan_to_json(p->best->plan).dump()) << ": " << format_display(sweep_cycles(*p))
+          << " cycles (grader " << format_display(p->best->grader_total) << ")\"/>\n";
     }
     svg << "<path class=\"chip-curve\" d=\"" << path.str() << "\" fill=\"none\" stroke=\"" << color
         << "\"/>\n";
@@ -95,14 +95,14 @@ std::string chip_sweep_html(const std::string& problem_name, const std::vector<C
   svg << "</svg>\n";
   std::ostringstream html;
   html << html_page_start("T10 chip sweep: " + problem_name)
-       << "<h1>T10 chip sweep: " << html_escape(problem_name)
-       << "</h1>\n<p class=\"note\">"
-       << (calibrated ? "The best accepted plan under the calibrated timing (the T10 authors' IPU-fitted model, "
-                        "which has no bandwidth parameter) for each SRAM size, proven by exhausting that model's "
-                        "search space.</p>\n"
-                      : "The best accepted plan under the exchange timing of the all-cores engine for each chip "
-                        "variant (exchange bandwidth per tile x SRAM per core), proven by the search's bound unless "
-                        "the table says otherwise.</p>\n")
+       << "<h1>T10 chip sweep: " << html_escape(problem_name) << "</h1>\n<p class=\"note\">"
+       << (calibrated
+               ? "The best accepted plan under the calibrated timing (the T10 authors' IPU-fitted model, "
+                 "which has no bandwidth parameter) for each SRAM size, proven by exhausting that model's "
+                 "search space.</p>\n"
+               : "The best accepted plan under the exchange timing of the all-cores engine for each chip "
+                 "variant (exchange bandwidth per tile x SRAM per core), proven by the search's bound unless "
+                 "the table says otherwise.</p>\n")
        << svg.str() << "<table><tr><th>bytes/cycle</th><th>SRAM B</th><th>best plan</th><th>"
        << (calibrated ? "calibrated" : "exchange") << " cycles</th>"
        << "<th>grader cycles</th><th>proven</th></tr>\n";

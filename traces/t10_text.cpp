@@ -11,8 +11,9 @@ void print_breakdown(std::ostream& out, const Problem& p, const Plan& plan, cons
   if (e.cost) {
     const Cost& c = *e.cost;
     out << "total " << format_number(c.total) << " cycles = comp " << format_number(c.comp) << " (compute "
-        << format_number(c.compute) << ", load " << format_number(c.load) << ", store " << format_number(c.store)
-        << ") + shift " << c.shift << " + broadcast " << c.bcast << " + reduce " << c.reduce << "\n";
+        << format_number(c.compute) << ", load " << format_number(c.load) << ", store "
+        << format_number(c.store) << ") + shift " << c.shift << " + broadcast " << c.bcast << " + reduce "
+        << c.reduce << "\n";
   }
   out << "cores " << e.derived.cores << " of " << p.chip.cores << ", SRAM peak " << e.derived.hot_bytes
       << " B per core (capacity " << p.chip.sram_bytes_per_core << ")";
@@ -28,24 +29,25 @@ void print_cores_result(std::ostream& out, const CoresResult& r, CoreTiming timi
   out << "grader timing: total " << format_number(r.total) << " cycles\n";
   if (timing == CoreTiming::Exchange)
     out << "exchange timing: total " << format_number(r.exchange_total) << " cycles (compute "
-        << format_number(r.exchange_compute) << ", exchange " << format_number(r.exchange_exchange) << ", sync "
-        << format_number(r.exchange_sync) << "), " << format_display(100 * (r.exchange_total / r.total - 1))
-        << " % against the grader\n";
+        << format_number(r.exchange_compute) << ", exchange " << format_number(r.exchange_exchange)
+        << ", sync " << format_number(r.exchange_sync) << "), "
+        << format_display(100 * (r.exchange_total / r.total - 1)) << " % against the grader\n";
   if (timing == CoreTiming::Calibrated) {
     out << "calibrated timing: total " << format_number(r.makespan) << " cycles (compute "
-        << format_number(r.calibrated_compute) << ", shifts and syncs " << format_number(r.calibrated_sync_shift)
-        << ", shuffle after the operator " << format_number(r.calibrated_shuffle) << "); warm-up from the cold "
+        << format_number(r.calibrated_compute) << ", shifts and syncs "
+        << format_number(r.calibrated_sync_shift) << ", shuffle after the operator "
+        << format_number(r.calibrated_shuffle) << "); warm-up from the cold "
         << "layout " << format_number(r.warm_up) << " (not added)\n";
-    out << "calibrated memory per core: hot " << r.calibrated_hot_bytes << " B, cold " << r.calibrated_cold_bytes
-        << " B (engine's real peak " << r.peak_sram_bytes << " B)\n";
+    out << "calibrated memory per core: hot " << r.calibrated_hot_bytes << " B, cold "
+        << r.calibrated_cold_bytes << " B (engine's real peak " << r.peak_sram_bytes << " B)\n";
     for (const std::string& why : r.calibrated_rejections)
       out << "note: outside the calibrated model's search space: " << why << "\n";
   }
   if (r.functional_checked && !r.violation)
-    out << (r.functional_method == "freivalds"
-                ? "functional: C·r = A·(B·r) for a random r modulo 2^61 - 1 (Freivalds' check: a wrong C passes "
-                  "with probability at most 2^-61)\n"
-                : "functional: C = A·B exactly\n");
+    out << (r.functional_method == "freivalds" ? "functional: C·r = A·(B·r) for a random r modulo 2^61 - 1 "
+                                                 "(Freivalds' check: a wrong C passes "
+                                                 "with probability at most 2^-61)\n"
+                                               : "functional: C = A·B exactly\n");
 }
 
 using nlohmann::json;
@@ -54,7 +56,8 @@ void print_grader_search(std::ostream& out, const Problem& problem, const Search
                          bool json_out) {
   if (json_out) {
     json list = json::array();
-    for (const RankedPlan& rp : r.top) list.push_back({{"plan", plan_to_json(rp.plan)}, {"total_cycles", rp.total}});
+    for (const RankedPlan& rp : r.top)
+      list.push_back({{"plan", plan_to_json(rp.plan)}, {"total_cycles", rp.total}});
     json j = evaluation_to_json(problem, r.top[0].plan, evaluate(problem, r.top[0].plan, profile), profile);
     j["ties"] = r.ties;
     j["top"] = list;
@@ -73,15 +76,17 @@ void print_exchange_search(std::ostream& out, const ExchangeSearchResult& r, boo
   if (json_out) {
     json list = json::array();
     for (const ExchangeRankedPlan& rp : r.top)
-      list.push_back(
-          {{"plan", plan_to_json(rp.plan)}, {"exchange_cycles", rp.exchange_total}, {"grader_cycles", rp.grader_total}});
-    out << json{{"top", list}, {"proven", r.proven}, {"simulated", r.simulated}, {"accepted", r.accepted}}.dump(2)
+      list.push_back({{"plan", plan_to_json(rp.plan)},
+                      {"exchange_cycles", rp.exchange_total},
+                      {"grader_cycles", rp.grader_total}});
+    out << json{{"top", list}, {"proven", r.proven}, {"simulated", r.simulated}, {"accepted", r.accepted}}
+               .dump(2)
         << "\n";
     return;
   }
   for (const ExchangeRankedPlan& rp : r.top)
-    out << plan_to_json(rp.plan).dump() << "  exchange " << format_number(rp.exchange_total) << " cycles, grader "
-        << format_number(rp.grader_total) << "\n";
+    out << plan_to_json(rp.plan).dump() << "  exchange " << format_number(rp.exchange_total)
+        << " cycles, grader " << format_number(rp.grader_total) << "\n";
 }
 
 void print_calibrated_search(std::ostream& out, const CalibratedSearchResult& r,
@@ -99,8 +104,8 @@ void print_calibrated_search(std::ostream& out, const CalibratedSearchResult& r,
                     {"consistent", !cores.violation.has_value()}});
     if (!json_out)
       out << plan_to_json(rp.plan).dump() << "  calibrated " << format_number(rp.total) << " cycles (engine "
-          << format_number(cores.makespan) << "), warm-up " << format_number(cores.warm_up) << ", hot " << rp.hot
-          << " B, cold " << rp.cold << " B\n";
+          << format_number(cores.makespan) << "), warm-up " << format_number(cores.warm_up) << ", hot "
+          << rp.hot << " B, cold " << rp.cold << " B\n";
   }
   if (json_out)
     out << json{{"top", list}, {"proven", true}, {"evaluated", r.evaluated}, {"accepted", r.accepted}}.dump(2)

@@ -178,8 +178,8 @@ double reloads_per_element(const Problem& p, int o, int side) {
                    : static_cast<double>(p.heights[y]) / static_cast<double>(p.native_h);
 }
 
-// The base terms: each op's compute once (M23, M24), each graph input loaded and each graph output stored once
-// (M21, M22).
+// The base terms: each op's compute once (M23, M24), each graph input loaded and each graph output stored
+// once (M21, M22).
 struct BaseTerms {
   double compute = 0, traffic = 0;
   std::vector<BoundTerm> terms;
@@ -229,8 +229,7 @@ std::optional<TensorTerm> reload_term(const Problem& p, const Graph& g, const Mo
     if (!(K > n_w && K > n_h)) continue;
     const HeadRoles& roles = head_roles[o];
     // Unless o heads a link of the operand's side (a head keeps that strip across a tile row or column).
-    if (side == 0 ? roles.lhs || (roles.rhs && !(M > n_w)) : roles.rhs || (roles.lhs && !(N > n_w)))
-      continue;
+    if (side == 0 ? roles.lhs || (roles.rhs && !(M > n_w)) : roles.rhs || (roles.lhs && !(N > n_w))) continue;
     const double rho = reloads_per_element(p, o, side);
     if (rho > term.rho) {
       term.rho = rho;
@@ -270,7 +269,8 @@ std::optional<TensorTerm> reload_term(const Problem& p, const Graph& g, const Mo
 
 // Theorem 1 for every tensor whose readers are all MatMuls reading it on one side.
 std::vector<TensorTerm> reload_terms(const Problem& p, const Graph& g, const ModelOptions& options,
-                                     const std::vector<double>& op_floor, const std::vector<HeadRoles>& head_roles,
+                                     const std::vector<double>& op_floor,
+                                     const std::vector<HeadRoles>& head_roles,
                                      const std::vector<std::set<int>>& link_heads) {
   std::vector<TensorTerm> terms;
   for (int t = 0; t < p.num_tensors(); ++t) {
@@ -293,7 +293,8 @@ std::vector<TensorTerm> reload_terms(const Problem& p, const Graph& g, const Mod
 // Theorems 3 and 5: a head that can link to one tail only pays for its own operands on both sides of the
 // choice.
 void add_head_operand_terms(const Problem& p, const Graph& g, std::vector<TensorTerm>& tensor_terms,
-                            const std::vector<HeadRoles>& head_roles, const std::vector<std::set<int>>& link_heads) {
+                            const std::vector<HeadRoles>& head_roles,
+                            const std::vector<std::set<int>>& link_heads) {
   const double B = p.slow_memory_bandwidth;
   const double n_w = static_cast<double>(p.native_w), n_h = static_cast<double>(p.native_h);
   // A head's streamed operand read by it alone and reloaded by Theorem 1 for it: how many times (0 if not).

@@ -10,15 +10,15 @@
 namespace mlsys::t10 {
 namespace {
 
-constexpr double kSyncCycles = 118;  // SYNC_CYCLES
-constexpr double kBufferIters = 2;   // BUFFER_ITERS: every shift is double-buffered, two syncs
-constexpr int64_t kChipCores = 1472; // IPU2_NUM_CORES: beyond it, INTER_CHIP_OVERHEAD
-constexpr double kInterChip = 1.25;  // INTER_CHIP_OVERHEAD
+constexpr double kSyncCycles = 118;   // SYNC_CYCLES
+constexpr double kBufferIters = 2;    // BUFFER_ITERS: every shift is double-buffered, two syncs
+constexpr int64_t kChipCores = 1472;  // IPU2_NUM_CORES: beyond it, INTER_CHIP_OVERHEAD
+constexpr double kInterChip = 1.25;   // INTER_CHIP_OVERHEAD
 constexpr double kUtilThreshold = 0.9, kPadThreshold = 0.9;  // CORE_UTIL_THRESHOLD, DATA_PAD_THRESHOLD
 
 // The plan in the model's indexing: dimensions (m, n, k), tensors (C, A, B).
 struct Config {
-  std::array<int64_t, 3> length{}, spatial{};           // dimension lengths and spatial parts
+  std::array<int64_t, 3> length{}, spatial{};            // dimension lengths and spatial parts
   std::array<std::array<int64_t, 3>, 3> temporal{};      // [dim][tensor]
   std::array<double, 3> spatial_length{}, sub_length{};  // ceil(length/parts); ceil(that/max temporal part)
   std::array<int64_t, 3> replicas{};                     // spatial_var_replicas: pk, pn, pm
@@ -32,12 +32,15 @@ void set_var_sizes(Config& c) {
   for (int x = 0; x < 3; ++x) {
     c.var_size[x] = 1;
     for (int d : Config::kVarDims[x])
-      c.var_size[x] *= static_cast<int64_t>(std::ceil(c.spatial_length[d] / static_cast<double>(c.temporal[d][x])));
+      c.var_size[x] *=
+          static_cast<int64_t>(std::ceil(c.spatial_length[d] / static_cast<double>(c.temporal[d][x])));
   }
 }
 
 // A tensor's ring product (its temporal factors multiplied over the dimensions).
-int64_t ring_of(const Config& c, int x) { return c.temporal[0][x] * c.temporal[1][x] * c.temporal[2][x]; }
+int64_t ring_of(const Config& c, int x) {
+  return c.temporal[0][x] * c.temporal[1][x] * c.temporal[2][x];
+}
 
 Config configure(const Problem& pr, const Plan& plan) {
   Config c;
@@ -86,14 +89,16 @@ std::vector<std::string> spatial_rejections(const Config& c, int64_t chip_cores)
   if (used > chip_cores)
     out.push_back(std::to_string(used) + " cores, more than the chip's " + std::to_string(chip_cores));
   if (static_cast<double>(used) / static_cast<double>(chip_cores) < util)
-    out.push_back(std::to_string(used) + " cores use less than the threshold " + fixed(util) + " of the chip");
+    out.push_back(std::to_string(used) + " cores use less than the threshold " + fixed(util) +
+                  " of the chip");
   for (int d = 0; d < 3; ++d)
     if (c.spatial[d] > c.length[d])
       out.push_back(std::string("dimension ") + dim_name[d] + " split in " + std::to_string(c.spatial[d]) +
                     " parts, more than its length " + std::to_string(c.length[d]));
   double spatial_ratio = 1;
   for (int d = 0; d < 3; ++d)
-    spatial_ratio *= static_cast<double>(c.length[d]) / (c.spatial_length[d] * static_cast<double>(c.spatial[d]));
+    spatial_ratio *=
+        static_cast<double>(c.length[d]) / (c.spatial_length[d] * static_cast<double>(c.spatial[d]));
   if (spatial_ratio < pad)
     out.push_back("spatial padding keeps " + fixed(spatial_ratio) + " of the work, below " + fixed(pad));
   return out;
@@ -107,8 +112,8 @@ std::vector<std::string> temporal_rejections(const Config& c, int64_t chip_cores
   for (int x = 0; x < 3; ++x) {
     const int64_t ring = ring_of(c, x);
     if (c.replicas[x] % ring != 0)
-      out.push_back(std::string("tensor ") + "CAB"[x] + ": ring " + std::to_string(ring) + " does not divide its " +
-                    std::to_string(c.replicas[x]) + " replicas");
+      out.push_back(std::string("tensor ") + "CAB"[x] + ": ring " + std::to_string(ring) +
+                    " does not divide its " + std::to_string(c.replicas[x]) + " replicas");
   }
   double temporal_ratio = 1;
   for (int d = 0; d < 3; ++d) {
@@ -124,8 +129,8 @@ std::vector<std::string> temporal_rejections(const Config& c, int64_t chip_cores
       if (static_cast<double>(most) > c.spatial_length[d])
         out.push_back(std::string("dimension ") + dim_name[d] + ": ring factor " + std::to_string(most) +
                       " above the per-core length " + fixed(c.spatial_length[d]));
-      const double kept = c.spatial_length[d] /
-                          (static_cast<double>(most) * std::ceil(c.spatial_length[d] / static_cast<double>(most)));
+      const double kept = c.spatial_length[d] / (static_cast<double>(most) *
+                                                 std::ceil(c.spatial_length[d] / static_cast<double>(most)));
       if (kept < pad)
         out.push_back(std::string("dimension ") + dim_name[d] + ": ring factor " + std::to_string(most) +
                       " pads to " + fixed(kept) + ", below " + fixed(pad));
@@ -214,9 +219,11 @@ void shuffle(const Config& c, int64_t dtype_bytes, CalibratedCost& cost) {
   } else if (copies > 2) {
     cost.gather = static_cast<double>(copies) * kSyncCycles + shift_time(output, dtype_bytes);
     const double batch = static_cast<double>(copies), a = aligned(reduced);
-    cost.reduce = a * batch <= 480 ? std::min(481 * 0.25 + 175, a * batch * 1.5 + 175) : a * batch * 0.25 + 175;
+    cost.reduce =
+        a * batch <= 480 ? std::min(481 * 0.25 + 175, a * batch * 1.5 + 175) : a * batch * 0.25 + 175;
   }
-  cost.shuffle_output = shift_time(static_cast<double>(c.var_size[0]), dtype_bytes) + kBufferIters * kSyncCycles;
+  cost.shuffle_output =
+      shift_time(static_cast<double>(c.var_size[0]), dtype_bytes) + kBufferIters * kSyncCycles;
   cost.shuffle_sync = kSyncCycles * 4;
 }
 
@@ -240,7 +247,8 @@ double warm_up(const Config& hot, int64_t dtype_bytes) {
 
 }  // namespace
 
-std::vector<std::string> calibrated_spatial_rejections(const Problem& problem, const std::array<int64_t, 3>& f_op) {
+std::vector<std::string> calibrated_spatial_rejections(const Problem& problem,
+                                                       const std::array<int64_t, 3>& f_op) {
   Plan plan;
   plan.f_op = f_op;
   return spatial_rejections(configure(problem, plan), problem.chip.cores);

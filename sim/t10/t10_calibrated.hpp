@@ -26,13 +26,13 @@ struct CalibratedLevel {
 
 struct CalibratedCost {
   // evaluate_config's terms.
-  int64_t steps = 0;              // get_num_comp_iter: tm*tn*tk
-  double compute_per_step = 0;    // get_comp_time_per_iter_helper on the sub-task
-  double compute = 0;             // compute_per_step x steps
+  int64_t steps = 0;            // get_num_comp_iter: tm*tn*tk
+  double compute_per_step = 0;  // get_comp_time_per_iter_helper on the sub-task
+  double compute = 0;           // compute_per_step x steps
   std::vector<CalibratedLevel> levels;
-  int64_t shift_elements = 0;     // get_shift_info's total
-  double shift = 0, sync = 0;     // get_shift_time(shift_elements); 118 x 2 per tensor per event
-  double sync_shift = 0;          // get_sync_shift_time (x 1.25 beyond one chip)
+  int64_t shift_elements = 0;  // get_shift_info's total
+  double shift = 0, sync = 0;  // get_shift_time(shift_elements); 118 x 2 per tensor per event
+  double sync_shift = 0;       // get_sync_shift_time (x 1.25 beyond one chip)
   // get_shuffle_time, after the operator: the output partition moved, syncs, gather and reduce of the rho_C
   // output copies (x 1.25 beyond one chip).
   double shuffle_output = 0, shuffle_sync = 0, gather = 0, reduce = 0, shuffle = 0;
@@ -41,8 +41,8 @@ struct CalibratedCost {
   // Memory per core as the model counts it: hot with a receive buffer per rotating tensor
   // (get_byte_per_core_with_buffer), cold the inputs at rest (get_byte_per_core_idle).
   int64_t hot_bytes = 0, cold_bytes = 0;
-  // get_warm_up_time from the cold layout without copies (each input's ring extended over its rho copies along
-  // k): reported beside the total, not added.
+  // get_warm_up_time from the cold layout without copies (each input's ring extended over its rho copies
+  // along k): reported beside the total, not added.
   double warm_up = 0;
   // The rules of the model's search space this plan breaks (empty: the model accepts it), each a sentence
   // with its figures: core count and utilisation, spatial and temporal padding, replica divisibility, ring
@@ -55,6 +55,7 @@ struct CalibratedCost {
 // the rejection says why.
 CalibratedCost calibrated_cost(const Problem& problem, const Plan& plan);
 // The rules that depend on F_op alone (cores, utilisation, splits, spatial padding), for a search.
-std::vector<std::string> calibrated_spatial_rejections(const Problem& problem, const std::array<int64_t, 3>& f_op);
+std::vector<std::string> calibrated_spatial_rejections(const Problem& problem,
+                                                       const std::array<int64_t, 3>& f_op);
 
 }  // namespace mlsys::t10

@@ -1,8 +1,5 @@
 #include "sim/t10/t10_cores.hpp"
 
-#include "sim/t10/t10_calibrated.hpp"
-#include "sim/t10/t10_functional.hpp"
-
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -11,6 +8,8 @@
 #include <systemc>
 
 #include "sim/systemc/kernel.hpp"
+#include "sim/t10/t10_calibrated.hpp"
+#include "sim/t10/t10_functional.hpp"
 #include "sim/trace_observer.hpp"
 
 namespace mlsys::t10 {
@@ -381,7 +380,8 @@ void Engine::compute_step(int64_t step, const std::vector<int64_t>& gray) {
     operands_->multiply_into(product, sums.values);
   }
   phase("compute step " + std::to_string(step),
-        o_.timing == CoreTiming::Calibrated ? calibrated_.compute_per_step : durations_.sub_task, {}, {}, busy, 0);
+        o_.timing == CoreTiming::Calibrated ? calibrated_.compute_per_step : durations_.sub_task, {}, {},
+        busy, 0);
 }
 
 void Engine::shift(size_t level, int64_t dir) {
@@ -418,8 +418,8 @@ void Engine::shift(size_t level, int64_t dir) {
   ++result_.events_per_level[level];
   ++shift_events_;
   phase("shift level " + std::to_string(level) + " (" + l.dim + ", " + l.tensors + ")",
-        o_.timing == CoreTiming::Calibrated ? calibrated_event(level) : durations_.shift[level], send, recv, {},
-        bytes);
+        o_.timing == CoreTiming::Calibrated ? calibrated_event(level) : durations_.shift[level], send, recv,
+        {}, bytes);
 }
 
 void Engine::reduce_and_gather() {
@@ -459,7 +459,8 @@ void Engine::reduce_and_gather() {
     const double scale = calibrated_.inter_chip;
     phase("shuffle: output moved", calibrated_.shuffle_output * scale, {}, {}, {}, 0);
     phase("shuffle: syncs", calibrated_.shuffle_sync * scale, {}, {}, {}, 0);
-    if (calibrated_.gather > 0) phase("shuffle: gather copies", calibrated_.gather * scale, {}, {}, {}, bytes);
+    if (calibrated_.gather > 0)
+      phase("shuffle: gather copies", calibrated_.gather * scale, {}, {}, {}, bytes);
     if (calibrated_.reduce > 0) phase("shuffle: reduce copies", calibrated_.reduce * scale, {}, {}, {}, 0);
   }
   // Every output block must have received every k block exactly once (the adds were checked as they came).
@@ -595,9 +596,9 @@ CoresResult Engine::run() {
   result_.makespan = sc_time_stamp().to_seconds() * 1e9;
   if (o_.timing == CoreTiming::Calibrated) {
     for (const PhaseCost& phase : result_.phases)
-      (phase.name.rfind("compute", 0) == 0   ? result_.calibrated_compute
-       : phase.name.rfind("shift", 0) == 0   ? result_.calibrated_sync_shift
-                                             : result_.calibrated_shuffle) += phase.cycles;
+      (phase.name.rfind("compute", 0) == 0 ? result_.calibrated_compute
+       : phase.name.rfind("shift", 0) == 0 ? result_.calibrated_sync_shift
+                                           : result_.calibrated_shuffle) += phase.cycles;
     result_.makespan = calibrated_clock_;
     result_.warm_up = calibrated_.warm_up;
     result_.calibrated_hot_bytes = calibrated_.hot_bytes;
@@ -647,13 +648,14 @@ namespace {
 // walks A·(B·r) and every core's B_block·r and A_block·t.
 void check_functional_affordable(const Problem& problem, const Derived& d, const CoreSimOptions& options) {
   if (options.functional_check == FunctionalCheck::Exact && !exact_affordable(problem, kMaxExactWork))
-    throw std::invalid_argument("the exact functional check holds the operands in memory and multiplies them "
-                                "twice: above " + std::to_string(kMaxExactElements) + " elements per operand or " +
-                                std::to_string(kMaxExactWork) +
-                                " multiply-adds use the projected (Freivalds) check");
+    throw std::invalid_argument(
+        "the exact functional check holds the operands in memory and multiplies them "
+        "twice: above " +
+        std::to_string(kMaxExactElements) + " elements per operand or " + std::to_string(kMaxExactWork) +
+        " multiply-adds use the projected (Freivalds) check");
   if (!uses_projected_check(problem, options)) return;
-  const double per_step = static_cast<double>(d.sub_task[1]) *
-                          static_cast<double>(d.sub_task[2] + d.sub_task[0]);
+  const double per_step =
+      static_cast<double>(d.sub_task[1]) * static_cast<double>(d.sub_task[2] + d.sub_task[0]);
   const double work = static_cast<double>(problem.k) * static_cast<double>(problem.n + problem.m) +
                       static_cast<double>(d.cores) * static_cast<double>(d.steps) * per_step;
   if (work > static_cast<double>(kMaxProjectedWork))

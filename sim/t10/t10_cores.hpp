@@ -43,7 +43,7 @@ struct CoreSimOptions {
   CoreTiming timing = CoreTiming::Grader;
   bool functional = false;  // multiply real integer matrices and check C = A·B
   FunctionalCheck functional_check = FunctionalCheck::Auto;
-  uint64_t seed = 1;        // of the matrices' random integers
+  uint64_t seed = 1;  // of the matrices' random integers
   // Test hook: the n-th shift event (0-based) is not delivered to one core (the first core of the first
   // ring), as if a link dropped it. -1: none.
   int64_t drop_shift_event = -1;
@@ -107,10 +107,10 @@ struct CoresResult {
   double exchange_total = 0, exchange_compute = 0, exchange_exchange = 0, exchange_sync = 0;
   // Calibrated timing: the model's terms as the engine's phases summed them, and what it reports beside them.
   double calibrated_compute = 0, calibrated_sync_shift = 0, calibrated_shuffle = 0;
-  double warm_up = 0;                          // from the cold layout, not in the makespan
+  double warm_up = 0;  // from the cold layout, not in the makespan
   int64_t calibrated_hot_bytes = 0, calibrated_cold_bytes = 0;
   std::vector<std::string> calibrated_rejections;  // the model's search-space rules the plan breaks
-  double makespan = 0;  // simulated time at the end, for the timing that was run
+  double makespan = 0;                             // simulated time at the end, for the timing that was run
   bool misaligned = false;
   std::vector<CoreStats> per_core;         // in core id order ((i_m * pk + i_k) * pn + i_n)
   std::vector<RingPath> rings;             // the ring through core (0, 0, 0) of every level and tensor

@@ -16,7 +16,9 @@ uint64_t addmod(uint64_t x, uint64_t y) {
   const uint64_t r = x + y;
   return r >= kPrime ? r - kPrime : r;
 }
-uint64_t residue(int64_t v) { return v >= 0 ? static_cast<uint64_t>(v) : kPrime - static_cast<uint64_t>(-v); }
+uint64_t residue(int64_t v) {
+  return v >= 0 ? static_cast<uint64_t>(v) : kPrime - static_cast<uint64_t>(-v);
+}
 
 // SplitMix64: an element's value from its indices, so the operands need no memory.
 uint64_t mix(uint64_t x) {
@@ -85,7 +87,8 @@ void FunctionalOperands::multiply_into(const BlockProduct& bp, std::vector<int64
     if (ar >= M || cr >= bp.piece_rows) continue;
     uint64_t acc = 0;
     for (int64_t q = 0; q < bp.depth; ++q)
-      if (t[static_cast<size_t>(q)]) acc = addmod(acc, mulmod(residue(a(ar, bp.a_col + q)), t[static_cast<size_t>(q)]));
+      if (t[static_cast<size_t>(q)])
+        acc = addmod(acc, mulmod(residue(a(ar, bp.a_col + q)), t[static_cast<size_t>(q)]));
     int64_t& s = sums[static_cast<size_t>(cr)];
     s = static_cast<int64_t>(addmod(static_cast<uint64_t>(s), acc));
   }
@@ -99,23 +102,24 @@ std::optional<std::pair<int64_t, std::string>> FunctionalOperands::compare(
     for (const GatheredPiece& g : pieces)
       for (int64_t i = 0; i < g.rows; ++i)
         for (int64_t j = 0; j < g.cols; ++j)
-          c[static_cast<size_t>((g.row0 + i) * N + g.col0 + j)] += (*g.values)[static_cast<size_t>(i * g.cols + j)];
+          c[static_cast<size_t>((g.row0 + i) * N + g.col0 + j)] +=
+              (*g.values)[static_cast<size_t>(i * g.cols + j)];
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < N; ++j) {
         int64_t want = 0;
         for (int64_t q = 0; q < K; ++q) want += a(i, q) * b(q, j);
         const int64_t got = c[static_cast<size_t>(i * N + j)];
         if (got != want)
-          return std::pair{i, "C[" + std::to_string(i) + "][" + std::to_string(j) + "] = " + std::to_string(got) +
-                                  ", A·B gives " + std::to_string(want)};
+          return std::pair{i, "C[" + std::to_string(i) + "][" + std::to_string(j) +
+                                  "] = " + std::to_string(got) + ", A·B gives " + std::to_string(want)};
       }
     return std::nullopt;
   }
   std::vector<uint64_t> y(static_cast<size_t>(M), 0), br(static_cast<size_t>(K), 0);
   for (const GatheredPiece& g : pieces)
     for (int64_t i = 0; i < g.rows; ++i)
-      y[static_cast<size_t>(g.row0 + i)] =
-          addmod(y[static_cast<size_t>(g.row0 + i)], static_cast<uint64_t>((*g.values)[static_cast<size_t>(i)]));
+      y[static_cast<size_t>(g.row0 + i)] = addmod(y[static_cast<size_t>(g.row0 + i)],
+                                                  static_cast<uint64_t>((*g.values)[static_cast<size_t>(i)]));
   for (int64_t q = 0; q < K; ++q) {
     uint64_t acc = 0;
     for (int64_t j = 0; j < N; ++j) acc = addmod(acc, mulmod(residue(b(q, j)), r_[static_cast<size_t>(j)]));
@@ -125,9 +129,9 @@ std::optional<std::pair<int64_t, std::string>> FunctionalOperands::compare(
     uint64_t want = 0;
     for (int64_t q = 0; q < K; ++q) want = addmod(want, mulmod(residue(a(i, q)), br[static_cast<size_t>(q)]));
     if (want != y[static_cast<size_t>(i)])
-      return std::pair{i, "row " + std::to_string(i) + " of C·r = " + std::to_string(y[static_cast<size_t>(i)]) +
-                              " (mod 2^61 - 1), A·(B·r) gives " + std::to_string(want) +
-                              " (Freivalds' check: C differs from A·B in this row)"};
+      return std::pair{i, "row " + std::to_string(i) + " of C·r = " +
+                              std::to_string(y[static_cast<size_t>(i)]) + " (mod 2^61 - 1), A·(B·r) gives " +
+                              std::to_string(want) + " (Freivalds' check: C differs from A·B in this row)"};
   }
   return std::nullopt;
 }

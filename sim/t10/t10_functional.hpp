@@ -32,9 +32,9 @@ constexpr int64_t kMaxProjectedWork = int64_t{1} << 31;  // about 15 s
 struct BlockProduct {
   int64_t rows = 0, depth = 0, cols = 0;
   int64_t a_row = 0, a_col = 0, b_row = 0, b_col = 0;
-  int64_t c_row = 0, c_col = 0;          // within the C piece
+  int64_t c_row = 0, c_col = 0;  // within the C piece
   int64_t piece_rows = 0, piece_cols = 0;
-  int64_t piece_col0 = 0;                // the C piece's first column in C
+  int64_t piece_col0 = 0;  // the C piece's first column in C
 };
 
 // A C piece's partial sums with its place in C, for the final comparison.

@@ -41,7 +41,7 @@ Problem parse_problem(const json& doc, const std::string& file) {
   Problem p;
   if (!doc.contains("op") || doc["op"] != "matmul")
     throw fault("op",
-                 "must be \"matmul\", got " + (doc.contains("op") ? str(doc["op"]) : std::string("nothing")));
+                "must be \"matmul\", got " + (doc.contains("op") ? str(doc["op"]) : std::string("nothing")));
   for (auto [name, out] : {std::pair{"m", &p.m}, {"k", &p.k}, {"n", &p.n}, {"dtype_bytes", &p.dtype_bytes}}) {
     if (!doc.contains(name)) {
       if (std::string(name) == "dtype_bytes") continue;
@@ -120,7 +120,7 @@ Plan parse_plan(const json& input, const std::string& file) {
   Plan plan;
   if (!doc.contains("F_op") || !doc["F_op"].is_array() || doc["F_op"].size() != 3)
     throw fault("F_op", "must be an array of exactly 3 integers, got " +
-                             (doc.contains("F_op") ? str(doc["F_op"]) : "nothing"));
+                            (doc.contains("F_op") ? str(doc["F_op"]) : "nothing"));
   for (int i = 0; i < 3; ++i) {
     auto v = as_integer(doc["F_op"][i]);
     if (!v) throw fault("F_op", "must be an array of exactly 3 integers, got " + str(doc["F_op"]));
@@ -147,7 +147,6 @@ json plan_to_json(const Plan& p) {
   return {{"F_op", p.f_op},  {"f_t_A_m", p.am}, {"f_t_A_k", p.ak}, {"f_t_B_k", p.bk},
           {"f_t_B_n", p.bn}, {"f_t_C_m", p.cm}, {"f_t_C_n", p.cn}};
 }
-
 
 json evaluation_to_json(const Problem& pr, const Plan& plan, const Evaluation& e, Profile profile) {
   const Derived& d = e.derived;
@@ -194,7 +193,6 @@ json evaluation_to_json(const Problem& pr, const Plan& plan, const Evaluation& e
   j["reduce"] = e.cost ? json(e.cost->reduce) : json(nullptr);
   return j;
 }
-
 
 const char* to_string(CoreTiming timing) {
   return timing == CoreTiming::Grader ? "grader" : timing == CoreTiming::Exchange ? "exchange" : "calibrated";
