@@ -3,12 +3,14 @@
 //   t10 simulate PROBLEM.json PLAN.json [--timing grader|exchange|calibrated] [--trace F.json] [--json]
 //   t10 solve PROBLEM.json [--timing grader|exchange|calibrated] [--top N] [--json]
 //   t10 report PROBLEM.json PLAN.json -o F.html;  t10 sweep PROBLEM.json ... -o DIR
+//   t10 compile MODEL [-o PROGRAM.json] [--reconcile exact|heuristic] [--json] [--trace F] [--html F]
 // Exit codes: 0 accepted / found, 1 the plan breaks a rule (or nothing accepted), 2 malformed input or usage.
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
 
+#include "apps/t10_compile.hpp"
 #include "sim/json_io.hpp"
 #include "sim/t10/t10_calibrated.hpp"
 #include "sim/t10/t10_cores.hpp"
@@ -223,16 +225,19 @@ void add_options(CLI::App& app, Args& a, CLI::App*& verify, CLI::App*& simulate,
 }  // namespace
 
 extern "C" int sc_main(int argc, char** argv) {
-  CLI::App app{"T10 mode: compute-shift MatMul plans on an IPU-style chip (verify, simulate, solve)."};
+  CLI::App app{"T10 mode: compute-shift MatMul plans on an IPU-style chip (verify, simulate, solve), and whole networks compiled into one program (compile)."};
   Args a;
   CLI::App *verify, *simulate, *report, *solve, *sweep;
   add_options(app, a, verify, simulate, report, solve, sweep);
+  CompileArgs compile_args;
+  CLI::App* compile = add_compile_command(app, compile_args);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   try {
+    if (*compile) return run_compile(compile_args);
     const t10::Problem problem = read_problem(a.problem_path, a.profile());
     if (*sweep) return run_sweep(a, problem);
     if (*solve && a.solve_timing == "exchange") return run_solve_exchange(a, problem);

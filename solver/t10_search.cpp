@@ -102,41 +102,52 @@ SearchResult search(const Problem& pr, Profile profile, size_t top_n, bool prune
   return result;
 }
 
-CalibratedSearchResult search_calibrated(const Problem& pr, size_t top_n) {
+std::pair<int64_t, int64_t> for_each_calibrated_plan(
+    const Problem& pr, const std::function<void(const Plan&, const CalibratedCost&)>& visit) {
   check_searchable(pr);
+  int64_t fops = 0, evaluated = 0;
+  const int64_t cores = pr.chip.cores;
+  for (int64_t pb = 1; pb <= std::min(cores, pr.batch); ++pb)
+    for (int64_t pm = 1; pm <= pr.m && pb * pm <= cores; ++pm)
+      for (int64_t pk = 1; pk <= pr.k && pb * pm * pk <= cores; ++pk)
+        for (int64_t pn = 1; pn <= pr.n && pb * pm * pk * pn <= cores; ++pn) {
+          if (!calibrated_spatial_rejections(pr, {pm, pk, pn}, pb).empty()) continue;
+          ++fops;
+          Plan plan;
+          plan.f_op = {pm, pk, pn};
+          plan.pb = pb;
+          for (auto [cm, cn] : ordered_pairs(pk))
+            for (auto [am, ak] : ordered_pairs(pn))
+              for (auto [bk, bn] : ordered_pairs(pm)) {
+                plan.cm = cm, plan.cn = cn, plan.am = am, plan.ak = ak, plan.bk = bk, plan.bn = bn;
+                const CalibratedCost c = calibrated_cost(pr, plan, false);
+                ++evaluated;
+                if (c.accepted()) visit(plan, c);
+              }
+        }
+  return {fops, evaluated};
+}
+
+CalibratedSearchResult search_calibrated(const Problem& pr, size_t top_n) {
   CalibratedSearchResult result;
   const size_t keep = std::max<size_t>(top_n, 1);
   auto key = [](const CalibratedRankedPlan& r) {
     const Plan& p = r.plan;
-    return std::make_tuple(r.total, r.hot, p.f_op[0], p.f_op[1], p.f_op[2], p.am, p.ak, p.bk, p.bn, p.cm,
-                           p.cn);
+    return std::make_tuple(r.total, r.hot, p.pb, p.f_op[0], p.f_op[1], p.f_op[2], p.am, p.ak, p.bk, p.bn,
+                           p.cm, p.cn);
   };
   std::vector<CalibratedRankedPlan> kept;
-  const int64_t cores = pr.chip.cores;
-  for (int64_t pm = 1; pm <= std::min(cores, pr.m); ++pm)
-    for (int64_t pk = 1; pk <= pr.k && pm * pk <= cores; ++pk)
-      for (int64_t pn = 1; pn <= pr.n && pm * pk * pn <= cores; ++pn) {
-        if (!calibrated_spatial_rejections(pr, {pm, pk, pn}).empty()) continue;
-        ++result.fops;
-        Plan plan;
-        plan.f_op = {pm, pk, pn};
-        for (auto [cm, cn] : ordered_pairs(pk))
-          for (auto [am, ak] : ordered_pairs(pn))
-            for (auto [bk, bn] : ordered_pairs(pm)) {
-              plan.cm = cm, plan.cn = cn, plan.am = am, plan.ak = ak, plan.bk = bk, plan.bn = bn;
-              const CalibratedCost c = calibrated_cost(pr, plan);
-              ++result.evaluated;
-              if (!c.accepted()) continue;
-              ++result.accepted;
-              const CalibratedRankedPlan r{plan, c.total, c.hot_bytes, c.cold_bytes};
-              if (kept.size() < keep || key(r) < key(kept.back())) {
-                kept.insert(std::upper_bound(kept.begin(), kept.end(), r,
-                                             [&](const auto& a, const auto& b) { return key(a) < key(b); }),
-                            r);
-                if (kept.size() > keep) kept.pop_back();
-              }
-            }
-      }
+  std::tie(result.fops, result.evaluated) =
+      for_each_calibrated_plan(pr, [&](const Plan& plan, const CalibratedCost& c) {
+        ++result.accepted;
+        const CalibratedRankedPlan r{plan, c.total, c.hot_bytes, c.cold_bytes};
+        if (kept.size() < keep || key(r) < key(kept.back())) {
+          kept.insert(std::upper_bound(kept.begin(), kept.end(), r,
+                                       [&](const auto& a, const auto& b) { return key(a) < key(b); }),
+                      r);
+          if (kept.size() > keep) kept.pop_back();
+        }
+      });
   kept.resize(std::min(kept.size(), top_n));
   result.top = kept;
   return result;

@@ -2,7 +2,10 @@
 // construction, F_op candidates visited in order of their compute lower bound so the T41 prune cuts early.
 #pragma once
 
+#include <functional>
 #include <vector>
+
+#include "sim/t10/t10_calibrated.hpp"
 
 #include "sim/t10/t10_model.hpp"
 
@@ -46,5 +49,10 @@ struct CalibratedSearchResult {
   int64_t accepted = 0;   // plans the model accepts
 };
 CalibratedSearchResult search_calibrated(const Problem& problem, size_t top_n = 1);
+
+// Every plan of that search space (with the batch's spatial parts pb when the problem has a batch), priced;
+// `visit` sees the accepted ones. Returns {F_op allowed, plans priced}.
+std::pair<int64_t, int64_t> for_each_calibrated_plan(
+    const Problem& problem, const std::function<void(const Plan&, const CalibratedCost&)>& visit);
 
 }  // namespace mlsys::t10

@@ -23,6 +23,8 @@ struct Config {
   std::array<double, 3> spatial_length{}, sub_length{};  // ceil(length/parts); ceil(that/max temporal part)
   std::array<int64_t, 3> replicas{};                     // spatial_var_replicas: pk, pn, pm
   std::array<int64_t, 3> var_size{};                     // get_sub_op_var_sizes: S_C, S_A, S_B
+  // The batch, a dimension of every tensor that is split in space only: each core's products per step.
+  int64_t batch = 1, batch_parts = 1, batch_local = 1;
   // The dimensions each tensor spans, as indices into (m, n, k).
   static constexpr int kVarDims[3][2] = {{0, 1}, {0, 2}, {2, 1}};
 };
@@ -30,7 +32,7 @@ struct Config {
 // get_sub_op_var_sizes: each tensor's partition, per dimension ceil(per-core length / its factor).
 void set_var_sizes(Config& c) {
   for (int x = 0; x < 3; ++x) {
-    c.var_size[x] = 1;
+    c.var_size[x] = c.batch_local;
     for (int d : Config::kVarDims[x])
       c.var_size[x] *=
           static_cast<int64_t>(std::ceil(c.spatial_length[d] / static_cast<double>(c.temporal[d][x])));
@@ -42,12 +44,21 @@ int64_t ring_of(const Config& c, int x) {
   return c.temporal[0][x] * c.temporal[1][x] * c.temporal[2][x];
 }
 
+// is_chain_divisible: a dimension's factors, sorted, each divide the next.
+bool is_chain(std::array<int64_t, 3> factors) {
+  std::sort(factors.begin(), factors.end());
+  return factors[2] % factors[1] == 0 && factors[1] % factors[0] == 0;
+}
+
 Config configure(const Problem& pr, const Plan& plan) {
   Config c;
   c.length = {pr.m, pr.n, pr.k};
   c.spatial = {plan.f_op[0], plan.f_op[2], plan.f_op[1]};
   c.temporal = {{{plan.cm, plan.am, 1}, {plan.cn, 1, plan.bn}, {1, plan.ak, plan.bk}}};
   c.replicas = {plan.f_op[1], plan.f_op[2], plan.f_op[0]};
+  c.batch = pr.batch;
+  c.batch_parts = plan.pb;
+  c.batch_local = (pr.batch + plan.pb - 1) / std::max<int64_t>(plan.pb, 1);
   for (int d = 0; d < 3; ++d) {
     c.spatial_length[d] = std::ceil(static_cast<double>(c.length[d]) / static_cast<double>(c.spatial[d]));
     const int64_t most = *std::max_element(c.temporal[d].begin(), c.temporal[d].end());
@@ -63,14 +74,20 @@ double shift_time(double elements, int64_t dtype_bytes) {
 }
 
 // get_util_threshold and get_pad_threshold (NUM_DIMS_CORRELATION = 0 makes the dimension factor 1).
+// The batch is one more dimension of the product and of the maximum (get_dim_lengths_product: all dims).
+double dims_product(const Config& c) {
+  return static_cast<double>(c.batch) * static_cast<double>(c.length[0] * c.length[1] * c.length[2]);
+}
+double dims_max(const Config& c) {
+  return static_cast<double>(std::max(c.batch, *std::max_element(c.length.begin(), c.length.end())) *
+                             (c.batch > 1 ? 4 : 3));
+}
 double util_threshold(const Config& c, int64_t cores) {
-  const double prod = static_cast<double>(c.length[0] * c.length[1] * c.length[2]);
-  const double maxi = static_cast<double>(*std::max_element(c.length.begin(), c.length.end()) * 3);
+  const double prod = dims_product(c), maxi = dims_max(c);
   return kUtilThreshold * std::min(prod / (prod + 2 * static_cast<double>(cores)), maxi / 220);
 }
 double pad_threshold(const Config& c, int64_t cores) {
-  const double prod = static_cast<double>(c.length[0] * c.length[1] * c.length[2]);
-  const double maxi = static_cast<double>(*std::max_element(c.length.begin(), c.length.end()) * 3);
+  const double prod = dims_product(c), maxi = dims_max(c);
   return kPadThreshold * std::min(prod / (prod + static_cast<double>(cores)), maxi / 220);
 }
 
@@ -81,67 +98,105 @@ std::string fixed(double v) {
 }
 
 // The search space's spatial rules (update_spatial_dim_parts_if_valid, get_all_spatial_configs' bounds).
-std::vector<std::string> spatial_rejections(const Config& c, int64_t chip_cores) {
-  std::vector<std::string> out;
+// Rejection texts; a search (`messages` false) only needs to know that there is one, so the first is an
+// empty marker and building the sentences is skipped.
+struct Rejections {
+  std::vector<std::string>& out;
+  bool messages;
+  template <typename MakeText>
+  void add(MakeText make_text) {
+    if (messages)
+      out.push_back(make_text());
+    else if (out.empty())
+      out.emplace_back();
+  }
+};
+
+void spatial_rejections(const Config& c, int64_t chip_cores, Rejections out) {
   const char* dim_name = "mnk";
-  const int64_t used = c.spatial[0] * c.spatial[1] * c.spatial[2];
+  const int64_t used = c.batch_parts * c.spatial[0] * c.spatial[1] * c.spatial[2];
   const double util = util_threshold(c, chip_cores), pad = pad_threshold(c, chip_cores);
   if (used > chip_cores)
-    out.push_back(std::to_string(used) + " cores, more than the chip's " + std::to_string(chip_cores));
+    out.add([&] {
+      return std::string(std::to_string(used) + " cores, more than the chip's " + std::to_string(chip_cores));
+    });
   if (static_cast<double>(used) / static_cast<double>(chip_cores) < util)
-    out.push_back(std::to_string(used) + " cores use less than the threshold " + fixed(util) +
-                  " of the chip");
+    out.add([&] {
+      return std::string(std::to_string(used) + " cores use less than the threshold " + fixed(util) +
+                         " of the chip");
+    });
   for (int d = 0; d < 3; ++d)
     if (c.spatial[d] > c.length[d])
-      out.push_back(std::string("dimension ") + dim_name[d] + " split in " + std::to_string(c.spatial[d]) +
-                    " parts, more than its length " + std::to_string(c.length[d]));
-  double spatial_ratio = 1;
+      out.add([&] {
+        return std::string(std::string("dimension ") + dim_name[d] + " split in " +
+                           std::to_string(c.spatial[d]) + " parts, more than its length " +
+                           std::to_string(c.length[d]));
+      });
+  if (c.batch_parts > c.batch)
+    out.add([&] {
+      return std::string("batch split in " + std::to_string(c.batch_parts) + " parts, more than its " +
+                         std::to_string(c.batch));
+    });
+  double spatial_ratio = static_cast<double>(c.batch) / static_cast<double>(c.batch_local * c.batch_parts);
   for (int d = 0; d < 3; ++d)
     spatial_ratio *=
         static_cast<double>(c.length[d]) / (c.spatial_length[d] * static_cast<double>(c.spatial[d]));
   if (spatial_ratio < pad)
-    out.push_back("spatial padding keeps " + fixed(spatial_ratio) + " of the work, below " + fixed(pad));
-  return out;
+    out.add([&] {
+      return std::string("spatial padding keeps " + fixed(spatial_ratio) + " of the work, below " +
+                         fixed(pad));
+    });
 }
 
 // The temporal rules (valid_temporal_dim_var_parts, is_chain_divisible, is_temp_dim_valid_for_variables).
-std::vector<std::string> temporal_rejections(const Config& c, int64_t chip_cores) {
-  std::vector<std::string> out;
+void temporal_rejections(const Config& c, int64_t chip_cores, Rejections out) {
   const char* dim_name = "mnk";
   const double pad = pad_threshold(c, chip_cores);
   for (int x = 0; x < 3; ++x) {
     const int64_t ring = ring_of(c, x);
     if (c.replicas[x] % ring != 0)
-      out.push_back(std::string("tensor ") + "CAB"[x] + ": ring " + std::to_string(ring) +
-                    " does not divide its " + std::to_string(c.replicas[x]) + " replicas");
+      out.add([&] {
+        return std::string(std::string("tensor ") + "CAB"[x] + ": ring " + std::to_string(ring) +
+                           " does not divide its " + std::to_string(c.replicas[x]) + " replicas");
+      });
   }
   double temporal_ratio = 1;
   for (int d = 0; d < 3; ++d) {
     const auto& f = c.temporal[d];
     const int64_t most = *std::max_element(f.begin(), f.end());
     temporal_ratio *= c.spatial_length[d] / (c.sub_length[d] * static_cast<double>(most));
-    std::array<int64_t, 3> sorted = f;
-    std::sort(sorted.begin(), sorted.end());
-    if (sorted[2] % sorted[1] != 0 || sorted[1] % sorted[0] != 0)
-      out.push_back(std::string("dimension ") + dim_name[d] + ": ring factors " + std::to_string(sorted[1]) +
-                    " and " + std::to_string(sorted[2]) + " do not form a chain");
+    if (!is_chain(f))
+      out.add([&] {
+        std::array<int64_t, 3> sorted = f;
+        std::sort(sorted.begin(), sorted.end());
+        return std::string("dimension ") + dim_name[d] + ": ring factors " + std::to_string(sorted[1]) +
+               " and " + std::to_string(sorted[2]) + " do not form a chain";
+      });
     if (most > 1) {
       if (static_cast<double>(most) > c.spatial_length[d])
-        out.push_back(std::string("dimension ") + dim_name[d] + ": ring factor " + std::to_string(most) +
-                      " above the per-core length " + fixed(c.spatial_length[d]));
+        out.add([&] {
+          return std::string(std::string("dimension ") + dim_name[d] + ": ring factor " +
+                             std::to_string(most) + " above the per-core length " +
+                             fixed(c.spatial_length[d]));
+        });
       const double kept = c.spatial_length[d] / (static_cast<double>(most) *
                                                  std::ceil(c.spatial_length[d] / static_cast<double>(most)));
       if (kept < pad)
-        out.push_back(std::string("dimension ") + dim_name[d] + ": ring factor " + std::to_string(most) +
-                      " pads to " + fixed(kept) + ", below " + fixed(pad));
+        out.add([&] {
+          return std::string(std::string("dimension ") + dim_name[d] + ": ring factor " +
+                             std::to_string(most) + " pads to " + fixed(kept) + ", below " + fixed(pad));
+        });
     }
   }
   if (temporal_ratio < pad)
-    out.push_back("temporal padding keeps " + fixed(temporal_ratio) + " of the work, below " + fixed(pad));
-  return out;
+    out.add([&] {
+      return std::string("temporal padding keeps " + fixed(temporal_ratio) + " of the work, below " +
+                         fixed(pad));
+    });
 }
 
-// get_comp_time_per_iter_helper, MatMul branch (the batch factor is 1 for a plain MatMul).
+// get_comp_time_per_iter_helper, MatMul branch (b, the product of the sub-task's batch dimensions, is 1 for
+// a plain MatMul).
 double compute_per_step(const Config& c, int64_t dtype_bytes) {
   double m = c.sub_length[0], n = c.sub_length[1];
   const double k = c.sub_length[2];
@@ -149,7 +204,8 @@ double compute_per_step(const Config& c, int64_t dtype_bytes) {
   if (m <= 16) std::swap(m, n);
   const double e = static_cast<double>(dtype_bytes);
   const double m_div_6 = std::ceil(m / 6), k_div_16 = std::ceil(k / (32 / e)), n_div_16 = std::ceil(n / 16);
-  return e * 12 * m_div_6 * k_div_16 * n_div_16 + 514 * k_div_16 * n_div_16 + 113 * n_div_16 + 173;
+  return static_cast<double>(c.batch_local) *
+         (e * 12 * m_div_6 * k_div_16 * n_div_16 + 514 * k_div_16 * n_div_16 + 113 * n_div_16 + 173);
 }
 
 // get_shift_info: per dimension, the gcd of the factors above 1 makes a level holding those tensors, until
@@ -211,7 +267,8 @@ double aligned(double v) {
 void shuffle(const Config& c, int64_t dtype_bytes, CalibratedCost& cost) {
   const int64_t copies =
       std::llround(static_cast<double>(c.replicas[0]) / static_cast<double>(ring_of(c, 0)));
-  const double output = c.sub_length[0] * c.sub_length[1];  // the sub-task's output block
+  const double output =
+      static_cast<double>(c.batch_local) * c.sub_length[0] * c.sub_length[1];  // sub-task's C
   const double reduced = output / static_cast<double>(copies);
   if (copies == 2) {
     cost.gather = 2 * kSyncCycles + shift_time(std::floor(output / 2), dtype_bytes);
@@ -228,10 +285,11 @@ void shuffle(const Config& c, int64_t dtype_bytes, CalibratedCost& cost) {
 }
 
 // get_warm_up_time from the layout without copies: each input's factor on k times its rho copies.
-double warm_up(const Config& hot, int64_t dtype_bytes) {
+double warm_up(const Config& hot, int64_t dtype_bytes, int64_t& cold_bytes) {
   Config cold = hot;
   for (int x : {1, 2}) cold.temporal[2][x] *= hot.replicas[x] / ring_of(hot, x);
   set_var_sizes(cold);
+  cold_bytes = dtype_bytes * (cold.var_size[1] + cold.var_size[2]);
   double elements = 0, syncs = 0;
   for (int x = 0; x < 3; ++x) {
     double multiplier = 1;
@@ -248,18 +306,22 @@ double warm_up(const Config& hot, int64_t dtype_bytes) {
 }  // namespace
 
 std::vector<std::string> calibrated_spatial_rejections(const Problem& problem,
-                                                       const std::array<int64_t, 3>& f_op) {
+                                                       const std::array<int64_t, 3>& f_op, int64_t pb) {
   Plan plan;
   plan.f_op = f_op;
-  return spatial_rejections(configure(problem, plan), problem.chip.cores);
+  plan.pb = pb;
+  std::vector<std::string> out;
+  spatial_rejections(configure(problem, plan), problem.chip.cores, {out, true});
+  return out;
 }
 
-CalibratedCost calibrated_cost(const Problem& pr, const Plan& plan) {
+CalibratedCost calibrated_cost(const Problem& pr, const Plan& plan, bool messages) {
   CalibratedCost cost;
   const Config c = configure(pr, plan);
   const int64_t e = pr.dtype_bytes;
-  cost.rejections = spatial_rejections(c, pr.chip.cores);
-  for (std::string& r : temporal_rejections(c, pr.chip.cores)) cost.rejections.push_back(std::move(r));
+  spatial_rejections(c, pr.chip.cores, {cost.rejections, messages});
+  temporal_rejections(c, pr.chip.cores, {cost.rejections, messages});
+  if (!messages && !cost.rejections.empty()) return cost;
   // get_byte_per_core_with_buffer (BUFFER_SIZE_RATIO = 1) and get_byte_per_core_idle (the output ignored).
   for (int x = 0; x < 3; ++x) {
     bool rotates = false;
@@ -268,17 +330,17 @@ CalibratedCost calibrated_cost(const Problem& pr, const Plan& plan) {
     if (x > 0) cost.cold_bytes += e * c.var_size[x];
   }
   // search_optimal_config keeps only plans whose hot bytes fit a core (max_byte_per_core).
-  if (cost.hot_bytes > pr.chip.sram_bytes_per_core)
+  if (cost.hot_bytes > pr.chip.sram_bytes_per_core) {
+    if (!messages) {
+      cost.rejections.emplace_back();
+      return cost;
+    }
     cost.rejections.push_back("hot " + std::to_string(cost.hot_bytes) + " B per core, above the SRAM's " +
                               std::to_string(pr.chip.sram_bytes_per_core) + " B");
-  cost.levels = shift_levels(c, e);
-  bool chain = true;
-  for (int d = 0; d < 3; ++d) {
-    std::array<int64_t, 3> s = c.temporal[d];
-    std::sort(s.begin(), s.end());
-    chain = chain && s[2] % s[1] == 0 && s[1] % s[0] == 0;
   }
-  if (!chain) return cost;
+  cost.levels = shift_levels(c, e);
+  for (int d = 0; d < 3; ++d)
+    if (!is_chain(c.temporal[d])) return cost;
   cost.steps = 1;
   for (int d = 0; d < 3; ++d) cost.steps *= *std::max_element(c.temporal[d].begin(), c.temporal[d].end());
   cost.compute_per_step = compute_per_step(c, e);
@@ -299,7 +361,56 @@ CalibratedCost calibrated_cost(const Problem& pr, const Plan& plan) {
     cost.shuffle *= kInterChip;
   }
   cost.total = cost.compute + cost.sync_shift + cost.shuffle;
-  cost.warm_up = warm_up(c, e);
+  cost.warm_up = warm_up(c, e, cost.no_copy_cold_bytes);
+  return cost;
+}
+
+namespace {
+
+// get_comp_time_per_iter_helper, elementwise branch.
+double elementwise_cycles(double elements) {
+  return elements <= 16432 ? std::min(16434 * 0.5 + 300, elements * 0.75 + 290) : elements * 0.5 + 300;
+}
+
+// The reduce branch: `outputs` results, each of `batch` inputs (the same ladder as the shuffle's reduce).
+double reduce_cycles(double outputs, double batch) {
+  const double a = aligned(outputs);
+  return a * batch <= 480 ? std::min(481 * 0.25 + 175, a * batch * 1.5 + 175) : a * batch * 0.25 + 175;
+}
+
+}  // namespace
+
+CalibratedCost calibrated_vector_cost(const VectorOp& op, int64_t parts, int64_t e, int64_t chip_cores) {
+  CalibratedCost cost;
+  if (parts < 1 || parts > op.rows || parts > chip_cores)
+    cost.rejections.push_back(std::to_string(parts) + " parts for " + std::to_string(op.rows) + " rows on " +
+                              std::to_string(chip_cores) + " cores");
+  parts = std::clamp<int64_t>(parts, 1, std::max<int64_t>(op.rows, 1));
+  const int64_t rows = (op.rows + parts - 1) / parts;
+  const int64_t elements = rows * op.cols;
+  cost.steps = 1;
+  switch (op.kind) {
+    case VectorKind::Elementwise:
+      cost.compute_per_step = elementwise_cycles(static_cast<double>(elements));
+      cost.shuffle_sync = kSyncCycles;
+      break;
+    case VectorKind::Relu:
+      cost.compute_per_step = static_cast<double>(elements) * 0.5 + 200;
+      cost.shuffle_sync = kSyncCycles;
+      break;
+    case VectorKind::RowWise:
+      cost.compute_per_step = reduce_cycles(static_cast<double>(rows), static_cast<double>(op.cols)) +
+                              elementwise_cycles(static_cast<double>(elements));
+      // get_shuffle_time's general branch with one output copy: the output moved and its syncs.
+      cost.shuffle_output = shift_time(static_cast<double>(elements), e) + kBufferIters * kSyncCycles;
+      cost.shuffle_sync = kSyncCycles * 4;
+      break;
+  }
+  cost.compute = cost.compute_per_step;
+  cost.shuffle = cost.shuffle_output + cost.shuffle_sync;
+  cost.total = cost.compute + cost.shuffle;
+  cost.cold_bytes = e * elements * op.inputs;
+  cost.hot_bytes = cost.cold_bytes + e * elements;
   return cost;
 }
 

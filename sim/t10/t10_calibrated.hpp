@@ -44,6 +44,7 @@ struct CalibratedCost {
   // get_warm_up_time from the cold layout without copies (each input's ring extended over its rho copies
   // along k): reported beside the total, not added.
   double warm_up = 0;
+  int64_t no_copy_cold_bytes = 0;  // that layout's inputs per core
   // The rules of the model's search space this plan breaks (empty: the model accepts it), each a sentence
   // with its figures: core count and utilisation, spatial and temporal padding, replica divisibility, ring
   // chains, per-dimension factors.
@@ -53,9 +54,25 @@ struct CalibratedCost {
 
 // Requires a plan whose rings are chains (no misaligned dimension); otherwise the terms are left at 0 and
 // the rejection says why.
-CalibratedCost calibrated_cost(const Problem& problem, const Plan& plan);
+// `messages = false` (a search) stops at the first rejection and leaves one empty text for it.
+CalibratedCost calibrated_cost(const Problem& problem, const Plan& plan, bool messages = true);
 // The rules that depend on F_op alone (cores, utilisation, splits, spatial padding), for a search.
 std::vector<std::string> calibrated_spatial_rejections(const Problem& problem,
-                                                       const std::array<int64_t, 3>& f_op);
+                                                       const std::array<int64_t, 3>& f_op, int64_t pb = 1);
+
+// Operators without a contraction, as the published model prices them (get_comp_time_per_iter_helper's
+// elementwise, relu and reduce branches, get_shuffle_time): every tensor shares the partition, so nothing
+// rotates and the cold layout is the hot one (no warm-up). Row-wise normalisations (Softmax, LayerNorm) are
+// the reduce over each row followed by the elementwise pass over it, as the model's own network files
+// decompose them. Rows are split over the cores; a row stays on one core.
+enum class VectorKind { Elementwise, Relu, RowWise };
+struct VectorOp {
+  VectorKind kind = VectorKind::Elementwise;
+  int64_t rows = 1, cols = 1;  // the output's; an elementwise op is rows x cols elements
+  int64_t inputs = 1;          // operands read (each rows x cols)
+};
+// `parts`: cores used (at most rows). Rejections: more parts than rows or cores.
+CalibratedCost calibrated_vector_cost(const VectorOp& op, int64_t parts, int64_t dtype_bytes,
+                                      int64_t chip_cores);
 
 }  // namespace mlsys::t10

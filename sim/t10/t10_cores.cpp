@@ -494,7 +494,7 @@ void Engine::reduce_and_gather() {
   result_.functional_checked = true;
   result_.functional_method = operands_->projected() ? "freivalds" : "exact";
   if (result_.violation) return;
-  if (auto wrong = operands_->compare(pieces)) {
+  if (auto wrong = operands_->compare(pieces, o_.gathered_c)) {
     const std::array<int64_t, 3> core{wrong->first / d_.spatial[0], 0, 0};
     result_.violation = CoreViolation{-1, core, 'C', wrong->second};
   }
@@ -518,9 +518,10 @@ CoresResult Engine::run() {
   result_.misaligned = d_.misaligned;
   result_.rule_book_hot_bytes = d_.hot_bytes;
   result_.events_per_level.assign(d_.levels.size(), 0);
-  if (o_.functional) {
+  if (o_.functional && o_.operand_a && o_.operand_b)
+    operands_.emplace(p_, *o_.operand_a, *o_.operand_b);
+  else if (o_.functional)
     operands_.emplace(p_, o_.seed, uses_projected_check(p_, o_));
-  }
   place_initial_pieces();
   computed_.assign(static_cast<size_t>(d_.cores * d_.steps), 0);
   k_blocks_ = procs_[1] * d_.steps_per_dim[1];

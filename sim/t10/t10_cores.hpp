@@ -50,6 +50,11 @@ struct CoreSimOptions {
   // The trace has one track for the whole core group; this many cores (in id order) also get a track each,
   // with their own compute, send and receive time per phase.
   int64_t core_tracks = 0;
+  // Functional mode with given operands (row-major A: m x k, B: k x n; the exact check): a whole-model
+  // program's data. The gathered C (m x n) is copied to `gathered_c` when given.
+  const std::vector<int64_t>* operand_a = nullptr;
+  const std::vector<int64_t>* operand_b = nullptr;
+  std::vector<int64_t>* gathered_c = nullptr;
 };
 // A chip file may declare up to 2^31 cores: the engine keeps per-core state and per core-step records, so it
 // refuses plans beyond these (a 1,472-core IPU plan needs at most about 2 M core-steps).

@@ -1,6 +1,7 @@
 #include "sim/t10/t10_functional.hpp"
 
 #include <random>
+#include <stdexcept>
 
 namespace mlsys::t10 {
 namespace {
@@ -42,6 +43,14 @@ FunctionalOperands::FunctionalOperands(const Problem& p, uint64_t seed, bool pro
   }
   r_.resize(static_cast<size_t>(p.n));
   for (uint64_t& v : r_) v = rng() % kPrime;
+}
+
+FunctionalOperands::FunctionalOperands(const Problem& p, std::vector<int64_t> a, std::vector<int64_t> b)
+    : p_(p), projected_(false), seed_(0), a_(std::move(a)), b_(std::move(b)) {
+  if (a_.size() != static_cast<size_t>(p.m * p.k) || b_.size() != static_cast<size_t>(p.k * p.n))
+    throw std::invalid_argument("functional operands of " + std::to_string(a_.size()) + " and " +
+                                std::to_string(b_.size()) + " elements for a " + std::to_string(p.m) + "x" +
+                                std::to_string(p.k) + "x" + std::to_string(p.n) + " product");
 }
 
 int64_t FunctionalOperands::a(int64_t i, int64_t q) const {
@@ -95,7 +104,7 @@ void FunctionalOperands::multiply_into(const BlockProduct& bp, std::vector<int64
 }
 
 std::optional<std::pair<int64_t, std::string>> FunctionalOperands::compare(
-    const std::vector<GatheredPiece>& pieces) const {
+    const std::vector<GatheredPiece>& pieces, std::vector<int64_t>* c_out) const {
   const int64_t M = p_.m, K = p_.k, N = p_.n;
   if (!projected_) {
     std::vector<int64_t> c(static_cast<size_t>(M * N), 0);
@@ -104,6 +113,7 @@ std::optional<std::pair<int64_t, std::string>> FunctionalOperands::compare(
         for (int64_t j = 0; j < g.cols; ++j)
           c[static_cast<size_t>((g.row0 + i) * N + g.col0 + j)] +=
               (*g.values)[static_cast<size_t>(i * g.cols + j)];
+    if (c_out) *c_out = c;
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < N; ++j) {
         int64_t want = 0;

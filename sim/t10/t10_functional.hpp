@@ -46,6 +46,8 @@ struct GatheredPiece {
 class FunctionalOperands {
  public:
   FunctionalOperands(const Problem& problem, uint64_t seed, bool projected);
+  // Exact check on given operands (row-major, m x k and k x n).
+  FunctionalOperands(const Problem& problem, std::vector<int64_t> a, std::vector<int64_t> b);
   bool projected() const { return projected_; }
   // Elements of a C piece's partial sums: rows x cols, or rows when projected.
   size_t sums_size(int64_t rows, int64_t cols) const {
@@ -54,7 +56,9 @@ class FunctionalOperands {
   void multiply_into(const BlockProduct& b, std::vector<int64_t>& sums) const;
   // The first element (exact) or row (projected) where the gathered C disagrees with A·B, as a sentence with
   // the row and column; nullopt when C = A·B.
-  std::optional<std::pair<int64_t, std::string>> compare(const std::vector<GatheredPiece>& pieces) const;
+  // The exact check copies the gathered C to `c_out` when given.
+  std::optional<std::pair<int64_t, std::string>> compare(const std::vector<GatheredPiece>& pieces,
+                                                         std::vector<int64_t>* c_out = nullptr) const;
 
  private:
   int64_t a(int64_t i, int64_t q) const;

@@ -33,6 +33,62 @@ std::optional<int64_t> as_integer(const json& j) {
 
 }  // namespace
 
+Chip parse_chip(const json& c, const std::string& where, const std::string& rule, const std::string& file) {
+  auto fault = [&](const std::string& field, const std::string& what) {
+    return InputError(file, "", rule, field + ": " + what);
+  };
+  Chip chip;
+  if (!c.is_object()) throw fault(where, "must be an object, got " + str(c));
+  if (c.contains("name") && c["name"].is_string()) chip.name = c["name"];
+  for (auto [name, out] :
+       {std::pair{"cores", &chip.cores}, {"sram_bytes_per_core", &chip.sram_bytes_per_core}}) {
+    if (!c.contains(name)) continue;
+    auto v = as_integer(c[name]);
+    if (!v || *v < 1 || *v > kMaxFactor)
+      throw fault(where + "." + name, "must be a positive integer, got " + str(c[name]));
+    *out = *v;
+  }
+  for (auto [name, out] : {std::pair{"flops_per_cycle", &chip.flops_per_cycle},
+                           {"local_bytes_per_cycle", &chip.local_bytes_per_cycle},
+                           {"noc_elems_per_cycle", &chip.noc_elems_per_cycle},
+                           {"exchange_bytes_per_cycle", &chip.exchange_bytes_per_cycle},
+                           {"sync_cycles", &chip.sync_cycles},
+                           {"amp_macs_per_cycle", &chip.amp_macs_per_cycle}}) {
+    if (!c.contains(name)) continue;
+    if (!c[name].is_number() || !(c[name].get<double>() > 0))
+      throw fault(where + "." + name, "must be a positive number, got " + str(c[name]));
+    *out = c[name].get<double>();
+  }
+  if (c.contains("exchange_latency_cycles")) {
+    const json& v = c["exchange_latency_cycles"];
+    if (!v.is_number() || !(v.get<double>() >= 0) || !std::isfinite(v.get<double>()))
+      throw fault(where + ".exchange_latency_cycles", "must be a number >= 0, got " + str(v));
+    chip.exchange_latency_cycles = v.get<double>();
+  }
+  if (c.contains("exchange_multicast")) {
+    if (!c["exchange_multicast"].is_boolean())
+      throw fault(where + ".exchange_multicast",
+                  "must be true or false, got " + str(c["exchange_multicast"]));
+    chip.exchange_multicast = c["exchange_multicast"].get<bool>();
+  }
+  for (const char* name : {"clock_hz", "link_bytes_per_s"})
+    if (c.contains(name) && (!c[name].is_number() || !(c[name].get<double>() > 0)))
+      throw fault(where + "." + name, "must be a positive number, got " + str(c[name]));
+  if (c.contains("systolic")) {
+    const json& s = c["systolic"];
+    std::optional<int64_t> a, b;
+    if (s.is_array() && s.size() == 2) a = as_integer(s[0]), b = as_integer(s[1]);
+    if (!a || !b || *a < 1 || *a != *b)
+      throw fault(where + ".systolic", "must be two equal positive integers, got " + str(s));
+    chip.systolic = *a;
+  }
+  if (c.contains("noc_topology")) {
+    if (c["noc_topology"] != "mesh")
+      throw fault(where + ".noc_topology", "must be \"mesh\", got " + str(c["noc_topology"]));
+  }
+  return chip;
+}
+
 Problem parse_problem(const json& doc, const std::string& file) {
   auto fault = [&](const std::string& field, const std::string& what) {
     return InputError(file, "", "E_PROBLEM", field + ": " + what);
@@ -52,56 +108,7 @@ Problem parse_problem(const json& doc, const std::string& file) {
       throw fault(name, "must be a positive integer, got " + str(doc[name]));
     *out = *v;
   }
-  if (doc.contains("chip")) {
-    const json& c = doc["chip"];
-    if (!c.is_object()) throw fault("chip", "must be an object, got " + str(c));
-    if (c.contains("name") && c["name"].is_string()) p.chip.name = c["name"];
-    for (auto [name, out] :
-         {std::pair{"cores", &p.chip.cores}, {"sram_bytes_per_core", &p.chip.sram_bytes_per_core}}) {
-      if (!c.contains(name)) continue;
-      auto v = as_integer(c[name]);
-      if (!v || *v < 1 || *v > kMaxFactor)
-        throw fault(std::string("chip.") + name, "must be a positive integer, got " + str(c[name]));
-      *out = *v;
-    }
-    for (auto [name, out] : {std::pair{"flops_per_cycle", &p.chip.flops_per_cycle},
-                             {"local_bytes_per_cycle", &p.chip.local_bytes_per_cycle},
-                             {"noc_elems_per_cycle", &p.chip.noc_elems_per_cycle},
-                             {"exchange_bytes_per_cycle", &p.chip.exchange_bytes_per_cycle},
-                             {"sync_cycles", &p.chip.sync_cycles},
-                             {"amp_macs_per_cycle", &p.chip.amp_macs_per_cycle}}) {
-      if (!c.contains(name)) continue;
-      if (!c[name].is_number() || !(c[name].get<double>() > 0))
-        throw fault(std::string("chip.") + name, "must be a positive number, got " + str(c[name]));
-      *out = c[name].get<double>();
-    }
-    if (c.contains("exchange_latency_cycles")) {
-      const json& v = c["exchange_latency_cycles"];
-      if (!v.is_number() || !(v.get<double>() >= 0) || !std::isfinite(v.get<double>()))
-        throw fault("chip.exchange_latency_cycles", "must be a number >= 0, got " + str(v));
-      p.chip.exchange_latency_cycles = v.get<double>();
-    }
-    if (c.contains("exchange_multicast")) {
-      if (!c["exchange_multicast"].is_boolean())
-        throw fault("chip.exchange_multicast", "must be true or false, got " + str(c["exchange_multicast"]));
-      p.chip.exchange_multicast = c["exchange_multicast"].get<bool>();
-    }
-    for (const char* name : {"clock_hz", "link_bytes_per_s"})
-      if (c.contains(name) && (!c[name].is_number() || !(c[name].get<double>() > 0)))
-        throw fault(std::string("chip.") + name, "must be a positive number, got " + str(c[name]));
-    if (c.contains("systolic")) {
-      const json& s = c["systolic"];
-      std::optional<int64_t> a, b;
-      if (s.is_array() && s.size() == 2) a = as_integer(s[0]), b = as_integer(s[1]);
-      if (!a || !b || *a < 1 || *a != *b)
-        throw fault("chip.systolic", "must be two equal positive integers, got " + str(s));
-      p.chip.systolic = *a;
-    }
-    if (c.contains("noc_topology")) {
-      if (c["noc_topology"] != "mesh")
-        throw fault("chip.noc_topology", "must be \"mesh\", got " + str(c["noc_topology"]));
-    }
-  }
+  if (doc.contains("chip")) p.chip = parse_chip(doc["chip"], "chip", "E_PROBLEM", file);
   if (doc.contains("reference_cycles")) {
     if (!doc["reference_cycles"].is_number() || !(doc["reference_cycles"].get<double>() > 0))
       throw fault("reference_cycles", "must be a positive number, got " + str(doc["reference_cycles"]));

@@ -40,11 +40,17 @@ struct Problem {
   Chip chip;
   std::optional<double> reference_cycles;
   std::string name;
+  // Independent products of the same shape run together (attention heads, a batched MatMul). Only the
+  // calibrated timing prices them (docs/t10-model.md#batch); the rule book's problems have one.
+  int64_t batch = 1;
 };
 
 struct Plan {
   std::array<int64_t, 3> f_op{1, 1, 1};  // pm, pk, pn
   int64_t am = 1, ak = 1, bk = 1, bn = 1, cm = 1, cn = 1;
+  // Spatial parts of the batch (1 for the rule book's problems): each group of pm·pk·pn cores computes
+  // ceil(batch/pb) products, every piece carrying that many.
+  int64_t pb = 1;
 };
 
 enum class Profile { Strict, EngDesign };
@@ -59,6 +65,9 @@ struct Violation {
 // A file that is not a problem or a plan at all throws InputError (sim/violation.hpp), as the graph family's
 // readers do, with the rule E_PROBLEM, E_FORMAT or E_PROFILE, the file (when given) and the field.
 Problem parse_problem(const nlohmann::json& doc, const std::string& file = "");
+// T1's chip object at `where` (a field name for the messages), faults under `rule`.
+Chip parse_chip(const nlohmann::json& chip, const std::string& where, const std::string& rule,
+                const std::string& file);
 // T4-T5 (accepts the {"config": {...}} wrapper).
 Plan parse_plan(const nlohmann::json& doc, const std::string& file = "");
 nlohmann::json plan_to_json(const Plan& plan);

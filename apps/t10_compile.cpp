@@ -1,0 +1,136 @@
+// `t10 compile MODEL`: a whole network compiled into one compute-shift program (docs/t10-programs.md).
+// MODEL is a T10 model file, a graph problem, or an ONNX file (read through mlsys-import --t10).
+#include "apps/t10_compile.hpp"
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "sim/json_io.hpp"
+#include "sim/t10/t10_program_sim.hpp"
+#include "sim/violation.hpp"
+#include "solver/t10_compile.hpp"
+#include "traces/atomic_file.hpp"
+#include "traces/perfetto_trace.hpp"
+#include "traces/t10_program_report.hpp"
+
+namespace mlsys::t10 {
+namespace {
+
+using nlohmann::json;
+
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// An ONNX model goes through the importer installed beside this program (its T10 lowering).
+json import_onnx(const std::string& path) {
+  const auto importer = std::filesystem::read_symlink("/proc/self/exe").parent_path() / "mlsys-import";
+  const std::string command = shell_quote(importer.string()) + " --t10 -o - " + shell_quote(path);
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
+  if (!pipe) throw InputError(path, "", "E_PROGRAM", "cannot run " + importer.string());
+  std::string text;
+  char buffer[65536];
+  for (size_t got; (got = fread(buffer, 1, sizeof buffer, pipe.get())) > 0;) text.append(buffer, got);
+  if (pclose(pipe.release()) != 0)
+    throw InputError(path, "", "E_PROGRAM", "mlsys-import --t10 refused the model (its message is above)");
+  return parse_json_text(text, path);
+}
+
+TensorProgram read_model(const CompileArgs& a) {
+  const bool onnx = std::filesystem::path(a.model_path).extension() == ".onnx";
+  const json doc = onnx ? import_onnx(a.model_path) : read_json_file(a.model_path);
+  TensorProgram program;
+  if (doc.is_object() && doc.contains("widths")) {
+    program = program_from_graph(mlsys::parse_problem(doc, a.model_path), Chip{},
+                                 std::filesystem::path(a.model_path).stem().string());
+  } else {
+    program = parse_program(doc, a.model_path);
+  }
+  if (program.name.empty()) program.name = std::filesystem::path(a.model_path).stem().string();
+  if (a.sram_bytes > 0) program.chip.sram_bytes_per_core = a.sram_bytes;
+  return program;
+}
+
+}  // namespace
+
+CLI::App* add_compile_command(CLI::App& app, CompileArgs& a) {
+  CLI::App* c = app.add_subcommand(
+      "compile", "compile a whole network (T10 model file, graph problem or ONNX) into one program");
+  c->add_option("model", a.model_path, "T10 model JSON, graph problem JSON, or .onnx")->required();
+  c->add_option("-o,--out", a.out_path, "write the compiled program (JSON)");
+  c->add_option("--reconcile", a.reconcile,
+                "exact (default: optimal over the operators' options, or a proven gap) or heuristic (the "
+                "published planner's greedy)")
+      ->check(CLI::IsMember({"exact", "heuristic"}));
+  c->add_option("--sram", a.sram_bytes, "SRAM bytes per core (default: the chip's, 638,976)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  c->add_flag("--json", a.json_out, "print the compiled program as JSON on stdout");
+  c->add_option("--trace", a.trace_path, "write a Perfetto trace (a track per operator phase)");
+  c->add_option("--html", a.html_path, "write an HTML report (timeline, SRAM per core, critical operators)");
+  c->add_flag("--no-simulate", a.no_simulate, "skip the all-cores simulation of the program");
+  c->add_flag("--functional", a.functional,
+              "multiply real integers through the network on the engine and compare with a reference "
+              "(chains of MatMul, elementwise and ReLU)");
+  return c;
+}
+
+int run_compile(const CompileArgs& a) {
+  const TensorProgram program = read_model(a);
+  CompileOptions options;
+  options.reconciliation = a.reconcile == "heuristic" ? Reconciliation::Heuristic : Reconciliation::Exact;
+  if (program.ops.size() > 20) options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
+  const CompileResult result = compile_program(program, options);
+  if (!result.compiled) {
+    const int64_t sram = program.chip.sram_bytes_per_core;
+    std::cerr << "error: [E_SRAM] " << program.name << " does not fit: its operators need at least "
+              << result.least_sram_bytes << " B per core (cold layouts of all operators plus the largest "
+              << "extra), the chip has " << sram << " B: "
+              << (result.least_sram_bytes > sram ? std::to_string(result.least_sram_bytes - sram) +
+                                                       " B missing per core (more chips: not yet supported)"
+                                                 : std::string("the heuristic found no fitting choice"))
+              << "\n";
+    return 1;
+  }
+  const CompiledProgram& compiled = *result.compiled;
+  std::optional<ProgramRun> run;
+  PerfettoTrace trace("t10 program: " + program.name);
+  if (!a.no_simulate || a.functional || !a.trace_path.empty()) {
+    if (program.ops.size() > 20) std::cerr << "t10 compile: simulating on every core...\n";
+    ProgramSimOptions sim;
+    sim.functional = a.functional;
+    run = simulate_program(program, compiled, sim, a.trace_path.empty() ? nullptr : &trace);
+  }
+  json doc = program_to_json(program, compiled);
+  doc["compile"] = {{"options_seconds", result.stats.options_seconds},
+                    {"reconcile_seconds", result.stats.reconcile_seconds},
+                    {"plans_priced", result.stats.plans_priced},
+                    {"options", result.stats.options},
+                    {"distinct_operators", result.stats.distinct_operators},
+                    {"heuristic_cycles", result.stats.heuristic_cycles},
+                    {"proven", result.stats.proven}};
+  if (run)
+    doc["simulation"] = {{"makespan", run->makespan},
+                         {"engine_runs", run->engine_runs},
+                         {"passed", run->first_failure().empty()},
+                         {"failure", run->first_failure()},
+                         {"functional_checked", run->functional_checked}};
+  if (!a.out_path.empty()) write_file_atomic(a.out_path, doc.dump(2) + "\n");
+  if (!a.trace_path.empty()) trace.write(a.trace_path);
+  if (!a.html_path.empty())
+    write_file_atomic(a.html_path, program_html(program, compiled, result.stats, run ? &*run : nullptr));
+  if (a.json_out)
+    std::cout << doc.dump(2) << "\n";
+  else
+    print_program(std::cout, program, compiled, result.stats, run ? &*run : nullptr);
+  if (run && !run->first_failure().empty()) {
+    std::cerr << "error: " << run->first_failure() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace mlsys::t10

@@ -1,0 +1,85 @@
+// Pricing one operator of a whole-model program (docs/t10-programs.md): the calibrated model of its type.
+#include "sim/t10/t10_program.hpp"
+
+#include <algorithm>
+
+namespace mlsys::t10 {
+
+const char* to_string(OperatorType type) {
+  switch (type) {
+    case OperatorType::MatMul:
+      return "matmul";
+    case OperatorType::Elementwise:
+      return "elementwise";
+    case OperatorType::Relu:
+      return "relu";
+    case OperatorType::RowWise:
+      return "rowwise";
+  }
+  return "?";
+}
+
+std::optional<OperatorType> operator_type_from(const std::string& name) {
+  for (OperatorType t :
+       {OperatorType::MatMul, OperatorType::Elementwise, OperatorType::Relu, OperatorType::RowWise})
+    if (name == to_string(t)) return t;
+  return std::nullopt;
+}
+
+Problem operator_problem(const TensorProgram& program, const TensorOperator& op) {
+  Problem p;
+  p.m = op.m, p.k = op.k, p.n = op.n, p.batch = op.batch;
+  p.dtype_bytes = program.dtype_bytes;
+  p.chip = program.chip;
+  p.name = op.name;
+  return p;
+}
+
+VectorOp vector_op(const TensorOperator& op) {
+  VectorOp v;
+  v.kind = op.type == OperatorType::Relu      ? VectorKind::Relu
+           : op.type == OperatorType::RowWise ? VectorKind::RowWise
+                                              : VectorKind::Elementwise;
+  v.rows = op.batch * op.m;
+  v.cols = op.n;
+  v.inputs = op.inputs;
+  return v;
+}
+
+OperatorOption price_option(const TensorProgram& program, const TensorOperator& op, const Plan& plan,
+                            bool no_copy) {
+  if (op.type == OperatorType::MatMul)
+    return matmul_option(plan, calibrated_cost(operator_problem(program, op), plan), no_copy);
+  OperatorOption o;
+  o.plan = plan;
+  {
+    o.cost = calibrated_vector_cost(vector_op(op), plan.f_op[0], program.dtype_bytes, program.chip.cores);
+    o.hot = o.cost.hot_bytes;
+    o.cold = o.cost.cold_bytes;
+  }
+  return o;
+}
+
+OperatorOption matmul_option(const Plan& plan, const CalibratedCost& cost, bool no_copy) {
+  OperatorOption o;
+  o.plan = plan;
+  o.cost = cost;
+  o.hot = cost.hot_bytes;
+  o.cold = no_copy ? cost.no_copy_cold_bytes : cost.cold_bytes;
+  o.warm_up = no_copy ? cost.warm_up : 0;
+  o.cold_is_hot = !no_copy;
+  return o;
+}
+
+void summarize(CompiledProgram& compiled) {
+  compiled.total_cycles = 0;
+  compiled.cold_bytes = 0;
+  compiled.peak_extra_bytes = 0;
+  for (const OperatorOption& o : compiled.chosen) {
+    compiled.total_cycles += o.time();
+    compiled.cold_bytes += o.cold;
+    compiled.peak_extra_bytes = std::max(compiled.peak_extra_bytes, o.extra());
+  }
+}
+
+}  // namespace mlsys::t10

@@ -1,0 +1,93 @@
+// T10 for whole models: a network as a sequence of operators that run one after another on all cores of the
+// chip, each with its own compute-shift plan, and the layout every operator keeps its inputs in while others
+// run (its "cold" layout). docs/t10-programs.md states the model: per core, the cold bytes of every operator
+// plus the running operator's extra (hot minus cold) must fit the SRAM; each operator pays the change from
+// its cold layout to its hot one before it runs (warm-up) and the shuffle of its output after it.
+//
+// This header is plain data: the network (TensorProgram), one priced choice per operator (OperatorOption),
+// and a compiled program (the choices, their sum and the memory they need). The compiler that chooses is in
+// solver/t10_compile; the readers and writers are in t10_program_io.cpp.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/t10/t10_calibrated.hpp"
+#include "sim/t10/t10_model.hpp"
+
+namespace mlsys {
+struct Problem;
+}
+
+namespace mlsys::t10 {
+
+enum class OperatorType { MatMul, Elementwise, Relu, RowWise };
+const char* to_string(OperatorType type);  // "matmul", "elementwise", "relu", "rowwise"
+std::optional<OperatorType> operator_type_from(const std::string& name);
+
+struct TensorOperator {
+  std::string name;
+  OperatorType type = OperatorType::MatMul;
+  // MatMul: C[batch, m, n] = A[batch, m, k] · B[batch, k, n]. Vector operators: the output has m rows of n
+  // columns and reads `inputs` operands of that shape (k unused).
+  int64_t batch = 1, m = 1, k = 1, n = 1;
+  int64_t inputs = 2;
+  std::vector<std::string> after;  // the operators whose outputs it reads (for the report; order is given)
+};
+
+struct TensorProgram {
+  std::string name;
+  Chip chip;
+  int64_t dtype_bytes = 2;
+  std::vector<TensorOperator> ops;  // in execution order
+};
+
+// The file limits: a network beyond them is refused with a message, not compiled for hours.
+constexpr size_t kMaxProgramOperators = 100000;
+constexpr int64_t kMaxOperatorDimension = int64_t{1} << 24;
+
+// One way to run an operator: its hot plan, the cold layout it waits in, and what both cost.
+struct OperatorOption {
+  Plan plan;                // MatMul: the compute-shift plan; vector operators: f_op[0] = cores used
+  int64_t cold = 0;         // bytes per core while other operators run
+  int64_t hot = 0;          // bytes per core while it runs
+  double warm_up = 0;       // cold layout to hot, before it runs
+  CalibratedCost cost;      // the hot plan's terms (compute, sync_shift, shuffle, total)
+  bool cold_is_hot = true;  // the cold layout is the hot plan's own (no warm-up)
+  double time() const { return cost.total + warm_up; }
+  int64_t extra() const { return hot - cold; }
+};
+
+// A problem for one operator of the program (MatMul: the T10 problem it is priced as).
+Problem operator_problem(const TensorProgram& program, const TensorOperator& op);
+VectorOp vector_op(const TensorOperator& op);
+// Prices `plan` for `op`, with the cold layout its own (`no_copy = false`) or without copies (the inputs'
+// rings extended along k over their copies, t10_calibrated.hpp).
+OperatorOption price_option(const TensorProgram& program, const TensorOperator& op, const Plan& plan,
+                            bool no_copy);
+// The same for a MatMul plan already priced (a search visits each once and keeps both layouts).
+OperatorOption matmul_option(const Plan& plan, const CalibratedCost& cost, bool no_copy);
+
+struct CompiledProgram {
+  std::vector<OperatorOption> chosen;  // one per operator
+  double total_cycles = 0;             // sum of the chosen options' times
+  int64_t cold_bytes = 0;              // sum of cold
+  int64_t peak_extra_bytes = 0;        // max of hot - cold
+  int64_t peak_sram_bytes() const { return cold_bytes + peak_extra_bytes; }
+  std::string reconciliation;  // "exact", "heuristic"
+  double lower_bound = 0;      // proven: no choice from the same option sets is faster
+  bool fits(const Chip& chip) const { return peak_sram_bytes() <= chip.sram_bytes_per_core; }
+};
+// Sums the choices (total, cold, peak extra).
+void summarize(CompiledProgram& compiled);
+
+// Readers: a T10 model file ({"t10_program": {...}}, docs/t10-programs.md#format) or a graph problem (each
+// MatMul an operator, each Pointwise op an elementwise one). Both throw InputError naming the file and field.
+TensorProgram parse_program(const nlohmann::json& doc, const std::string& file = "");
+TensorProgram program_from_graph(const mlsys::Problem& problem, const Chip& chip, const std::string& name);
+nlohmann::json program_to_json(const TensorProgram& program, const CompiledProgram& compiled);
+
+}  // namespace mlsys::t10

@@ -1,0 +1,170 @@
+// The whole-model program's files (docs/t10-programs.md#format): the T10 model file the importer writes, a
+// graph problem read as a program, and the compiled program's JSON.
+#include <set>
+
+#include "sim/graph.hpp"
+#include "sim/problem.hpp"
+#include "sim/t10/t10_program.hpp"
+#include "sim/violation.hpp"
+
+namespace mlsys::t10 {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kRule = "E_PROGRAM";
+
+int64_t positive(const json& op, const char* key, const std::string& where, const std::string& file,
+                 std::optional<int64_t> fallback) {
+  auto it = op.find(key);
+  if (it == op.end()) {
+    if (fallback) return *fallback;
+    throw InputError(file, where + "." + key, kRule, "required");
+  }
+  if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > kMaxOperatorDimension)
+    throw InputError(
+        file, where + "." + key, kRule,
+        "must be an integer from 1 to " + std::to_string(kMaxOperatorDimension) + ", got " + it->dump());
+  return it->get<int64_t>();
+}
+
+TensorOperator parse_operator(const json& op, size_t index, const std::string& file) {
+  const std::string where = "ops[" + std::to_string(index) + "]";
+  if (!op.is_object()) throw InputError(file, where, kRule, "must be an object, got " + op.dump());
+  TensorOperator t;
+  auto name = op.find("name");
+  t.name = name != op.end() && name->is_string() ? name->get<std::string>() : where;
+  auto type = op.find("type");
+  if (type == op.end() || !type->is_string() || !operator_type_from(type->get<std::string>()))
+    throw InputError(file, where + ".type", kRule,
+                     "must be \"matmul\", \"elementwise\", \"relu\" or \"rowwise\", got " +
+                         (type == op.end() ? std::string("nothing") : type->dump()));
+  t.type = *operator_type_from(type->get<std::string>());
+  const bool matmul = t.type == OperatorType::MatMul;
+  t.batch = positive(op, "batch", where, file, 1);
+  t.m = positive(op, "m", where, file, std::nullopt);
+  t.n = positive(op, "n", where, file, std::nullopt);
+  t.k = matmul ? positive(op, "k", where, file, std::nullopt) : 1;
+  t.inputs = matmul ? 2 : positive(op, "inputs", where, file, 1);
+  if (t.batch * t.m > kMaxOperatorDimension * 64)
+    throw InputError(file, where + ".batch", kRule,
+                     "batch x m above " + std::to_string(kMaxOperatorDimension * 64));
+  if (auto after = op.find("after"); after != op.end()) {
+    if (!after->is_array())
+      throw InputError(file, where + ".after", kRule, "must be a list of operator names");
+    for (const json& a : *after)
+      if (a.is_string()) t.after.push_back(a.get<std::string>());
+  }
+  return t;
+}
+
+}  // namespace
+
+TensorProgram parse_program(const json& doc, const std::string& file) {
+  const json* body = &doc;
+  if (doc.is_object() && doc.contains("t10_program")) body = &doc["t10_program"];
+  if (!body->is_object() || !body->contains("ops"))
+    throw InputError(file, "t10_program", kRule,
+                     "a T10 model file is {\"t10_program\": {\"ops\": [...]}} (docs/t10-programs.md#format)");
+  const json& ops = (*body)["ops"];
+  if (!ops.is_array() || ops.empty())
+    throw InputError(file, "ops", kRule, "must be a non-empty list of operators");
+  if (ops.size() > kMaxProgramOperators)
+    throw InputError(
+        file, "ops", kRule,
+        std::to_string(ops.size()) + " operators, above the limit " + std::to_string(kMaxProgramOperators));
+  TensorProgram program;
+  if (auto name = body->find("name"); name != body->end() && name->is_string()) program.name = *name;
+  if (body->contains("chip")) program.chip = parse_chip((*body)["chip"], "chip", kRule, file);
+  if (body->contains("dtype_bytes"))
+    program.dtype_bytes = positive(*body, "dtype_bytes", "t10_program", file, std::nullopt);
+  std::set<std::string> names;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    program.ops.push_back(parse_operator(ops[i], i, file));
+    if (!names.insert(program.ops.back().name).second)
+      throw InputError(file, "ops[" + std::to_string(i) + "].name", kRule,
+                       "'" + program.ops.back().name + "' names two operators");
+  }
+  return program;
+}
+
+TensorProgram program_from_graph(const mlsys::Problem& problem, const Chip& chip, const std::string& name) {
+  const Graph graph = analyze_graph(problem, name);
+  TensorProgram program;
+  program.name = problem.names.model.empty() ? name : problem.names.model;
+  program.chip = chip;
+  auto op_name = [&](int op) {
+    return op < static_cast<int>(problem.names.ops.size()) ? problem.names.ops[op]
+                                                           : "op" + std::to_string(op);
+  };
+  for (int op : graph.topological_order) {
+    const int out = problem.outputs[op][0];
+    TensorOperator t;
+    t.name = op_name(op);
+    t.m = problem.heights[out];
+    t.n = problem.widths[out];
+    if (problem.is_matmul(op)) {
+      t.type = OperatorType::MatMul;
+      t.k = problem.widths[problem.inputs[op][0]];
+    } else {
+      t.type = OperatorType::Elementwise;
+      t.inputs = static_cast<int64_t>(problem.inputs[op].size());
+    }
+    for (int in : problem.inputs[op])
+      if (graph.producer[in] >= 0) t.after.push_back(op_name(graph.producer[in]));
+    program.ops.push_back(std::move(t));
+  }
+  return program;
+}
+
+json program_to_json(const TensorProgram& program, const CompiledProgram& compiled) {
+  json ops = json::array();
+  for (size_t i = 0; i < program.ops.size(); ++i) {
+    const TensorOperator& op = program.ops[i];
+    const OperatorOption& o = compiled.chosen[i];
+    json j = {{"name", op.name}, {"type", to_string(op.type)}, {"m", op.m}, {"n", op.n}};
+    if (op.type == OperatorType::MatMul) {
+      j["k"] = op.k;
+      j["plan"] = plan_to_json(o.plan);
+      if (op.batch > 1) j["plan"]["pb"] = o.plan.pb;
+    } else {
+      j["inputs"] = op.inputs;
+      j["plan"] = {{"cores", o.plan.f_op[0]}};
+    }
+    if (op.batch > 1) j["batch"] = op.batch;
+    j["cycles"] = {{"compute", o.cost.compute},
+                   {"sync_shift", o.cost.sync_shift},
+                   {"shuffle", o.cost.shuffle},
+                   {"warm_up", o.warm_up},
+                   {"total", o.time()}};
+    j["cold_bytes"] = o.cold;
+    j["hot_bytes"] = o.hot;
+    j["cold_layout"] = o.cold_is_hot ? "hot plan's" : "no copies";
+    ops.push_back(std::move(j));
+  }
+  json transitions = json::array();
+  for (size_t i = 0; i + 1 < compiled.chosen.size(); ++i)
+    transitions.push_back({{"from", program.ops[i].name},
+                           {"to", program.ops[i + 1].name},
+                           {"cycles", compiled.chosen[i].cost.shuffle + compiled.chosen[i + 1].warm_up},
+                           {"shuffle", compiled.chosen[i].cost.shuffle},
+                           {"warm_up", compiled.chosen[i + 1].warm_up}});
+  return {{"t10_compiled", true},
+          {"name", program.name},
+          {"chip",
+           {{"name", program.chip.name},
+            {"cores", program.chip.cores},
+            {"sram_bytes_per_core", program.chip.sram_bytes_per_core}}},
+          {"timing", "calibrated"},
+          {"reconciliation", compiled.reconciliation},
+          {"ops", std::move(ops)},
+          {"transitions", std::move(transitions)},
+          {"total_cycles", compiled.total_cycles},
+          {"lower_bound_cycles", compiled.lower_bound},
+          {"proven_gap", compiled.lower_bound > 0 ? compiled.total_cycles / compiled.lower_bound - 1 : 0.0},
+          {"cold_bytes_per_core", compiled.cold_bytes},
+          {"peak_extra_bytes_per_core", compiled.peak_extra_bytes},
+          {"peak_sram_bytes", compiled.peak_sram_bytes()}};
+}
+
+}  // namespace mlsys::t10

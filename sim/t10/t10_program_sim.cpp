@@ -1,0 +1,196 @@
+// The whole-model program on the all-cores engine (t10_program_sim.hpp).
+#include "sim/t10/t10_program_sim.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+#include <stdexcept>
+#include <tuple>
+
+#include "sim/trace_observer.hpp"
+
+namespace mlsys::t10 {
+namespace {
+
+constexpr double kNsPerCycle = 1e-3;  // trace times are microseconds; one T10 cycle is one nanosecond
+
+using Matrix = std::vector<int64_t>;
+
+auto plan_key(const TensorOperator& op, const Plan& p) {
+  return std::make_tuple(op.batch, op.m, op.k, op.n, p.pb, p.f_op, p.am, p.ak, p.bk, p.bn, p.cm, p.cn);
+}
+
+// The input of operator i in a chain: the previous output, or operand slot 0 for the first.
+const Matrix& chain_input(const std::vector<Matrix>& outputs, size_t i, Matrix& first, uint64_t seed,
+                          int64_t rows, int64_t cols) {
+  if (i > 0) {
+    if (outputs[i - 1].size() != static_cast<size_t>(rows * cols))
+      throw std::invalid_argument("functional mode follows a chain: operator " + std::to_string(i) +
+                                  " reads " + std::to_string(rows) + "x" + std::to_string(cols) +
+                                  " but its predecessor wrote " + std::to_string(outputs[i - 1].size()) +
+                                  " elements");
+    return outputs[i - 1];
+  }
+  first = program_operand(seed, 0, 0, rows, cols);
+  return first;
+}
+
+// Vector operators on their row blocks: each of `parts` cores computes its rows (the same arithmetic as the
+// reference, but per core block, so a wrong split shows).
+Matrix run_vector(const TensorOperator& op, const OperatorOption& o, const Matrix& in, uint64_t seed,
+                  size_t i) {
+  const int64_t rows = op.batch * op.m, cols = op.n;
+  const int64_t parts = std::max<int64_t>(o.plan.f_op[0], 1), per = (rows + parts - 1) / parts;
+  std::vector<Matrix> bias;
+  for (int slot = 1; slot < op.inputs; ++slot) bias.push_back(program_operand(seed, i, slot, 1, cols));
+  Matrix out(in.size(), 0);
+  for (int64_t core = 0; core < parts; ++core)
+    for (int64_t r = core * per; r < std::min(rows, (core + 1) * per); ++r)
+      for (int64_t c = 0; c < cols; ++c) {
+        int64_t v = in[static_cast<size_t>(r * cols + c)];
+        if (op.type == OperatorType::Relu) v = std::max<int64_t>(v, 0);
+        for (const Matrix& b : bias) v += b[static_cast<size_t>(c)];
+        out[static_cast<size_t>(r * cols + c)] = v;
+      }
+  return out;
+}
+
+void check_functional_program(const TensorProgram& program) {
+  for (const TensorOperator& op : program.ops)
+    if (op.type == OperatorType::RowWise || op.batch != 1)
+      throw std::invalid_argument(
+          "functional mode runs chains of MatMul, elementwise and ReLU operators "
+          "without a batch; '" +
+          op.name + "' is " + to_string(op.type) + (op.batch != 1 ? " with a batch" : ""));
+}
+
+}  // namespace
+
+std::vector<int64_t> program_operand(uint64_t seed, size_t op, int slot, int64_t rows, int64_t cols) {
+  std::mt19937_64 rng(seed * 1000003 + op * 131 + static_cast<uint64_t>(slot));
+  Matrix m(static_cast<size_t>(rows * cols));
+  for (int64_t& v : m) v = static_cast<int64_t>(rng() % 7) - 3;
+  return m;
+}
+
+std::string ProgramRun::first_failure() const {
+  for (const OperatorRun& r : ops)
+    if (r.violation) return "operator '" + r.name + "': " + r.violation->message;
+  if (functional_mismatch) return *functional_mismatch;
+  if (std::fabs(makespan - model_total) > 1e-6 * std::max(1.0, model_total))
+    return "the engine's makespan " + std::to_string(makespan) + " differs from the model's total " +
+           std::to_string(model_total);
+  return "";
+}
+
+std::vector<int64_t> reference_output(const TensorProgram& program, uint64_t seed) {
+  Matrix x;
+  for (size_t i = 0; i < program.ops.size(); ++i) {
+    const TensorOperator& op = program.ops[i];
+    if (i == 0) x = program_operand(seed, 0, 0, op.m, op.type == OperatorType::MatMul ? op.k : op.n);
+    if (op.type == OperatorType::MatMul) {
+      const Matrix w = program_operand(seed, i, 1, op.k, op.n);
+      Matrix y(static_cast<size_t>(op.m * op.n), 0);
+      for (int64_t r = 0; r < op.m; ++r)
+        for (int64_t q = 0; q < op.k; ++q)
+          for (int64_t c = 0; c < op.n; ++c)
+            y[static_cast<size_t>(r * op.n + c)] +=
+                x[static_cast<size_t>(r * op.k + q)] * w[static_cast<size_t>(q * op.n + c)];
+      x = std::move(y);
+      continue;
+    }
+    for (int slot = 1; slot < op.inputs; ++slot) {
+      const Matrix b = program_operand(seed, i, slot, 1, op.n);
+      for (size_t e = 0; e < x.size(); ++e) x[e] += b[e % static_cast<size_t>(op.n)];
+    }
+    if (op.type == OperatorType::Relu)
+      for (int64_t& v : x) v = std::max<int64_t>(v, 0);
+  }
+  return x;
+}
+
+ProgramRun simulate_program(const TensorProgram& program, const CompiledProgram& compiled,
+                            const ProgramSimOptions& options, TraceObserver* trace) {
+  if (options.functional) check_functional_program(program);
+  ProgramRun run;
+  run.model_total = compiled.total_cycles;
+  std::map<decltype(plan_key(program.ops[0], Plan{})), CoresResult> simulated;
+  std::vector<Matrix> outputs(options.functional ? program.ops.size() : 0);
+  Matrix first;
+  int track_warm = -1, track_run = -1, track_shuffle = -1;
+  if (trace) {
+    track_warm = trace->track("warm-up (cold layout to hot)");
+    track_run = trace->track("operator (compute and shifts)");
+    track_shuffle = trace->track("shuffle (output to the next layout)");
+  }
+  double clock = 0;
+  for (size_t i = 0; i < program.ops.size(); ++i) {
+    const TensorOperator& op = program.ops[i];
+    const OperatorOption& o = compiled.chosen[i];
+    OperatorRun r;
+    r.name = op.name;
+    r.start = clock;
+    r.warm_up = o.warm_up;
+    r.shuffle = o.cost.shuffle;
+    r.run = o.cost.total - o.cost.shuffle;
+    if (op.type == OperatorType::MatMul) {
+      const Problem problem = operator_problem(program, op);
+      CoreSimOptions engine;
+      engine.timing = CoreTiming::Calibrated;
+      Matrix a_copy, b, c;
+      if (options.functional) {
+        a_copy = chain_input(outputs, i, first, options.seed, op.m, op.k);
+        b = program_operand(options.seed, i, 1, op.k, op.n);
+        engine.functional = true;
+        engine.functional_check = FunctionalCheck::Exact;
+        engine.operand_a = &a_copy, engine.operand_b = &b, engine.gathered_c = &c;
+      }
+      auto key = plan_key(op, o.plan);
+      auto it = simulated.find(key);
+      if (it == simulated.end() || options.functional) {
+        it = simulated.insert_or_assign(key, simulate_cores(problem, o.plan, engine)).first;
+        ++run.engine_runs;
+      }
+      const CoresResult& cores = it->second;
+      r.simulated = true;
+      r.cores = cores.cores * o.plan.pb;
+      r.transfers = cores.transfers * o.plan.pb;
+      r.bytes_moved = cores.bytes_moved * o.plan.pb;
+      r.violation = cores.violation;
+      r.run = cores.makespan - o.cost.shuffle;  // the engine's time, shuffle included in its makespan
+      if (options.functional) outputs[i] = std::move(c);
+    } else {
+      r.cores = o.plan.f_op[0];
+      if (options.functional)
+        outputs[i] = run_vector(op, o, chain_input(outputs, i, first, options.seed, op.batch * op.m, op.n),
+                                options.seed, i);
+    }
+    if (trace) {
+      const nlohmann::json args = {{"operator", op.name}, {"type", to_string(op.type)}, {"cores", r.cores}};
+      if (r.warm_up > 0) trace->span(track_warm, op.name, clock * kNsPerCycle, r.warm_up * kNsPerCycle, args);
+      trace->span(track_run, op.name, (clock + r.warm_up) * kNsPerCycle, r.run * kNsPerCycle, args);
+      trace->span(track_shuffle, op.name, (clock + r.warm_up + r.run) * kNsPerCycle, r.shuffle * kNsPerCycle,
+                  args);
+      trace->counter("SRAM per core (bytes)", clock * kNsPerCycle,
+                     {{"cold", compiled.cold_bytes}, {"extra", o.extra()}});
+    }
+    run.sram_after.push_back(compiled.cold_bytes + o.extra());
+    clock += r.warm_up + r.run + r.shuffle;
+    run.ops.push_back(std::move(r));
+  }
+  run.makespan = clock;
+  if (options.functional) {
+    run.functional_checked = true;
+    const Matrix want = reference_output(program, options.seed);
+    if (outputs.back() != want) {
+      size_t at = 0;
+      while (at < want.size() && at < outputs.back().size() && outputs.back()[at] == want[at]) ++at;
+      run.functional_mismatch = "the network's output differs from the reference at element " +
+                                std::to_string(at) + " (of " + std::to_string(want.size()) + ")";
+    }
+  }
+  return run;
+}
+
+}  // namespace mlsys::t10

@@ -1,0 +1,60 @@
+// A compiled whole-model program run on the all-cores engine (docs/t10-programs.md#simulation): operator
+// after operator, each MatMul's plan on every core of its group with the calibrated timing (the engine's
+// makespan must equal the option's priced total, and every core passes the single-operator checks), each
+// vector operator over its row blocks, warm-ups and shuffles between them; the program's time is the sum.
+// Identical operators with the same plan are simulated once.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/t10/t10_cores.hpp"
+#include "sim/t10/t10_program.hpp"
+
+namespace mlsys {
+class TraceObserver;
+}
+
+namespace mlsys::t10 {
+
+struct OperatorRun {
+  std::string name;
+  double start = 0, warm_up = 0, run = 0, shuffle = 0;  // cycles; run = the engine's makespan less shuffle
+  int64_t cores = 0, transfers = 0, bytes_moved = 0;
+  bool simulated = false;  // a MatMul run on the engine (vector operators are priced, not replayed)
+  std::optional<CoreViolation> violation;
+};
+
+struct ProgramRun {
+  std::vector<OperatorRun> ops;
+  double makespan = 0;              // cycles, all operators in order
+  double model_total = 0;           // the compiled program's total, which the makespan must equal
+  int64_t engine_runs = 0;          // distinct (shape, plan) pairs simulated
+  std::vector<int64_t> sram_after;  // resident bytes per core while each operator runs (cold sum + its extra)
+  // Functional mode: the network's output compared with a reference computed without the engine.
+  bool functional_checked = false;
+  std::optional<std::string> functional_mismatch;
+  std::string first_failure() const;  // empty when every operator passed
+};
+
+// The data of a functional run: integer operands drawn per (operator, operand slot) from a seed, so that a
+// reference computed separately can draw the same ones. Values are in [-3, 3].
+std::vector<int64_t> program_operand(uint64_t seed, size_t op, int slot, int64_t rows, int64_t cols);
+
+struct ProgramSimOptions {
+  bool functional = false;  // multiply real integers through the network (small programs: exact check)
+  uint64_t seed = 1;
+};
+
+// Throws std::invalid_argument when an operator's plan is beyond the engine (its limits) or functional mode
+// is asked of a network that is not a chain of MatMul, elementwise and ReLU operators.
+ProgramRun simulate_program(const TensorProgram& program, const CompiledProgram& compiled,
+                            const ProgramSimOptions& options, TraceObserver* trace = nullptr);
+
+// The network's output computed directly (no engine, no plan), for the functional check: each MatMul reads
+// its predecessor's output (or operand slot 0) and operand slot 1; an elementwise operator adds its
+// predecessor's output and operand slots 1.. ; a ReLU clamps at 0.
+std::vector<int64_t> reference_output(const TensorProgram& program, uint64_t seed);
+
+}  // namespace mlsys::t10

@@ -1,0 +1,174 @@
+// Whole-model compilation for T10 (t10_compile.hpp, docs/t10-programs.md).
+#include "solver/t10_compile.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <stdexcept>
+#include <tuple>
+
+#include "solver/t10_search.hpp"
+
+namespace mlsys::t10 {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// A candidate before it is built into an option: what the Pareto filter compares, and how to rebuild it.
+struct Candidate {
+  int64_t cold, extra;
+  double time;
+  uint32_t plan;  // index into the plans visited
+  bool no_copy;
+};
+
+// Keeps the candidates no other beats on cold, extra and time at once; fastest first (ties: smaller cold,
+// then smaller extra). The staircase maps cold to the least extra of the kept ones up to that cold.
+std::vector<Candidate> pareto(std::vector<Candidate> all) {
+  std::sort(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) {
+    return std::tie(a.time, a.cold, a.extra) < std::tie(b.time, b.cold, b.extra);
+  });
+  std::vector<Candidate> kept;
+  std::map<int64_t, int64_t> staircase;  // cold -> least extra among kept with that cold or less
+  for (const Candidate& c : all) {
+    auto at = staircase.upper_bound(c.cold);
+    if (at != staircase.begin() && std::prev(at)->second <= c.extra) continue;  // dominated
+    kept.push_back(c);
+    auto [it, fresh] = staircase.insert_or_assign(c.cold, c.extra);
+    // Later steps with no smaller extra are now implied by this one.
+    for (auto next = std::next(it); next != staircase.end() && next->second >= c.extra;)
+      next = staircase.erase(next);
+  }
+  return kept;
+}
+
+std::string shape_key(const TensorOperator& op) {
+  return std::string(to_string(op.type)) + ":" + std::to_string(op.batch) + "x" + std::to_string(op.m) + "x" +
+         std::to_string(op.k) + "x" + std::to_string(op.n) + "/" + std::to_string(op.inputs);
+}
+
+}  // namespace
+
+OperatorOptions operator_options(const TensorProgram& program, const TensorOperator& op) {
+  OperatorOptions out;
+  if (op.type == OperatorType::MatMul) {
+    // Each plan in two layouts; only the Pareto survivors are built into options.
+    std::vector<Candidate> candidates;
+    std::vector<Plan> plans;
+    const Problem problem = operator_problem(program, op);
+    out.plans_priced = for_each_calibrated_plan(problem, [&](const Plan& plan, const CalibratedCost& c) {
+                         const auto at = static_cast<uint32_t>(plans.size());
+                         plans.push_back(plan);
+                         candidates.push_back({c.cold_bytes, c.hot_bytes - c.cold_bytes, c.total, at, false});
+                         candidates.push_back({c.no_copy_cold_bytes, c.hot_bytes - c.no_copy_cold_bytes,
+                                               c.total + c.warm_up, at, true});
+                       }).second;
+    for (const Candidate& c : pareto(std::move(candidates)))
+      out.options.push_back(matmul_option(plans[c.plan], calibrated_cost(problem, plans[c.plan]), c.no_copy));
+  } else {
+    // Nothing rotates: more cores is both faster and smaller, so the option is every row's core (or all).
+    Plan plan;
+    plan.f_op[0] = std::min(program.chip.cores, op.batch * op.m);
+    out.options.push_back(price_option(program, op, plan, false));
+    out.plans_priced = 1;
+    if (!out.options.back().cost.accepted()) out.options.clear();
+  }
+  if (out.options.empty())
+    throw std::invalid_argument("operator '" + op.name + "' (" + shape_key(op) +
+                                "): no plan of the calibrated model's search space fits a core's " +
+                                std::to_string(program.chip.sram_bytes_per_core) + " B");
+  return out;
+}
+
+int64_t least_sram_bytes(const std::vector<const OperatorOptions*>& ops) {
+  std::vector<int64_t> extras;
+  for (const OperatorOptions* o : ops)
+    for (const OperatorOption& x : o->options) extras.push_back(x.extra());
+  std::sort(extras.begin(), extras.end());
+  extras.erase(std::unique(extras.begin(), extras.end()), extras.end());
+  int64_t least = std::numeric_limits<int64_t>::max();
+  for (int64_t h : extras) {
+    int64_t cold = 0;
+    bool every = true;
+    for (const OperatorOptions* o : ops) {
+      int64_t smallest = std::numeric_limits<int64_t>::max();
+      for (const OperatorOption& x : o->options)
+        if (x.extra() <= h) smallest = std::min(smallest, x.cold);
+      every = every && smallest != std::numeric_limits<int64_t>::max();
+      if (every) cold += smallest;
+    }
+    if (every) least = std::min(least, cold + h);
+  }
+  return least;
+}
+
+CompileResult compile_program(const TensorProgram& program, const CompileOptions& options) {
+  CompileResult result;
+  const auto start = Clock::now();
+  std::map<std::string, size_t> distinct;  // identical shapes share their options
+  std::vector<size_t> first_of, index_of;  // the first operator of each shape; each operator's shape
+  for (size_t i = 0; i < program.ops.size(); ++i) {
+    auto [it, fresh] = distinct.try_emplace(shape_key(program.ops[i]), first_of.size());
+    if (fresh) first_of.push_back(i);
+    index_of.push_back(it->second);
+  }
+  // The shapes are independent: one worker per core takes the next one.
+  std::vector<OperatorOptions> tables(first_of.size());
+  std::vector<std::exception_ptr> failures(first_of.size());
+  std::atomic<size_t> next{0};
+  std::mutex progress_lock;
+  auto work = [&] {
+    for (size_t s; (s = next++) < first_of.size();) {
+      const TensorOperator& op = program.ops[first_of[s]];
+      try {
+        tables[s] = operator_options(program, op);
+      } catch (...) {
+        failures[s] = std::current_exception();
+        continue;
+      }
+      if (!options.progress) continue;
+      std::lock_guard lock(progress_lock);
+      options.progress("t10 compile: " + op.name + " (" + shape_key(op) + "): " +
+                       std::to_string(tables[s].options.size()) + " options from " +
+                       std::to_string(tables[s].plans_priced) + " plans");
+    }
+  };
+  const size_t workers = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
+  std::vector<std::thread> pool;
+  for (size_t w = 1; w < std::min(workers, first_of.size()); ++w) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  for (const std::exception_ptr& failure : failures)
+    if (failure) std::rethrow_exception(failure);
+  std::vector<const OperatorOptions*> per_op;
+  for (const OperatorOptions& t : tables) {
+    result.stats.plans_priced += t.plans_priced;
+    result.stats.options += static_cast<int64_t>(t.options.size());
+  }
+  for (size_t i : index_of) per_op.push_back(&tables[i]);
+  result.stats.distinct_operators = static_cast<int64_t>(tables.size());
+  result.stats.options_seconds = seconds_since(start);
+  result.least_sram_bytes = least_sram_bytes(per_op);
+  const auto reconcile_start = Clock::now();
+  const int64_t sram = program.chip.sram_bytes_per_core;
+  std::optional<CompiledProgram> heuristic = reconcile_heuristic(per_op, sram);
+  if (heuristic) result.stats.heuristic_cycles = heuristic->total_cycles;
+  if (options.reconciliation == Reconciliation::Heuristic) {
+    result.compiled = heuristic;
+  } else if (result.least_sram_bytes <= sram) {
+    result.compiled = reconcile_exact(per_op, sram, heuristic, options.max_frontier, result.stats);
+  }
+  result.stats.reconcile_seconds = seconds_since(reconcile_start);
+  return result;
+}
+
+}  // namespace mlsys::t10

@@ -1,0 +1,20 @@
+// A compiled whole-model T10 program for people: the text table of `t10 compile` and its HTML report (a
+// timeline of the operators, every core's SRAM across the program against the capacity, the critical
+// operators).
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include "sim/t10/t10_program.hpp"
+#include "sim/t10/t10_program_sim.hpp"
+#include "solver/t10_compile.hpp"
+
+namespace mlsys::t10 {
+
+void print_program(std::ostream& out, const TensorProgram& program, const CompiledProgram& compiled,
+                   const CompileStats& stats, const ProgramRun* run);
+std::string program_html(const TensorProgram& program, const CompiledProgram& compiled,
+                         const CompileStats& stats, const ProgramRun* run);
+
+}  // namespace mlsys::t10
