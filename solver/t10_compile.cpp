@@ -3,14 +3,14 @@
 
 #include <algorithm>
 #include <atomic>
-#include <exception>
-#include <mutex>
-#include <thread>
 #include <chrono>
 #include <cmath>
+#include <exception>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <stdexcept>
+#include <thread>
 #include <tuple>
 
 #include "solver/t10_search.hpp"
@@ -64,23 +64,46 @@ OperatorOptions operator_options(const TensorProgram& program, const TensorOpera
     // Each plan in two layouts; only the Pareto survivors are built into options.
     std::vector<Candidate> candidates;
     std::vector<Plan> plans;
-    const Problem problem = operator_problem(program, op);
-    out.plans_priced = for_each_calibrated_plan(problem, [&](const Plan& plan, const CalibratedCost& c) {
-                         const auto at = static_cast<uint32_t>(plans.size());
-                         plans.push_back(plan);
-                         candidates.push_back({c.cold_bytes, c.hot_bytes - c.cold_bytes, c.total, at, false});
-                         candidates.push_back({c.no_copy_cold_bytes, c.hot_bytes - c.no_copy_cold_bytes,
-                                               c.total + c.warm_up, at, true});
-                       }).second;
+    Problem problem = operator_problem(program, op);
+    auto enumerate = [&] {
+      out.plans_priced +=
+          for_each_calibrated_plan(problem, [&](const Plan& plan, const CalibratedCost& c) {
+            const auto at = static_cast<uint32_t>(plans.size());
+            plans.push_back(plan);
+            candidates.push_back({c.cold_bytes, c.hot_bytes - c.cold_bytes, c.total, at, false});
+            candidates.push_back(
+                {c.no_copy_cold_bytes, c.hot_bytes - c.no_copy_cold_bytes, c.total + c.warm_up, at, true});
+          }).second;
+    };
+    enumerate();
+    if (candidates.empty()) {
+      // No plan fits a core: priced without the limit, so that the refusal can say how many bytes are
+      // missing.
+      problem.chip.sram_bytes_per_core = int64_t{1} << 50;
+      enumerate();
+    }
     for (const Candidate& c : pareto(std::move(candidates)))
       out.options.push_back(matmul_option(plans[c.plan], calibrated_cost(problem, plans[c.plan]), c.no_copy));
   } else {
-    // Nothing rotates: more cores is both faster and smaller, so the option is every row's core (or all).
-    Plan plan;
-    plan.f_op[0] = std::min(program.chip.cores, op.batch * op.m);
-    out.options.push_back(price_option(program, op, plan, false));
-    out.plans_priced = 1;
-    if (!out.options.back().cost.accepted()) out.options.clear();
+    // Nothing rotates: more cores is both faster and smaller, so an elementwise operator uses every core it
+    // can. A row-wise one may also split its rows (into divisors of the row length): smaller, slower.
+    const VectorOp v = vector_op(op);
+    std::vector<Candidate> candidates;
+    std::vector<Plan> plans;
+    for (int64_t c = 1; c <= (v.kind == VectorKind::RowWise ? std::min(v.cols, program.chip.cores) : 1);
+         ++c) {
+      if (v.cols % c != 0) continue;
+      Plan plan;
+      plan.f_op[0] = std::min(program.chip.cores / c, vector_units(v));
+      plan.f_op[2] = c;
+      const OperatorOption o = price_option(program, op, plan, false);
+      ++out.plans_priced;
+      if (!o.cost.accepted()) continue;
+      candidates.push_back({o.cold, o.extra(), o.time(), static_cast<uint32_t>(plans.size()), false});
+      plans.push_back(plan);
+    }
+    for (const Candidate& c : pareto(std::move(candidates)))
+      out.options.push_back(price_option(program, op, plans[c.plan], false));
   }
   if (out.options.empty())
     throw std::invalid_argument("operator '" + op.name + "' (" + shape_key(op) +
@@ -137,8 +160,8 @@ CompileResult compile_program(const TensorProgram& program, const CompileOptions
       }
       if (!options.progress) continue;
       std::lock_guard lock(progress_lock);
-      options.progress("t10 compile: " + op.name + " (" + shape_key(op) + "): " +
-                       std::to_string(tables[s].options.size()) + " options from " +
+      options.progress("t10 compile: " + op.name + " (" + shape_key(op) +
+                       "): " + std::to_string(tables[s].options.size()) + " options from " +
                        std::to_string(tables[s].plans_priced) + " plans");
     }
   };
@@ -165,7 +188,8 @@ CompileResult compile_program(const TensorProgram& program, const CompileOptions
   if (options.reconciliation == Reconciliation::Heuristic) {
     result.compiled = heuristic;
   } else if (result.least_sram_bytes <= sram) {
-    result.compiled = reconcile_exact(per_op, sram, heuristic, options.max_frontier, result.stats);
+    result.compiled = reconcile_exact(per_op, sram, heuristic, options.max_frontier, result.stats,
+                                      options.reconcile_seconds);
   }
   result.stats.reconcile_seconds = seconds_since(reconcile_start);
   return result;

@@ -6,10 +6,11 @@
 // - `heuristic`: the published planner's greedy (platformxlab/elk, DNNProgram.py,
 //   search_optimal_global_config_heuristic), restated: every operator starts at its largest cold size, then
 //   the one that loses least time per byte freed shrinks, until none can; the fastest fitting step wins.
-// - `exact` (the default): for each candidate bound H on the extra, a multiple-choice knapsack over cold
-//   bytes solved exactly by a Pareto frontier of (cold bytes, time), pruned by the incumbent (at first the
-//   heuristic's). It proves its optimum over the option sets, or, if its work limit is reached, returns the
-//   best found with a Lagrangian lower bound.
+// - `exact` (the default): a branch and bound over the bound H on the largest extra; for each H a
+//   multiple-choice knapsack over cold bytes, bounded by its Lagrangian dual and solved exactly by a Pareto
+//   frontier of (cold bytes, time) pruned by that bound and the incumbent (at first the better of the
+//   heuristic's and the dual's own choices). It proves its optimum over the option sets, or, at its deadline
+//   or work limit, returns the best found with the smallest open bound as a proven lower bound.
 #pragma once
 
 #include <functional>
@@ -45,6 +46,7 @@ struct CompileStats {
 struct CompileOptions {
   Reconciliation reconciliation = Reconciliation::Exact;
   int64_t max_frontier = 1 << 15;  // work limit of the exact reconciliation (frontier entries per stage)
+  double reconcile_seconds = 30;   // its deadline: then the best found and the smallest open bound
   std::function<void(const std::string&)> progress;  // stderr lines for long work
 };
 
@@ -62,6 +64,7 @@ std::optional<CompiledProgram> reconcile_heuristic(const std::vector<const Opera
 std::optional<CompiledProgram> reconcile_exact(const std::vector<const OperatorOptions*>& ops,
                                                int64_t sram_bytes,
                                                const std::optional<CompiledProgram>& incumbent,
-                                               int64_t max_frontier, CompileStats& stats);
+                                               int64_t max_frontier, CompileStats& stats,
+                                               double seconds = 30);
 
 }  // namespace mlsys::t10

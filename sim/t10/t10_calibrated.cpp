@@ -263,22 +263,35 @@ double aligned(double v) {
   return v;
 }
 
+// get_comp_time_per_iter_helper, elementwise branch.
+double elementwise_cycles(double elements) {
+  return elements <= 16432 ? std::min(16434 * 0.5 + 300, elements * 0.75 + 290) : elements * 0.5 + 300;
+}
+
+// The reduce branch: `outputs` results, each of `batch` inputs (the same ladder as the shuffle's reduce).
+double reduce_cycles(double outputs, double batch) {
+  const double a = aligned(outputs);
+  return a * batch <= 480 ? std::min(481 * 0.25 + 175, a * batch * 1.5 + 175) : a * batch * 0.25 + 175;
+}
+
+// get_shuffle_time's gather and reduce of `copies` partial outputs of `output` elements each.
+void combine_copies(int64_t copies, double output, int64_t dtype_bytes, CalibratedCost& cost) {
+  const double reduced = output / static_cast<double>(copies);
+  if (copies == 2) {
+    cost.gather = 2 * kSyncCycles + shift_time(std::floor(output / 2), dtype_bytes);
+    cost.reduce = elementwise_cycles(reduced);
+  } else if (copies > 2) {
+    cost.gather = static_cast<double>(copies) * kSyncCycles + shift_time(output, dtype_bytes);
+    cost.reduce = reduce_cycles(reduced, static_cast<double>(copies));
+  }
+}
+
 // get_shuffle_time, MatMul branch.
 void shuffle(const Config& c, int64_t dtype_bytes, CalibratedCost& cost) {
   const int64_t copies =
       std::llround(static_cast<double>(c.replicas[0]) / static_cast<double>(ring_of(c, 0)));
-  const double output =
-      static_cast<double>(c.batch_local) * c.sub_length[0] * c.sub_length[1];  // sub-task's C
-  const double reduced = output / static_cast<double>(copies);
-  if (copies == 2) {
-    cost.gather = 2 * kSyncCycles + shift_time(std::floor(output / 2), dtype_bytes);
-    cost.reduce = reduced <= 16432 ? std::min(16434 * 0.5 + 300, reduced * 0.75 + 290) : reduced * 0.5 + 300;
-  } else if (copies > 2) {
-    cost.gather = static_cast<double>(copies) * kSyncCycles + shift_time(output, dtype_bytes);
-    const double batch = static_cast<double>(copies), a = aligned(reduced);
-    cost.reduce =
-        a * batch <= 480 ? std::min(481 * 0.25 + 175, a * batch * 1.5 + 175) : a * batch * 0.25 + 175;
-  }
+  combine_copies(copies, static_cast<double>(c.batch_local) * c.sub_length[0] * c.sub_length[1], dtype_bytes,
+                 cost);  // the sub-task's C block
   cost.shuffle_output =
       shift_time(static_cast<double>(c.var_size[0]), dtype_bytes) + kBufferIters * kSyncCycles;
   cost.shuffle_sync = kSyncCycles * 4;
@@ -365,29 +378,28 @@ CalibratedCost calibrated_cost(const Problem& pr, const Plan& plan, bool message
   return cost;
 }
 
-namespace {
-
-// get_comp_time_per_iter_helper, elementwise branch.
-double elementwise_cycles(double elements) {
-  return elements <= 16432 ? std::min(16434 * 0.5 + 300, elements * 0.75 + 290) : elements * 0.5 + 300;
+int64_t vector_units(const VectorOp& op) {
+  return op.kind == VectorKind::RowWise ? op.rows : op.rows * op.cols;
 }
 
-// The reduce branch: `outputs` results, each of `batch` inputs (the same ladder as the shuffle's reduce).
-double reduce_cycles(double outputs, double batch) {
-  const double a = aligned(outputs);
-  return a * batch <= 480 ? std::min(481 * 0.25 + 175, a * batch * 1.5 + 175) : a * batch * 0.25 + 175;
-}
-
-}  // namespace
-
-CalibratedCost calibrated_vector_cost(const VectorOp& op, int64_t parts, int64_t e, int64_t chip_cores) {
+CalibratedCost calibrated_vector_cost(const VectorOp& op, int64_t parts, int64_t e, int64_t chip_cores,
+                                      int64_t col_parts) {
   CalibratedCost cost;
-  if (parts < 1 || parts > op.rows || parts > chip_cores)
-    cost.rejections.push_back(std::to_string(parts) + " parts for " + std::to_string(op.rows) + " rows on " +
+  const int64_t units = vector_units(op);
+  if (op.kind != VectorKind::RowWise) col_parts = 1;
+  if (col_parts < 1 || col_parts > op.cols || parts * col_parts > chip_cores)
+    cost.rejections.push_back(std::to_string(col_parts) + " column parts of " + std::to_string(op.cols) +
+                              " columns with " + std::to_string(parts) + " row parts on " +
                               std::to_string(chip_cores) + " cores");
-  parts = std::clamp<int64_t>(parts, 1, std::max<int64_t>(op.rows, 1));
-  const int64_t rows = (op.rows + parts - 1) / parts;
-  const int64_t elements = rows * op.cols;
+  col_parts = std::clamp<int64_t>(col_parts, 1, std::max<int64_t>(op.cols, 1));
+  const int64_t cols = (op.cols + col_parts - 1) / col_parts;
+  if (parts < 1 || parts > units || parts > chip_cores)
+    cost.rejections.push_back(std::to_string(parts) + " parts for " + std::to_string(units) +
+                              (op.kind == VectorKind::RowWise ? " rows" : " elements") + " on " +
+                              std::to_string(chip_cores) + " cores");
+  parts = std::clamp<int64_t>(parts, 1, std::max<int64_t>(units, 1));
+  const int64_t rows = op.kind == VectorKind::RowWise ? (op.rows + parts - 1) / parts : 1;
+  const int64_t elements = op.kind == VectorKind::RowWise ? rows * cols : (units + parts - 1) / parts;
   cost.steps = 1;
   switch (op.kind) {
     case VectorKind::Elementwise:
@@ -399,14 +411,16 @@ CalibratedCost calibrated_vector_cost(const VectorOp& op, int64_t parts, int64_t
       cost.shuffle_sync = kSyncCycles;
       break;
     case VectorKind::RowWise:
-      cost.compute_per_step = reduce_cycles(static_cast<double>(rows), static_cast<double>(op.cols)) +
+      cost.compute_per_step = reduce_cycles(static_cast<double>(rows), static_cast<double>(cols)) +
                               elementwise_cycles(static_cast<double>(elements));
+      // Rows split over column parts: each row's partial statistic gathered and reduced over its copies.
+      combine_copies(col_parts, static_cast<double>(rows * col_parts), e, cost);
       // get_shuffle_time's general branch with one output copy: the output moved and its syncs.
       cost.shuffle_output = shift_time(static_cast<double>(elements), e) + kBufferIters * kSyncCycles;
       cost.shuffle_sync = kSyncCycles * 4;
       break;
   }
-  cost.compute = cost.compute_per_step;
+  cost.compute = cost.compute_per_step + cost.gather + cost.reduce;
   cost.shuffle = cost.shuffle_output + cost.shuffle_sync;
   cost.total = cost.compute + cost.shuffle;
   cost.cold_bytes = e * elements * op.inputs;

@@ -64,15 +64,20 @@ std::vector<std::string> calibrated_spatial_rejections(const Problem& problem,
 // elementwise, relu and reduce branches, get_shuffle_time): every tensor shares the partition, so nothing
 // rotates and the cold layout is the hot one (no warm-up). Row-wise normalisations (Softmax, LayerNorm) are
 // the reduce over each row followed by the elementwise pass over it, as the model's own network files
-// decompose them. Rows are split over the cores; a row stays on one core.
+// decompose them. Elementwise operators split their elements over the cores; row-wise ones their rows (a
+// row stays on one core).
 enum class VectorKind { Elementwise, Relu, RowWise };
 struct VectorOp {
   VectorKind kind = VectorKind::Elementwise;
   int64_t rows = 1, cols = 1;  // the output's; an elementwise op is rows x cols elements
   int64_t inputs = 1;          // operands read (each rows x cols)
 };
-// `parts`: cores used (at most rows). Rejections: more parts than rows or cores.
+// What the cores split: elements, or rows for a row-wise operator.
+int64_t vector_units(const VectorOp& op);
+// `parts`: cores the units are split over; a row-wise operator may also split each row over `col_parts`
+// cores, whose partial statistics are then gathered and reduced as the model's shuffle reduces copies
+// (gather and reduce, counted in compute). Rejections: more parts than units, columns or cores.
 CalibratedCost calibrated_vector_cost(const VectorOp& op, int64_t parts, int64_t dtype_bytes,
-                                      int64_t chip_cores);
+                                      int64_t chip_cores, int64_t col_parts = 1);
 
 }  // namespace mlsys::t10

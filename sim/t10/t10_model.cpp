@@ -1,11 +1,11 @@
 #include "sim/t10/t10_model.hpp"
 
-#include "sim/violation.hpp"
-
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <sstream>
+
+#include "sim/violation.hpp"
 
 namespace mlsys::t10 {
 namespace {
@@ -35,8 +35,8 @@ void check_profile(const Problem& p, Profile profile, const std::string& file) {
   const Chip d;
   auto fault = [&](const std::string& field, const std::string& value, const std::string& expected) {
     return InputError(file, "", "E_PROFILE",
-                      "engdesign reproduces the benchmark's chip only: " + field + " = " + value + ", expected " +
-                          expected);
+                      "engdesign reproduces the benchmark's chip only: " + field + " = " + value +
+                          ", expected " + expected);
   };
   if (p.dtype_bytes != 2) throw fault("dtype_bytes", std::to_string(p.dtype_bytes), "2");
   if (p.chip.cores != d.cores)
@@ -47,10 +47,10 @@ void check_profile(const Problem& p, Profile profile, const std::string& file) {
     throw fault("chip.flops_per_cycle", number(p.chip.flops_per_cycle), number(d.flops_per_cycle));
   if (p.chip.local_bytes_per_cycle != d.local_bytes_per_cycle)
     throw fault("chip.local_bytes_per_cycle", number(p.chip.local_bytes_per_cycle),
-                 number(d.local_bytes_per_cycle));
+                number(d.local_bytes_per_cycle));
   if (p.chip.noc_elems_per_cycle != d.noc_elems_per_cycle)
     throw fault("chip.noc_elems_per_cycle", number(p.chip.noc_elems_per_cycle),
-                 number(d.noc_elems_per_cycle));
+                number(d.noc_elems_per_cycle));
 }
 
 Derived derive(const Problem& pr, const Plan& p) {
@@ -227,8 +227,8 @@ void add_strict_violations(const Problem& pr, const Plan& plan, const Derived& d
   for (int i = 0; i < 3; ++i)
     if (plan.f_op[i] > lengths[i])
       add("E_DIM_OVERSPLIT", [&] {
-        return std::string(std::string("dimension ") + dims[i] + ": factor " +
-                           std::to_string(plan.f_op[i]) + " > length " + std::to_string(lengths[i]));
+        return std::string(std::string("dimension ") + dims[i] + ": factor " + std::to_string(plan.f_op[i]) +
+                           " > length " + std::to_string(lengths[i]));
       });
   if (d.misaligned) {
     const char dim = d.misaligned_dim;

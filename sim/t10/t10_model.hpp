@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <variant>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace mlsys::t10 {
@@ -74,7 +74,7 @@ nlohmann::json plan_to_json(const Plan& plan);
 // T3: E_PROFILE for engdesign on a non-default chip.
 void check_profile(const Problem& problem, Profile profile, const std::string& file = "");
 
-struct ShiftLevel {  // T15-T17
+struct ShiftLevel {     // T15-T17
   char dim;             // 'm', 'k' or 'n'
   int64_t g;            // ring length
   std::string tensors;  // e.g. "CB"
@@ -115,20 +115,24 @@ enum Tensor { C = 0, A = 1, B = 2 };
 
 Derived derive(const Problem& problem, const Plan& plan);
 // 'C', 'A', 'B' as the Tensor index.
-inline int tensor_index(char name) { return name == 'C' ? C : name == 'A' ? A : B; }
+inline int tensor_index(char name) {
+  return name == 'C' ? C : name == 'A' ? A : B;
+}
 // T34: one move of the reflected mixed-radix Gray code over the level digits (level 0 most significant):
 // the last digit that can still move in its direction moves, every later one reverses. Returns that level.
-size_t gray_advance(const std::vector<ShiftLevel>& levels, std::vector<int64_t>& digits, std::vector<int64_t>& dir);
+size_t gray_advance(const std::vector<ShiftLevel>& levels, std::vector<int64_t>& digits,
+                    std::vector<int64_t>& dir);
 // T17/T21 shift term for given event counts per level (the analytic model passes it_i*(g_i-1); the replay
 // passes the events it observed).
-int64_t shift_cycles(const Derived& derived, const std::vector<int64_t>& events_per_level, double noc_elems_per_cycle);
+int64_t shift_cycles(const Derived& derived, const std::vector<int64_t>& events_per_level,
+                     double noc_elems_per_cycle);
 Cost cost_of(const Problem& problem, const Plan& plan, const Derived& derived);
 
 // Durations of single events (T33, T34), raw (no floors): what the replay spends in simulated time.
 struct EventCycles {
-  double sub_task;       // one compute step: 2*sm*sk*sn/fl
-  double bcast[3];       // per rotating input X (A, B): S_X*(Pi_X-1)*2/noc; 0 for C or a still tensor
-  double reduce;         // r*2*rho_C/noc, 0 when C does not rotate
+  double sub_task;            // one compute step: 2*sm*sk*sn/fl
+  double bcast[3];            // per rotating input X (A, B): S_X*(Pi_X-1)*2/noc; 0 for C or a still tensor
+  double reduce;              // r*2*rho_C/noc, 0 when C does not rotate
   std::vector<double> shift;  // per level: size*hops*2(i+1)/noc
 };
 EventCycles event_cycles(const Problem& problem, const Derived& derived);
@@ -137,6 +141,7 @@ Evaluation evaluate(const Problem& problem, const Plan& plan, Profile profile, b
 std::optional<double> reference_cycles(const Problem& problem);  // T30
 double compute_lower_bound(const Problem& problem);              // T41
 
-nlohmann::json evaluation_to_json(const Problem& problem, const Plan& plan, const Evaluation& e, Profile profile);
+nlohmann::json evaluation_to_json(const Problem& problem, const Plan& plan, const Evaluation& e,
+                                  Profile profile);
 
 }  // namespace mlsys::t10

@@ -36,23 +36,22 @@ const Matrix& chain_input(const std::vector<Matrix>& outputs, size_t i, Matrix& 
   return first;
 }
 
-// Vector operators on their row blocks: each of `parts` cores computes its rows (the same arithmetic as the
-// reference, but per core block, so a wrong split shows).
+// Vector operators on their blocks of elements: each of `parts` cores computes its own (the same arithmetic
+// as the reference, but per core block, so a wrong split shows).
 Matrix run_vector(const TensorOperator& op, const OperatorOption& o, const Matrix& in, uint64_t seed,
                   size_t i) {
-  const int64_t rows = op.batch * op.m, cols = op.n;
-  const int64_t parts = std::max<int64_t>(o.plan.f_op[0], 1), per = (rows + parts - 1) / parts;
+  const int64_t total = static_cast<int64_t>(in.size()), cols = op.n;
+  const int64_t parts = std::max<int64_t>(o.plan.f_op[0], 1), per = (total + parts - 1) / parts;
   std::vector<Matrix> bias;
   for (int slot = 1; slot < op.inputs; ++slot) bias.push_back(program_operand(seed, i, slot, 1, cols));
   Matrix out(in.size(), 0);
   for (int64_t core = 0; core < parts; ++core)
-    for (int64_t r = core * per; r < std::min(rows, (core + 1) * per); ++r)
-      for (int64_t c = 0; c < cols; ++c) {
-        int64_t v = in[static_cast<size_t>(r * cols + c)];
-        if (op.type == OperatorType::Relu) v = std::max<int64_t>(v, 0);
-        for (const Matrix& b : bias) v += b[static_cast<size_t>(c)];
-        out[static_cast<size_t>(r * cols + c)] = v;
-      }
+    for (int64_t e = core * per; e < std::min(total, (core + 1) * per); ++e) {
+      int64_t v = in[static_cast<size_t>(e)];
+      if (op.type == OperatorType::Relu) v = std::max<int64_t>(v, 0);
+      for (const Matrix& b : bias) v += b[static_cast<size_t>(e % cols)];
+      out[static_cast<size_t>(e)] = v;
+    }
   return out;
 }
 
@@ -182,6 +181,7 @@ ProgramRun simulate_program(const TensorProgram& program, const CompiledProgram&
   run.makespan = clock;
   if (options.functional) {
     run.functional_checked = true;
+    run.output = outputs.back();
     const Matrix want = reference_output(program, options.seed);
     if (outputs.back() != want) {
       size_t at = 0;

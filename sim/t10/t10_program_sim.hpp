@@ -35,6 +35,7 @@ struct ProgramRun {
   // Functional mode: the network's output compared with a reference computed without the engine.
   bool functional_checked = false;
   std::optional<std::string> functional_mismatch;
+  std::vector<int64_t> output;        // functional mode: the last operator's output, row-major
   std::string first_failure() const;  // empty when every operator passed
 };
 

@@ -15,8 +15,12 @@ namespace {
 using namespace sc_core;
 
 // One cycle is one nanosecond of simulated time.
-double now_cycles() { return sc_time_stamp().to_seconds() * 1e9; }
-sc_time cycles(double c) { return sc_time(c, SC_NS); }
+double now_cycles() {
+  return sc_time_stamp().to_seconds() * 1e9;
+}
+sc_time cycles(double c) {
+  return sc_time(c, SC_NS);
+}
 
 // The representative core: its SRAM occupancy (bytes) and its systolic array.
 class Core : public sc_module {
@@ -42,9 +46,16 @@ class RingLink : public sc_module {
 class Sequencer : public sc_module {
  public:
   SC_HAS_PROCESS(Sequencer);
-  Sequencer(sc_module_name name, const Problem& p, const Plan& plan, const Derived& d, const Cost& cost, Core& core,
-            std::vector<RingLink*>& rings, TraceObserver* trace, ReplaySummary& out)
-      : sc_module(name), p_(p), plan_(plan), d_(d), cost_(cost), core_(core), rings_(rings), trace_(trace),
+  Sequencer(sc_module_name name, const Problem& p, const Plan& plan, const Derived& d, const Cost& cost,
+            Core& core, std::vector<RingLink*>& rings, TraceObserver* trace, ReplaySummary& out)
+      : sc_module(name),
+        p_(p),
+        plan_(plan),
+        d_(d),
+        cost_(cost),
+        core_(core),
+        rings_(rings),
+        trace_(trace),
         out_(out) {
     if (trace_) {
       compute_track_ = trace_->track("core group x" + std::to_string(d.cores) + ": compute");
@@ -116,9 +127,9 @@ class Sequencer : public sc_module {
             const int64_t expected = block[dm] / (d_.steps_per_dim[dm] / factor[x][dm]);
             if (piece != expected) {
               out_.consistent = false;
-              out_.consistency_error = "step " + std::to_string(step) + ": tensor " + "CAB"[x] + " holds piece " +
-                                       std::to_string(piece) + " on " + dims[dm] + ", block needs " +
-                                       std::to_string(expected);
+              out_.consistency_error = "step " + std::to_string(step) + ": tensor " + "CAB"[x] +
+                                       " holds piece " + std::to_string(piece) + " on " + dims[dm] +
+                                       ", block needs " + std::to_string(expected);
             }
           }
         if (!blocks.insert(block).second && out_.consistent) {
@@ -134,8 +145,13 @@ class Sequencer : public sc_module {
       for (char t : level.tensors) position[{tensor_index(t), j}] += dir[j];
       ++rings_[j]->events;
       event(shift_track_, "shift level " + std::to_string(j), durations.shift[j],
-            {{"level", j}, {"dim", std::string(1, level.dim)}, {"tensors", level.tensors}, {"dir", dir[j]},
-             {"elems", level.size}, {"hops", level.hops}, {"contention", j + 1}});
+            {{"level", j},
+             {"dim", std::string(1, level.dim)},
+             {"tensors", level.tensors},
+             {"dir", dir[j]},
+             {"elems", level.size},
+             {"hops", level.hops},
+             {"contention", j + 1}});
     }
     if (d_.rotates(C)) {
       occupy(e * s_c * 2);

@@ -36,9 +36,9 @@ struct ReplaySummary {
   // Components from the observed events (T37) and the raw simulated makespan.
   double compute = 0, stall = 0, total = 0, makespan = 0;
   int64_t shift = 0, bcast = 0, reduce = 0;
-  bool misaligned = false;            // "misaligned: operands not moved, shift charged 0"
-  bool consistent = true;             // T35 held at every compute step
-  std::string consistency_error;      // first failure, if any
+  bool misaligned = false;        // "misaligned: operands not moved, shift charged 0"
+  bool consistent = true;         // T35 held at every compute step
+  std::string consistency_error;  // first failure, if any
 };
 
 // Requires a plan whose cost is defined (no E4/E6). Reports its events to `trace` if given.

@@ -84,6 +84,9 @@ def main(argv=None) -> int:
                         "--set slow_memory_bytes_per_cycle=1170 (repeat)")
     parser.add_argument("--max-ops", type=int, default=DEFAULT_MAX_OPS, help="refuse larger problems (%(default)s)")
     parser.add_argument("--json", action="store_true", help="print a JSON summary on stdout")
+    parser.add_argument("--t10", action="store_true",
+                        help="write a T10 model file for `t10 compile` instead (one operator per MatMul, "
+                        "convolution and fused elementwise group; --hardware does not apply)")
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:
@@ -101,6 +104,8 @@ def main(argv=None) -> int:
         return 2
     start = time.monotonic()
     print(f"mlsys-import: reading {args.model}", file=sys.stderr)
+    if args.t10:
+        return _main_t10(args, dims, start)
     try:
         hardware = load_profile(args.hardware)
         if overrides:
@@ -126,6 +131,32 @@ def main(argv=None) -> int:
                "seconds": round(time.monotonic() - start, 3), "warnings": report.warnings}
     print(f"mlsys-import: {report.ops} ops, {report.tensors} tensors, {report.macs:,} MACs -> {args.output} "
           f"({summary['seconds']} s)", file=sys.stderr)
+    if args.json:
+        print(json.dumps(summary))
+    return 0
+
+
+def _main_t10(args, dims, start) -> int:
+    from .t10_lowering import import_onnx_t10
+    try:
+        doc = import_onnx_t10(args.model, dims=dims, dim_syntax="cli")
+    except og.ImportError_ as e:
+        print(f"mlsys-import: {e}", file=sys.stderr)
+        return 2
+    text = json.dumps(doc, indent=1) + "\n"
+    try:
+        if args.output == "-":
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        else:
+            write_atomically(args.output, text)
+    except OSError as e:
+        print(f"mlsys-import: {args.output}: {e}", file=sys.stderr)
+        return 2
+    ops = doc["t10_program"]["ops"]
+    summary = {"model": args.model, "output": args.output, "t10_operators": len(ops),
+               "seconds": round(time.monotonic() - start, 3)}
+    print(f"mlsys-import: {len(ops)} T10 operators -> {args.output} ({summary['seconds']} s)", file=sys.stderr)
     if args.json:
         print(json.dumps(summary))
     return 0

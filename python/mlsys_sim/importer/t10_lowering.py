@@ -1,0 +1,142 @@
+"""The T10 lowering of an ONNX model (mlsys-import --t10, docs/t10-programs.md#import): the network as a
+sequence of T10 operators for `t10 compile`.
+
+Unlike the graph lowering, nothing is cut into blocks: a batched MatMul (attention heads) stays one operator
+with a batch dimension, and the compute-shift plan splits it over the cores. The operator types are those the
+calibrated model prices:
+
+- MatMul and Gemm: `matmul`; leading dimensions of an activation times a weight fold into m, leading
+  dimensions shared by two activations become the batch.
+- Conv: `matmul` as im2col (m = N*Ho*Wo, k = C/groups*kh*kw, n = Co/groups, batch = groups): the published
+  model's own convolution predictor is a fitted regression that is not in its repository.
+- Each fused group of elementwise ops (the groups of the graph lowering): `rowwise` if it normalizes rows
+  (Softmax, LayerNorm, or reads a per-row statistic), `relu` for a lone Relu, else `elementwise`, reading
+  its activations and non-scalar constants from outside the group.
+- Gather of a constant table (embeddings): `elementwise` with one operand (a row copy per index).
+- MaxPool, AveragePool: `elementwise` reading kh*kw operands per output; GlobalAveragePool and reductions
+  that are not per-row statistics (mean pooling over tokens): `rowwise`, a row per output element.
+- Reshape, Transpose and the other views: no operator (the layout change is the next operator's warm-up).
+"""
+
+from __future__ import annotations
+
+from math import prod
+from typing import Dict, List, Optional
+
+from . import onnx_graph as og
+
+POOLS = {"MaxPool", "AveragePool"}
+
+
+def _rows_cols(shape) -> tuple:
+    shape = tuple(shape) or (1,)
+    return (prod(shape[:-1]) if len(shape) > 1 else 1), shape[-1]
+
+
+def _matmul(graph: og.Graph, node) -> dict:
+    a, b, out = (graph.shapes[node.input[0]], graph.shapes[node.input[1]], graph.shapes[node.output[0]])
+    if node.op_type == "Gemm":
+        trans_a = og.attribute(node, "transA", 0)
+        return {"type": "matmul", "m": out[0], "k": a[0] if trans_a else a[1], "n": out[1]}
+    k = a[-1] if len(a) > 1 else a[0]
+    n = b[-1] if len(b) > 1 else 1
+    if len(b) <= 2 or prod(b[:-2]) == 1:  # activation x weight: the leading dimensions are rows
+        return {"type": "matmul", "m": max(prod(a[:-1]), 1), "k": k, "n": n}
+    return {"type": "matmul", "batch": prod(out[:-2]), "m": out[-2], "k": k, "n": n}
+
+
+def _conv(graph: og.Graph, node) -> dict:
+    x, w, out = (graph.shapes[node.input[0]], graph.shapes[node.input[1]], graph.shapes[node.output[0]])
+    groups = og.attribute(node, "group", 1)
+    op = {"type": "matmul", "m": out[0] * prod(out[2:]), "k": prod(w[1:]), "n": out[1] // groups}
+    if groups > 1:
+        op["batch"] = groups
+    return op
+
+
+def lower(graph: og.Graph, name: str) -> dict:
+    """The T10 model file of a loaded graph; raises ImportError_ listing every op it cannot lower."""
+    og.find_row_stats(graph)
+    elementwise = {n.output[0] for n in graph.nodes if graph.kinds.get(n.output[0]) == og.ACT
+                   and (n.op_type in og.ELEMENTWISE_OPS or n.output[0] in graph.row_stats)}
+    sink = og.fuse_elementwise(graph, elementwise)
+    members: Dict[str, list] = {}
+    for node in graph.nodes:
+        out = node.output[0]
+        if out in sink:
+            members.setdefault(sink[out], []).append(node)
+    producer_op: Dict[str, str] = {}  # value -> the operator that writes it (views pass it on)
+    ops: List[dict] = []
+    blockers: List[str] = []
+    used_names = set()
+
+    def add(node, op: dict, reads: List[str]) -> None:
+        base = node.name or node.output[0]
+        label, i = base, 1
+        while label in used_names:
+            i += 1
+            label = f"{base}#{i}"
+        used_names.add(label)
+        op = {"name": label, **op}
+        after = sorted({producer_op[v] for v in reads if v in producer_op})
+        if after:
+            op["after"] = after
+        ops.append(op)
+        producer_op[node.output[0]] = label
+
+    for node in graph.nodes:
+        out = node.output[0]
+        if graph.kinds.get(out) != og.ACT:
+            continue
+        acts = [v for v in node.input if v and graph.kinds.get(v) == og.ACT]
+        if node.op_type in og.VIEW_OPS:
+            for o in node.output:
+                if acts and acts[0] in producer_op:
+                    producer_op[o] = producer_op[acts[0]]
+            continue
+        if out in sink:
+            if sink[out] != out:  # folded into the group's last node
+                continue
+            group = members.get(out, [node])
+            inside = {n.output[0] for n in group} | graph.row_stats
+            reads = [v for n in group for v in n.input if v and v not in inside
+                     and (graph.kinds.get(v) == og.ACT or not og._small(graph.shapes.get(v, ())))]
+            row_wise = any(n.op_type in og.ROW_WISE_OPS for n in group) or any(
+                v in graph.row_stats for n in group for v in n.input)
+            kind = "rowwise" if row_wise else "relu" if [n.op_type for n in group] == ["Relu"] else "elementwise"
+            m, n = _rows_cols(graph.shapes[out])
+            add(node, {"type": kind, "m": m, "n": n, "inputs": max(len(set(reads)), 1)}, reads)
+        elif node.op_type in ("MatMul", "Gemm"):
+            add(node, _matmul(graph, node), acts)
+        elif node.op_type == "Conv":
+            add(node, _conv(graph, node), acts)
+        elif node.op_type == "Gather" and graph.kinds.get(node.input[0]) == og.CONST:
+            m, n = _rows_cols(graph.shapes[out])
+            add(node, {"type": "elementwise", "m": m, "n": n, "inputs": 1}, acts)
+        elif node.op_type in POOLS:
+            shape = graph.shapes[out]
+            window = prod(og.attribute(node, "kernel_shape", [1]))
+            add(node, {"type": "elementwise", "m": prod(shape[:-1]), "n": shape[-1], "inputs": window}, acts)
+        elif node.op_type in og.ROW_REDUCTIONS:  # not a per-row statistic: a reduction of its own
+            inside, outside = prod(graph.shapes[node.input[0]]), max(prod(graph.shapes[out]), 1)
+            add(node, {"type": "rowwise", "m": outside, "n": max(inside // outside, 1), "inputs": 1}, acts)
+        elif node.op_type == "GlobalAveragePool":
+            x = graph.shapes[node.input[0]]
+            add(node, {"type": "rowwise", "m": prod(x[:2]), "n": prod(x[2:]), "inputs": 1}, acts)
+        elif node.op_type in og.SHAPE_OPS or node.op_type == "Constant":
+            continue
+        else:
+            blockers.append(f"{og.node_label(node)}: {node.op_type} has no T10 operator type")
+    if blockers:
+        raise og.ImportError_(f"{graph.path}: {len(blockers)} ops cannot be lowered for T10:\n  " +
+                              "\n  ".join(blockers))
+    if not ops:
+        raise og.ImportError_(f"{graph.path}: no operator computes on device values")
+    return {"t10_program": {"name": name, "dtype_bytes": 2, "ops": ops}}
+
+
+def import_onnx_t10(model: str, dims: Optional[Dict[str, int]] = None, dim_syntax: str = "python") -> dict:
+    """The T10 model file of an ONNX model (a dict, as `t10 compile` reads it)."""
+    import os
+    graph = og.load(model, dims=dims, dim_syntax=dim_syntax)
+    return lower(graph, os.path.splitext(os.path.basename(model))[0])

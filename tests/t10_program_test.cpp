@@ -1,0 +1,330 @@
+// Whole-model T10 programs (issue 37, docs/t10-programs.md): the vector operators' calibrated formulas by
+// hand, the batch, the two reconciliations against a brute force and a case the greedy misses, the refusal,
+// the program on the all-cores engine, the MLP's functional check, and `t10 compile` as a program.
+#include "sim/t10/t10_program.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <random>
+
+#include "sim/json_io.hpp"
+#include "sim/t10/t10_program_sim.hpp"
+#include "sim/violation.hpp"
+#include "solver/t10_compile.hpp"
+#include "support.hpp"
+
+namespace mlsys::t10 {
+namespace {
+
+using nlohmann::json;
+
+TensorOperator vector_operator(OperatorType type, int64_t rows, int64_t cols, int64_t inputs) {
+  TensorOperator op;
+  op.name = to_string(type);
+  op.type = type;
+  op.m = rows, op.n = cols, op.inputs = inputs;
+  return op;
+}
+
+TensorOperator matmul(const std::string& name, int64_t m, int64_t k, int64_t n, int64_t batch = 1) {
+  TensorOperator op;
+  op.name = name;
+  op.m = m, op.k = k, op.n = n, op.batch = batch;
+  return op;
+}
+
+// The published formulas worked by hand (TensorExpression.get_comp_time_per_iter_helper, get_shuffle_time).
+TEST(T10Program, VectorOperatorsPriceAsThePublishedFormulas) {
+  TensorProgram program;
+  Plan plan;
+  plan.f_op[0] = 64;
+  // 64 x 256 on 64 cores: 256 elements each, below 16,432: min(16434*0.5+300, 256*0.75+290) = 482; the
+  // shuffle after an elementwise op is one sync, 118.
+  OperatorOption add =
+      price_option(program, vector_operator(OperatorType::Elementwise, 64, 256, 2), plan, false);
+  EXPECT_DOUBLE_EQ(add.cost.compute, 482);
+  EXPECT_DOUBLE_EQ(add.cost.total, 600);
+  EXPECT_EQ(add.cold, 2 * 2 * 256);  // two operands of 256 two-byte elements
+  EXPECT_EQ(add.hot, 3 * 2 * 256);   // and the output
+  // ReLU: 256*0.5 + 200 = 328, plus 118.
+  EXPECT_DOUBLE_EQ(
+      price_option(program, vector_operator(OperatorType::Relu, 64, 256, 1), plan, false).cost.total, 446);
+  // Row-wise 512 x 768 on 512 cores, one row each: reduce 768*0.25+175 = 367 (aligned(1)*768 > 480), the
+  // elementwise pass 768*0.75+290 = 866; shuffle: 768*2/2*0.56 + 2*118 = 666.08, syncs 4*118 = 472.
+  plan.f_op[0] = 512;
+  const OperatorOption ln =
+      price_option(program, vector_operator(OperatorType::RowWise, 512, 768, 1), plan, false);
+  EXPECT_DOUBLE_EQ(ln.cost.compute, 367 + 866);
+  EXPECT_NEAR(ln.cost.shuffle, 666.08 + 472, 1e-9);
+  EXPECT_NEAR(ln.cost.total, 1233 + 1138.08, 1e-9);
+  // More parts than rows is refused.
+  plan.f_op[0] = 513;
+  EXPECT_FALSE(price_option(program, vector_operator(OperatorType::RowWise, 512, 768, 1), plan, false)
+                   .cost.accepted());
+}
+
+// A batch of b products per core: compute b x per_mm (the model's b * per_mm_16), pieces b times larger.
+TEST(T10Program, BatchMultipliesTheSubTaskAndThePieces) {
+  TensorProgram program;
+  Plan plan;
+  plan.f_op = {4, 2, 8};
+  plan.am = 2, plan.bn = 2, plan.cm = 2;
+  const CalibratedCost one = calibrated_cost(operator_problem(program, matmul("x", 256, 128, 512)), plan);
+  for (auto [batch, pb] : {std::pair{3, 1}, {12, 4}, {13, 4}}) {
+    plan.pb = pb;
+    const int64_t local = (batch + pb - 1) / pb;
+    const CalibratedCost c =
+        calibrated_cost(operator_problem(program, matmul("x", 256, 128, 512, batch)), plan);
+    EXPECT_DOUBLE_EQ(c.compute_per_step, static_cast<double>(local) * one.compute_per_step)
+        << batch << "/" << pb;
+    EXPECT_EQ(c.shift_elements, local * one.shift_elements);
+    EXPECT_EQ(c.hot_bytes, local * one.hot_bytes);
+    EXPECT_EQ(c.cold_bytes, local * one.cold_bytes);
+    EXPECT_EQ(c.steps, one.steps);
+    EXPECT_EQ(c.levels.size(), one.levels.size());
+  }
+}
+
+OperatorOptions options_of(std::vector<std::array<double, 3>> rows) {  // {cold, hot, time}
+  OperatorOptions o;
+  for (auto [cold, hot, time] : rows) {
+    OperatorOption x;
+    x.cold = static_cast<int64_t>(cold), x.hot = static_cast<int64_t>(hot);
+    x.cost.total = time;
+    o.options.push_back(x);
+  }
+  return o;
+}
+
+// Worked by hand: A can free 50 B for 10 cycles (0.2 per byte), B 10 B for 2.5 (0.25). The greedy frees A's
+// and ends at 30 (or 32.5); A's fast option with B's smaller one fits exactly: 10 + 12.5 = 22.5.
+TEST(T10Program, TheExactReconciliationFindsWhatTheGreedyMisses) {
+  const OperatorOptions a = options_of({{60, 60, 10}, {10, 10, 20}});
+  const OperatorOptions b = options_of({{50, 50, 10}, {40, 40, 12.5}});
+  const std::vector<const OperatorOptions*> ops{&a, &b};
+  const auto greedy = reconcile_heuristic(ops, 100);
+  ASSERT_TRUE(greedy);
+  EXPECT_DOUBLE_EQ(greedy->total_cycles, 30);
+  CompileStats stats;
+  const auto exact = reconcile_exact(ops, 100, greedy, 1 << 15, stats);
+  ASSERT_TRUE(exact);
+  EXPECT_DOUBLE_EQ(exact->total_cycles, 22.5);
+  EXPECT_DOUBLE_EQ(exact->lower_bound, 22.5);
+  EXPECT_TRUE(stats.proven);
+  EXPECT_EQ(exact->peak_sram_bytes(), 100);
+}
+
+// Random small instances: the exact reconciliation equals the brute force over every combination, never
+// exceeds the greedy, and the greedy's choices fit.
+TEST(T10Program, ExactEqualsTheBruteForceAndNeverLosesToTheGreedy) {
+  std::mt19937_64 rng(37);
+  int compared = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const size_t n = 2 + rng() % 4;
+    std::vector<OperatorOptions> tables(n);
+    for (auto& t : tables) {
+      std::vector<std::array<double, 3>> rows;
+      for (size_t j = 0, options = 1 + rng() % 4; j < options; ++j) {
+        const double cold = static_cast<double>(rng() % 50), extra = static_cast<double>(rng() % 30);
+        rows.push_back({cold, cold + extra, static_cast<double>(1 + rng() % 100)});
+      }
+      t = options_of(rows);
+    }
+    std::vector<const OperatorOptions*> ops;
+    for (const auto& t : tables) ops.push_back(&t);
+    const int64_t sram = 40 + static_cast<int64_t>(rng() % 120);
+    double best = std::numeric_limits<double>::infinity();
+    std::vector<size_t> pick(n, 0);
+    std::function<void(size_t)> walk = [&](size_t i) {
+      if (i == n) {
+        int64_t cold = 0, extra = 0;
+        double time = 0;
+        for (size_t j = 0; j < n; ++j) {
+          const OperatorOption& o = ops[j]->options[pick[j]];
+          cold += o.cold, extra = std::max(extra, o.extra()), time += o.time();
+        }
+        if (cold + extra <= sram) best = std::min(best, time);
+        return;
+      }
+      for (pick[i] = 0; pick[i] < ops[i]->options.size(); ++pick[i]) walk(i + 1);
+    };
+    walk(0);
+    const auto greedy = reconcile_heuristic(ops, sram);
+    CompileStats stats;
+    const auto exact = reconcile_exact(ops, sram, greedy, 1 << 15, stats);
+    EXPECT_EQ(least_sram_bytes(ops) <= sram, std::isfinite(best)) << "trial " << trial;
+    if (!std::isfinite(best)) {
+      EXPECT_FALSE(greedy);
+      continue;
+    }
+    ASSERT_TRUE(exact) << "trial " << trial;
+    EXPECT_NEAR(exact->total_cycles, best, 1e-9) << "trial " << trial;
+    EXPECT_LE(exact->peak_sram_bytes(), sram);
+    if (greedy) {
+      EXPECT_LE(greedy->peak_sram_bytes(), sram);
+      EXPECT_LE(exact->total_cycles, greedy->total_cycles + 1e-9);
+    }
+    ++compared;
+  }
+  EXPECT_GT(compared, 100);
+}
+
+TensorProgram mlp() {
+  TensorProgram p;
+  p.name = "mlp";
+  p.ops = {matmul("fc1", 48, 96, 160), vector_operator(OperatorType::Elementwise, 48, 160, 2),
+           vector_operator(OperatorType::Relu, 48, 160, 1), matmul("fc2", 48, 160, 40),
+           vector_operator(OperatorType::Elementwise, 48, 40, 2)};
+  p.ops[1].name = "bias1", p.ops[2].name = "relu1", p.ops[4].name = "bias2";
+  return p;
+}
+
+// The MLP (MatMul, bias add, ReLU, MatMul, bias add) through the engine with real integers, against a
+// reference computed here with plain loops from the same operands.
+TEST(T10Program, MlpOutputEqualsAReferenceComputedSeparately) {
+  const TensorProgram program = mlp();
+  const CompileResult compiled = compile_program(program, {});
+  ASSERT_TRUE(compiled.compiled);
+  ProgramSimOptions options;
+  options.functional = true;
+  options.seed = 5;
+  const ProgramRun run = simulate_program(program, *compiled.compiled, options);
+  EXPECT_EQ(run.first_failure(), "");
+  auto reference = [&](bool relu) {
+    const int64_t m = 48, k = 96, h = 160, o = 40;
+    const auto x = program_operand(5, 0, 0, m, k), w1 = program_operand(5, 0, 1, k, h);
+    const auto b1 = program_operand(5, 1, 1, 1, h), w2 = program_operand(5, 3, 1, h, o);
+    const auto b2 = program_operand(5, 4, 1, 1, o);
+    std::vector<int64_t> hidden(m * h, 0), out(m * o, 0);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < h; ++j) {
+        int64_t s = b1[j];
+        for (int64_t q = 0; q < k; ++q) s += x[i * k + q] * w1[q * h + j];
+        hidden[i * h + j] = relu ? std::max<int64_t>(s, 0) : s;
+      }
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < o; ++j) {
+        int64_t s = b2[j];
+        for (int64_t q = 0; q < h; ++q) s += hidden[i * h + q] * w2[q * o + j];
+        out[i * o + j] = s;
+      }
+    return out;
+  };
+  ASSERT_EQ(run.output.size(), size_t{48 * 40});
+  EXPECT_EQ(run.output, reference(true));
+  EXPECT_NE(run.output, reference(false));  // the check sees the ReLU
+}
+
+// A transformer layer's operators (batched attention products included) on the engine: every core
+// consistent and the makespan equal to the compiled total, for both reconciliations.
+TEST(T10Program, EngineMakespanEqualsTheCompiledTotal) {
+  TensorProgram program;
+  program.name = "attention";
+  program.ops = {matmul("qkv", 128, 256, 768),
+                 matmul("scores", 128, 64, 128, 4),
+                 vector_operator(OperatorType::RowWise, 512, 128, 1),
+                 matmul("context", 128, 128, 64, 4),
+                 matmul("out", 128, 256, 256),
+                 vector_operator(OperatorType::Elementwise, 128, 256, 2)};
+  for (Reconciliation r : {Reconciliation::Exact, Reconciliation::Heuristic}) {
+    CompileOptions options;
+    options.reconciliation = r;
+    const CompileResult result = compile_program(program, options);
+    ASSERT_TRUE(result.compiled);
+    EXPECT_LE(result.compiled->peak_sram_bytes(), program.chip.sram_bytes_per_core);
+    const ProgramRun run = simulate_program(program, *result.compiled, {});
+    EXPECT_EQ(run.first_failure(), "");
+    EXPECT_NEAR(run.makespan, result.compiled->total_cycles, 1e-6 * result.compiled->total_cycles);
+    EXPECT_GT(run.engine_runs, 0);
+    if (r == Reconciliation::Exact)
+      EXPECT_LE(result.compiled->total_cycles, result.stats.heuristic_cycles + 1e-6);
+  }
+}
+
+TEST(T10Program, AModelThatCannotFitIsRefusedWithTheBytesMissing) {
+  TensorProgram program;
+  program.chip.sram_bytes_per_core = 4096;
+  program.ops = {matmul("big", 2048, 2048, 2048)};
+  const CompileResult result = compile_program(program, {});
+  EXPECT_FALSE(result.compiled);
+  // The least a core can hold: both operands spread over the cores, 2 x 2048 x 2048 x 2 B / 1472 or more.
+  EXPECT_GT(result.least_sram_bytes, 2 * 2048 * 2048 * 2 / 1472);
+  const std::string dir = test::temp_dir("t10_refuse");
+  test::write_text(dir + "/big.json",
+                   R"({"t10_program": {"name": "big", "chip": {"sram_bytes_per_core": 4096},
+    "ops": [{"name": "big", "type": "matmul", "m": 2048, "k": 2048, "n": 2048}]}})");
+  const auto r = test::run_command(MLSYS_T10_BIN, "compile " + dir + "/big.json");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("missing per core"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(std::to_string(result.least_sram_bytes - 4096)), std::string::npos) << r.err;
+}
+
+TEST(T10Program, CompileWritesTheProgramAndRefusesBadFiles) {
+  const std::string dir = test::temp_dir("t10_compile_cli");
+  json model = {{"t10_program",
+                 {{"name", "tiny"},
+                  {"ops",
+                   {{{"name", "fc"}, {"type", "matmul"}, {"m", 64}, {"k", 128}, {"n", 96}},
+                    {{"name", "act"}, {"type", "relu"}, {"m", 64}, {"n", 96}, {"inputs", 1}}}}}}};
+  test::write_text(dir + "/tiny.json", model.dump());
+  auto r = test::run_command(MLSYS_T10_BIN, "compile " + dir + "/tiny.json -o " + dir +
+                                                "/out.json --json --html " + dir + "/tiny.html --trace " +
+                                                dir + "/tiny.trace.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json printed = json::parse(r.out), written = read_json_file(dir + "/out.json");
+  EXPECT_EQ(printed["total_cycles"], written["total_cycles"]);
+  ASSERT_EQ(written["ops"].size(), 2u);
+  double sum = 0;
+  for (const json& op : written["ops"]) {
+    sum += op["cycles"]["total"].get<double>();
+    EXPECT_LE(op["cold_bytes"].get<int64_t>(), op["hot_bytes"].get<int64_t>());
+  }
+  EXPECT_NEAR(sum, written["total_cycles"].get<double>(), 1e-6);
+  EXPECT_EQ(written["ops"][0]["type"], "matmul");
+  EXPECT_EQ(written["ops"][0]["k"], 128);
+  for (const char* field : {"F_op", "f_t_A_m", "f_t_B_n", "f_t_C_m"})
+    EXPECT_TRUE(written["ops"][0]["plan"].contains(field)) << field;
+  EXPECT_TRUE(written["simulation"]["passed"].get<bool>());
+  EXPECT_LE(written["peak_sram_bytes"].get<int64_t>(), 638976);
+  EXPECT_NE(read_json_file(dir + "/tiny.trace.json").dump().find("warm-up"), std::string::npos);
+  std::ifstream html(dir + "/tiny.html");
+  EXPECT_NE(std::string(std::istreambuf_iterator<char>(html), {}).find("data-chart='sram'"),
+            std::string::npos);
+  // Bad files: exit 2 naming the field.
+  model["t10_program"]["ops"][1]["type"] = "conv3d";
+  test::write_text(dir + "/bad.json", model.dump());
+  r = test::run_command(MLSYS_T10_BIN, "compile " + dir + "/bad.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("ops[1].type"), std::string::npos) << r.err;
+  model["t10_program"]["ops"][1]["type"] = "relu";
+  model["t10_program"]["ops"][0]["m"] = -3;
+  test::write_text(dir + "/bad.json", model.dump());
+  r = test::run_command(MLSYS_T10_BIN, "compile " + dir + "/bad.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("ops[0].m"), std::string::npos) << r.err;
+  test::write_text(dir + "/bad.json", "{\"t10_program\": ");
+  EXPECT_EQ(test::run_command(MLSYS_T10_BIN, "compile " + dir + "/bad.json").exit_code, 2);
+}
+
+// A graph problem is a program: each MatMul an operator (m = output rows, k = LHS columns), each Pointwise
+// op an elementwise one.
+TEST(T10Program, AGraphProblemReadsAsAProgram) {
+  const mlsys::Problem graph = load_problem(test::source_path("benchmarks/mlsys-2026-1.json"));
+  const TensorProgram program = program_from_graph(graph, Chip{}, "b1");
+  ASSERT_EQ(program.ops.size(), static_cast<size_t>(graph.num_ops()));
+  int matmuls = 0;
+  for (int op = 0; op < graph.num_ops(); ++op) matmuls += graph.is_matmul(op);
+  int seen = 0;
+  for (const TensorOperator& op : program.ops) {
+    seen += op.type == OperatorType::MatMul;
+    EXPECT_GT(op.m * op.n, 0);
+  }
+  EXPECT_EQ(seen, matmuls);
+}
+
+}  // namespace
+}  // namespace mlsys::t10
