@@ -43,14 +43,8 @@ json import_onnx(const std::string& path) {
 TensorProgram read_model(const CompileArgs& a) {
   const bool onnx = std::filesystem::path(a.model_path).extension() == ".onnx";
   const json doc = onnx ? import_onnx(a.model_path) : read_json_file(a.model_path);
-  TensorProgram program;
-  if (doc.is_object() && doc.contains("widths")) {
-    program = program_from_graph(mlsys::parse_problem(doc, a.model_path), Chip{},
-                                 std::filesystem::path(a.model_path).stem().string());
-  } else {
-    program = parse_program(doc, a.model_path);
-  }
-  if (program.name.empty()) program.name = std::filesystem::path(a.model_path).stem().string();
+  TensorProgram program =
+      program_from_document(doc, a.model_path, std::filesystem::path(a.model_path).stem().string());
   if (a.sram_bytes > 0) program.chip.sram_bytes_per_core = a.sram_bytes;
   return program;
 }
@@ -104,20 +98,7 @@ int run_compile(const CompileArgs& a) {
     sim.functional = a.functional;
     run = simulate_program(program, compiled, sim, a.trace_path.empty() ? nullptr : &trace);
   }
-  json doc = program_to_json(program, compiled);
-  doc["compile"] = {{"options_seconds", result.stats.options_seconds},
-                    {"reconcile_seconds", result.stats.reconcile_seconds},
-                    {"plans_priced", result.stats.plans_priced},
-                    {"options", result.stats.options},
-                    {"distinct_operators", result.stats.distinct_operators},
-                    {"heuristic_cycles", result.stats.heuristic_cycles},
-                    {"proven", result.stats.proven}};
-  if (run)
-    doc["simulation"] = {{"makespan", run->makespan},
-                         {"engine_runs", run->engine_runs},
-                         {"passed", run->first_failure().empty()},
-                         {"failure", run->first_failure()},
-                         {"functional_checked", run->functional_checked}};
+  const json doc = compiled_program_json(program, result, run ? &*run : nullptr);
   if (!a.out_path.empty()) write_file_atomic(a.out_path, doc.dump(2) + "\n");
   if (!a.trace_path.empty()) trace.write(a.trace_path);
   if (!a.html_path.empty())

@@ -6,7 +6,10 @@
 #include "sim/json_io.hpp"
 #include "sim/t10/t10_cores.hpp"
 #include "sim/t10/t10_model.hpp"
+#include "sim/t10/t10_program_sim.hpp"
+#include "solver/t10_compile.hpp"
 #include "solver/t10_search.hpp"
+#include "traces/t10_program_report.hpp"
 
 namespace mlsys::python {
 
@@ -45,7 +48,9 @@ t10::Profile profile_named(const std::string& name) {
 }
 
 // T3, as `t10` checks it when it reads the problem for a profile.
-void check_profile_of(const T10Problem& p, t10::Profile profile) { t10::check_profile(p.problem, profile, p.source); }
+void check_profile_of(const T10Problem& p, t10::Profile profile) {
+  t10::check_profile(p.problem, profile, p.source);
+}
 
 }  // namespace
 
@@ -146,7 +151,8 @@ void bind_t10(py::module_& m) {
       py::arg("problem"), py::arg("plan"), py::arg("timing") = "grader", py::arg("functional") = false,
       py::arg("seed") = 1,
       "Every core of the plan, with real pieces moved between them (t10 simulate): a dict with the grader's "
-      "totals, the exchange or calibrated timing's phases if asked, SRAM per core, and the first data-consistency violation.");
+      "totals, the exchange or calibrated timing's phases if asked, SRAM per core, and the first "
+      "data-consistency violation.");
 
   py::class_<t10::RankedPlan>(m, "T10RankedPlan")
       .def_property_readonly("plan", [](const t10::RankedPlan& r) { return T10Plan{r.plan}; })
@@ -172,6 +178,41 @@ void bind_t10(py::module_& m) {
       py::arg("problem"), py::arg("profile") = "strict", py::arg("top") = 1,
       "Every plan the profile accepts (T39-T41), pruned by the compute bound; the best `top` first. "
       "Runs without the GIL.");
+
+  m.def(
+      "_t10_compile",
+      [](const py::object& source, const std::string& reconcile, int64_t sram, bool simulate,
+         bool functional) {
+        if (reconcile != "exact" && reconcile != "heuristic")
+          throw InputError("", "reconcile", "usage",
+                           "must be \"exact\" or \"heuristic\", got \"" + reconcile + "\"");
+        JsonSource in = read_json_source(source, "T10 model");
+        t10::TensorProgram program = t10::program_from_document(in.doc, in.name, "model");
+        if (sram > 0) program.chip.sram_bytes_per_core = sram;
+        t10::CompileOptions options;
+        options.reconciliation =
+            reconcile == "heuristic" ? t10::Reconciliation::Heuristic : t10::Reconciliation::Exact;
+        nlohmann::json doc;
+        {
+          py::gil_scoped_release release;
+          const t10::CompileResult result = t10::compile_program(program, options);
+          if (!result.compiled)
+            throw InputError(in.name, "sram_bytes_per_core", "E_SRAM",
+                             "the model needs at least " + std::to_string(result.least_sram_bytes) +
+                                 " B per core, the chip has " +
+                                 std::to_string(program.chip.sram_bytes_per_core));
+          std::optional<t10::ProgramRun> run;
+          if (simulate || functional) {
+            t10::ProgramSimOptions sim;
+            sim.functional = functional;
+            run = t10::simulate_program(program, *result.compiled, sim);
+          }
+          doc = t10::compiled_program_json(program, result, run ? &*run : nullptr);
+        }
+        return to_python(doc);
+      },
+      py::arg("model"), py::arg("reconcile") = "exact", py::arg("sram") = 0, py::arg("simulate") = true,
+      py::arg("functional") = false, "See mlsys_sim.t10_compile.");
 }
 
 }  // namespace mlsys::python

@@ -81,6 +81,25 @@ void print_program(std::ostream& out, const TensorProgram& program, const Compil
   }
 }
 
+nlohmann::json compiled_program_json(const TensorProgram& program, const CompileResult& result,
+                                     const ProgramRun* run) {
+  nlohmann::json doc = program_to_json(program, *result.compiled);
+  doc["compile"] = {{"options_seconds", result.stats.options_seconds},
+                    {"reconcile_seconds", result.stats.reconcile_seconds},
+                    {"plans_priced", result.stats.plans_priced},
+                    {"options", result.stats.options},
+                    {"distinct_operators", result.stats.distinct_operators},
+                    {"heuristic_cycles", result.stats.heuristic_cycles},
+                    {"proven", result.stats.proven}};
+  if (run)
+    doc["simulation"] = {{"makespan", run->makespan},
+                         {"engine_runs", run->engine_runs},
+                         {"passed", run->first_failure().empty()},
+                         {"failure", run->first_failure()},
+                         {"functional_checked", run->functional_checked}};
+  return doc;
+}
+
 std::string program_html(const TensorProgram& program, const CompiledProgram& compiled,
                          const CompileStats& stats, const ProgramRun* run) {
   std::ostringstream h;

@@ -5,6 +5,7 @@ the same figures. Problems and schedules come from a path, a JSON string or a di
 InputError (a ValueError) with the command line's message; a broken rule is a value in the result.
 """
 
+from . import _core
 from ._core import (
     InputError,
     LowerBound,
@@ -39,6 +40,21 @@ from ._core import (
     verify,
 )
 
+
+
+def t10_compile(model, reconcile="exact", sram=None, simulate=True, functional=False, dims=None):
+    """A whole network compiled into one T10 compute-shift program, as `t10 compile` does
+    (docs/t10-programs.md): `model` is an ONNX path (lowered by the importer's T10 lowering), a T10 model
+    file or graph problem (path, JSON string or dict). Returns the compiled program's dict (ops, transitions,
+    total_cycles, peak_sram_bytes, the compiler's and the simulation's figures). Raises InputError when the
+    model does not fit the chip (the bytes it needs) or cannot be read."""
+    import os
+
+    if isinstance(model, (str, os.PathLike)) and os.fspath(model).endswith(".onnx"):
+        from .importer.t10_lowering import import_onnx_t10
+
+        model = import_onnx_t10(os.fspath(model), dims=dims)
+    return _core._t10_compile(model, reconcile, int(sram or 0), simulate, functional)
 
 
 def import_onnx(model, hardware, **kwargs):

@@ -348,6 +348,9 @@ class T10SearchResult:
 
 def t10_search(problem: Union[T10Problem, JsonSource], profile: Profile = "strict", top: int = 1) -> T10SearchResult: ...
 
+def t10_compile(model: Union[str, "os.PathLike[str]", Dict[str, Any]], reconcile: Literal["exact", "heuristic"] = ...,
+                sram: Optional[int] = ..., simulate: bool = ..., functional: bool = ...,
+                dims: Optional[Dict[str, int]] = ...) -> Dict[str, Any]: ...
 def import_onnx(model: Union[str, "os.PathLike[str]"], hardware: Union[str, Dict[str, Any]], *,
                 dims: Optional[Dict[str, int]] = ..., passthrough: Optional[Dict[str, float]] = ...,
                 max_ops: int = ..., report: bool = ...) -> Any: ...

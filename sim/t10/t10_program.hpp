@@ -88,6 +88,8 @@ void summarize(CompiledProgram& compiled);
 // MatMul an operator, each Pointwise op an elementwise one). Both throw InputError naming the file and field.
 TensorProgram parse_program(const nlohmann::json& doc, const std::string& file = "");
 TensorProgram program_from_graph(const mlsys::Problem& problem, const Chip& chip, const std::string& name);
+// Either of the two: a document with "widths" is a graph problem, anything else a T10 model file.
+TensorProgram program_from_document(const nlohmann::json& doc, const std::string& file, const std::string& name);
 nlohmann::json program_to_json(const TensorProgram& program, const CompiledProgram& compiled);
 
 }  // namespace mlsys::t10

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "sim/graph.hpp"
+#include "sim/json_io.hpp"
 #include "sim/problem.hpp"
 #include "sim/t10/t10_program.hpp"
 #include "sim/violation.hpp"
@@ -114,6 +115,14 @@ TensorProgram program_from_graph(const mlsys::Problem& problem, const Chip& chip
       if (graph.producer[in] >= 0) t.after.push_back(op_name(graph.producer[in]));
     program.ops.push_back(std::move(t));
   }
+  return program;
+}
+
+TensorProgram program_from_document(const json& doc, const std::string& file, const std::string& name) {
+  TensorProgram program = doc.is_object() && doc.contains("widths")
+                              ? program_from_graph(mlsys::parse_problem(doc, file), Chip{}, name)
+                              : parse_program(doc, file);
+  if (program.name.empty()) program.name = name;
   return program;
 }
 
