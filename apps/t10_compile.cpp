@@ -3,6 +3,9 @@
 #include "apps/t10_compile.hpp"
 
 #include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -40,16 +43,72 @@ json import_onnx(const std::string& path) {
   return parse_json_text(text, path);
 }
 
+TensorProgram read_model_file(const std::string& path) {
+  const bool onnx = std::filesystem::path(path).extension() == ".onnx";
+  const json doc = onnx ? import_onnx(path) : read_json_file(path);
+  return program_from_document(doc, path, std::filesystem::path(path).stem().string());
+}
+
 TensorProgram read_model(const CompileArgs& a) {
-  const bool onnx = std::filesystem::path(a.model_path).extension() == ".onnx";
-  const json doc = onnx ? import_onnx(a.model_path) : read_json_file(a.model_path);
-  TensorProgram program =
-      program_from_document(doc, a.model_path, std::filesystem::path(a.model_path).stem().string());
+  TensorProgram program = read_model_file(a.model_path);
   if (a.sram_bytes > 0) program.chip.sram_bytes_per_core = a.sram_bytes;
   return program;
 }
 
+std::pair<int, int> parse_shard(const std::string& text) {
+  int i = -1, n = 0;
+  char slash = 0;
+  std::istringstream in(text);
+  if (in >> i >> slash >> n && slash == '/' && in.peek() == EOF && n >= 1 && i >= 0 && i < n) return {i, n};
+  throw InputError("", "--shard", "usage", "expected I/N with 0 <= I < N, got \"" + text + "\"");
+}
+
+constexpr const char* kSweepFile = "t10-model-sweep.csv";
+
 }  // namespace
+
+bool is_model_file(const std::string& path) {
+  if (std::filesystem::path(path).extension() == ".onnx") return true;
+  const json doc = read_json_file(path);
+  return doc.is_object() && (doc.contains("t10_program") || doc.contains("widths"));
+}
+
+int run_model_sweep(const std::string& model_path, const std::vector<int64_t>& srams,
+                    const std::vector<double>& exchange, const std::string& shard, const std::string& out_dir) {
+  const auto [index, count] = parse_shard(shard);
+  const TensorProgram program = read_model_file(model_path);
+  const size_t total = srams.size() * exchange.size();
+  size_t done = 0;
+  const auto points = sweep_program(program, srams, exchange, index, count, [&](const ProgramVariantPoint& p) {
+    std::cerr << "t10 sweep: " << ++done << " of " << (total + count - 1 - index) / count << ": SRAM "
+              << p.sram_bytes << " B, exchange " << p.exchange_bytes_per_cycle << " B/cycle: "
+              << (p.fits ? std::to_string(p.total_cycles) + " cycles"
+                         : "needs " + std::to_string(p.least_sram_bytes) + " B")
+              << "\n";
+  });
+  std::filesystem::create_directories(out_dir);
+  write_file_atomic(out_dir + "/" + kSweepFile, program_sweep_csv(points));
+  std::cout << program_sweep_csv(points);
+  return 0;
+}
+
+int run_model_merge(const std::vector<std::string>& dirs, const std::string& out_dir) {
+  std::map<int64_t, ProgramVariantPoint> merged;
+  for (const std::string& dir : dirs) {
+    const std::string path = dir + "/" + kSweepFile;
+    std::ifstream in(path);
+    if (!in) throw InputError(path, "", "E_SWEEP", "cannot read (is it the -o of a t10 sweep MODEL?)");
+    std::stringstream text;
+    text << in.rdbuf();
+    for (const ProgramVariantPoint& p : read_program_sweep_csv(text.str(), path)) merged[p.index] = p;
+  }
+  std::vector<ProgramVariantPoint> points;
+  for (const auto& [i, p] : merged) points.push_back(p);
+  std::filesystem::create_directories(out_dir);
+  write_file_atomic(out_dir + "/" + kSweepFile, program_sweep_csv(points));
+  std::cerr << "t10 merge: " << points.size() << " points -> " << out_dir << "/" << kSweepFile << "\n";
+  return 0;
+}
 
 CLI::App* add_compile_command(CLI::App& app, CompileArgs& a) {
   CLI::App* c = app.add_subcommand(

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace mlsys::t10 {
 
@@ -14,6 +15,13 @@ struct CompileArgs {
 };
 
 CLI::App* add_compile_command(CLI::App& app, CompileArgs& args);
+
+// `t10 sweep MODEL`: the model compiled for every chip variant (SRAM x exchange bandwidth), a shard of them
+// with --shard I/N; `t10 merge DIR... -o OUT` combines the shards' CSVs.
+bool is_model_file(const std::string& path);  // .onnx, a T10 model file or a graph problem
+int run_model_sweep(const std::string& model_path, const std::vector<int64_t>& srams,
+                    const std::vector<double>& exchange, const std::string& shard, const std::string& out_dir);
+int run_model_merge(const std::vector<std::string>& dirs, const std::string& out_dir);
 // 0 compiled (and simulated), 1 it does not fit or the simulation disagrees, throws InputError on bad input.
 int run_compile(const CompileArgs& args);
 

@@ -4,6 +4,7 @@
 //   t10 solve PROBLEM.json [--timing grader|exchange|calibrated] [--top N] [--json]
 //   t10 report PROBLEM.json PLAN.json -o F.html;  t10 sweep PROBLEM.json ... -o DIR
 //   t10 compile MODEL [-o PROGRAM.json] [--reconcile exact|heuristic] [--json] [--trace F] [--html F]
+//   t10 sweep MODEL --sram LIST --exchange-bytes-per-cycle LIST [--shard I/N] -o DIR;  t10 merge DIR... -o OUT
 // Exit codes: 0 accepted / found, 1 the plan breaks a rule (or nothing accepted), 2 malformed input or usage.
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -231,6 +232,13 @@ extern "C" int sc_main(int argc, char** argv) {
   add_options(app, a, verify, simulate, report, solve, sweep);
   CompileArgs compile_args;
   CLI::App* compile = add_compile_command(app, compile_args);
+  std::string shard = "0/1";
+  sweep->add_option("--shard", shard, "a whole model's sweep: only the points I of N (merge with t10 merge)");
+  std::vector<std::string> merge_dirs;
+  std::string merge_out;
+  CLI::App* merge = app.add_subcommand("merge", "combine the -o directories of sharded model sweeps");
+  merge->add_option("dirs", merge_dirs, "directories written by t10 sweep MODEL --shard I/N")->required();
+  merge->add_option("-o,--out", merge_out, "directory for the merged t10-model-sweep.csv")->required();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -238,6 +246,9 @@ extern "C" int sc_main(int argc, char** argv) {
   }
   try {
     if (*compile) return run_compile(compile_args);
+    if (*merge) return run_model_merge(merge_dirs, merge_out);
+    if (*sweep && is_model_file(a.problem_path))
+      return run_model_sweep(a.problem_path, a.sweep_srams, a.sweep_bandwidths, shard, a.sweep_dir);
     const t10::Problem problem = read_problem(a.problem_path, a.profile());
     if (*sweep) return run_sweep(a, problem);
     if (*solve && a.solve_timing == "exchange") return run_solve_exchange(a, problem);

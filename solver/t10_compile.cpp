@@ -195,4 +195,36 @@ CompileResult compile_program(const TensorProgram& program, const CompileOptions
   return result;
 }
 
+std::vector<ProgramVariantPoint> sweep_program(const TensorProgram& program, const std::vector<int64_t>& srams,
+                                               const std::vector<double>& exchange, int shard, int shards,
+                                               const std::function<void(const ProgramVariantPoint&)>& on_point) {
+  std::vector<ProgramVariantPoint> points;
+  int64_t index = 0;
+  for (int64_t sram : srams)
+    for (double bandwidth : exchange) {
+      const int64_t at = index++;
+      if (at % shards != shard) continue;
+      TensorProgram variant = program;
+      variant.chip.sram_bytes_per_core = sram;
+      variant.chip.exchange_bytes_per_cycle = bandwidth;
+      const auto start = Clock::now();
+      const CompileResult result = compile_program(variant, {});
+      ProgramVariantPoint p;
+      p.index = at, p.sram_bytes = sram, p.exchange_bytes_per_cycle = bandwidth;
+      p.least_sram_bytes = result.least_sram_bytes;
+      p.heuristic_cycles = result.stats.heuristic_cycles;
+      p.fits = result.compiled.has_value();
+      if (p.fits) {
+        p.total_cycles = result.compiled->total_cycles;
+        p.lower_bound = result.compiled->lower_bound;
+        p.peak_sram_bytes = result.compiled->peak_sram_bytes();
+        p.proven = result.stats.proven;
+      }
+      p.seconds = seconds_since(start);
+      if (on_point) on_point(p);
+      points.push_back(p);
+    }
+  return points;
+}
+
 }  // namespace mlsys::t10

@@ -67,4 +67,19 @@ std::optional<CompiledProgram> reconcile_exact(const std::vector<const OperatorO
                                                int64_t max_frontier, CompileStats& stats,
                                                double seconds = 30);
 
+// A whole model compiled for chip variants (t10 sweep MODEL): the grid SRAM x exchange bandwidth in row-major
+// order (SRAM outer); a shard I of N takes the points whose index is I modulo N.
+struct ProgramVariantPoint {
+  int64_t index = 0, sram_bytes = 0;
+  double exchange_bytes_per_cycle = 0;
+  bool fits = false;
+  double total_cycles = 0, heuristic_cycles = 0, lower_bound = 0, seconds = 0;
+  int64_t peak_sram_bytes = 0, least_sram_bytes = 0;
+  bool proven = false;
+};
+std::vector<ProgramVariantPoint> sweep_program(const TensorProgram& program, const std::vector<int64_t>& srams,
+                                               const std::vector<double>& exchange_bytes_per_cycle, int shard,
+                                               int shards,
+                                               const std::function<void(const ProgramVariantPoint&)>& on_point);
+
 }  // namespace mlsys::t10

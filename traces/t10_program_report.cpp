@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "sim/number_format.hpp"
+#include "sim/violation.hpp"
 #include "traces/html_page.hpp"
 
 namespace mlsys::t10 {
@@ -79,6 +80,52 @@ void print_program(std::ostream& out, const TensorProgram& program, const Compil
       out << (run->functional_mismatch ? "" : "; functional check: the output equals the reference");
     out << "\n";
   }
+}
+
+namespace {
+constexpr const char* kSweepHeader =
+    "index,sram_bytes,exchange_bytes_per_cycle,fits,total_cycles,heuristic_cycles,lower_bound_cycles,"
+    "peak_sram_bytes,least_sram_bytes,proven,seconds";
+}
+
+std::string program_sweep_csv(const std::vector<ProgramVariantPoint>& points) {
+  std::ostringstream out;
+  out << kSweepHeader << "\n";
+  for (const ProgramVariantPoint& p : points)
+    out << p.index << "," << p.sram_bytes << "," << format_number(p.exchange_bytes_per_cycle) << ","
+        << (p.fits ? 1 : 0) << "," << format_number(p.total_cycles) << "," << format_number(p.heuristic_cycles)
+        << "," << format_number(p.lower_bound) << "," << p.peak_sram_bytes << "," << p.least_sram_bytes << ","
+        << (p.proven ? 1 : 0) << "," << format_number(p.seconds) << "\n";
+  return out.str();
+}
+
+std::vector<ProgramVariantPoint> read_program_sweep_csv(const std::string& text, const std::string& file) {
+  std::istringstream in(text);
+  std::string line;
+  if (!std::getline(in, line) || line != kSweepHeader)
+    throw InputError(file, "header", "E_SWEEP", "not a t10 model sweep (expected the header " +
+                                                    std::string(kSweepHeader) + ")");
+  std::vector<ProgramVariantPoint> points;
+  for (int number = 2; std::getline(in, line); ++number) {
+    if (line.empty()) continue;
+    std::vector<std::string> f;
+    std::istringstream cells(line);
+    for (std::string cell; std::getline(cells, cell, ',');) f.push_back(cell);
+    ProgramVariantPoint p;
+    try {
+      if (f.size() != 11) throw std::invalid_argument("fields");
+      p.index = std::stoll(f[0]), p.sram_bytes = std::stoll(f[1]);
+      p.exchange_bytes_per_cycle = std::stod(f[2]), p.fits = f[3] == "1";
+      p.total_cycles = std::stod(f[4]), p.heuristic_cycles = std::stod(f[5]), p.lower_bound = std::stod(f[6]);
+      p.peak_sram_bytes = std::stoll(f[7]), p.least_sram_bytes = std::stoll(f[8]);
+      p.proven = f[9] == "1", p.seconds = std::stod(f[10]);
+    } catch (const std::exception&) {
+      throw InputError(file, "line " + std::to_string(number), "E_SWEEP",
+                       "expected 11 numbers (" + std::string(kSweepHeader) + "), got \"" + line + "\"");
+    }
+    points.push_back(p);
+  }
+  return points;
 }
 
 nlohmann::json compiled_program_json(const TensorProgram& program, const CompileResult& result,

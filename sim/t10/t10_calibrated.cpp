@@ -8,6 +8,9 @@
 #include <numeric>
 
 namespace mlsys::t10 {
+
+double exchange_scale(const Chip& chip) { return kIpuExchangeBytesPerCycle / chip.exchange_bytes_per_cycle; }
+
 namespace {
 
 constexpr double kSyncCycles = 118;   // SYNC_CYCLES
@@ -25,6 +28,7 @@ struct Config {
   std::array<int64_t, 3> var_size{};                     // get_sub_op_var_sizes: S_C, S_A, S_B
   // The batch, a dimension of every tensor that is split in space only: each core's products per step.
   int64_t batch = 1, batch_parts = 1, batch_local = 1;
+  double shift_scale = 1;  // exchange_scale(chip)
   // The dimensions each tensor spans, as indices into (m, n, k).
   static constexpr int kVarDims[3][2] = {{0, 1}, {0, 2}, {2, 1}};
 };
@@ -56,6 +60,7 @@ Config configure(const Problem& pr, const Plan& plan) {
   c.spatial = {plan.f_op[0], plan.f_op[2], plan.f_op[1]};
   c.temporal = {{{plan.cm, plan.am, 1}, {plan.cn, 1, plan.bn}, {1, plan.ak, plan.bk}}};
   c.replicas = {plan.f_op[1], plan.f_op[2], plan.f_op[0]};
+  c.shift_scale = exchange_scale(pr.chip);
   c.batch = pr.batch;
   c.batch_parts = plan.pb;
   c.batch_local = (pr.batch + plan.pb - 1) / std::max<int64_t>(plan.pb, 1);
@@ -69,8 +74,9 @@ Config configure(const Problem& pr, const Plan& plan) {
 }
 
 // get_shift_time: elements to cycles.
-double shift_time(double elements, int64_t dtype_bytes) {
-  return elements != 0 ? elements * static_cast<double>(dtype_bytes) / 2 * 0.56 : 0;
+// `scale`: 1 on the IPU's exchange; a chip variant's exchange_bytes_per_cycle scales it (kIpuExchange over it).
+double shift_time(double elements, int64_t dtype_bytes, double scale) {
+  return elements != 0 ? elements * static_cast<double>(dtype_bytes) / 2 * 0.56 * scale : 0;
 }
 
 // get_util_threshold and get_pad_threshold (NUM_DIMS_CORRELATION = 0 makes the dimension factor 1).
@@ -235,7 +241,7 @@ std::vector<CalibratedLevel> shift_levels(const Config& c, int64_t dtype_bytes) 
   int64_t outer = 1;
   for (CalibratedLevel& level : levels) {
     level.events = outer * (level.g - 1);
-    level.event_cycles = shift_time(static_cast<double>(level.size), dtype_bytes) +
+    level.event_cycles = shift_time(static_cast<double>(level.size), dtype_bytes, c.shift_scale) +
                          kSyncCycles * kBufferIters * static_cast<double>(level.tensors.size());
     outer *= level.g;
   }
@@ -275,13 +281,13 @@ double reduce_cycles(double outputs, double batch) {
 }
 
 // get_shuffle_time's gather and reduce of `copies` partial outputs of `output` elements each.
-void combine_copies(int64_t copies, double output, int64_t dtype_bytes, CalibratedCost& cost) {
+void combine_copies(int64_t copies, double output, int64_t dtype_bytes, double scale, CalibratedCost& cost) {
   const double reduced = output / static_cast<double>(copies);
   if (copies == 2) {
-    cost.gather = 2 * kSyncCycles + shift_time(std::floor(output / 2), dtype_bytes);
+    cost.gather = 2 * kSyncCycles + shift_time(std::floor(output / 2), dtype_bytes, scale);
     cost.reduce = elementwise_cycles(reduced);
   } else if (copies > 2) {
-    cost.gather = static_cast<double>(copies) * kSyncCycles + shift_time(output, dtype_bytes);
+    cost.gather = static_cast<double>(copies) * kSyncCycles + shift_time(output, dtype_bytes, scale);
     cost.reduce = reduce_cycles(reduced, static_cast<double>(copies));
   }
 }
@@ -291,9 +297,9 @@ void shuffle(const Config& c, int64_t dtype_bytes, CalibratedCost& cost) {
   const int64_t copies =
       std::llround(static_cast<double>(c.replicas[0]) / static_cast<double>(ring_of(c, 0)));
   combine_copies(copies, static_cast<double>(c.batch_local) * c.sub_length[0] * c.sub_length[1], dtype_bytes,
-                 cost);  // the sub-task's C block
+                 c.shift_scale, cost);  // the sub-task's C block
   cost.shuffle_output =
-      shift_time(static_cast<double>(c.var_size[0]), dtype_bytes) + kBufferIters * kSyncCycles;
+      shift_time(static_cast<double>(c.var_size[0]), dtype_bytes, c.shift_scale) + kBufferIters * kSyncCycles;
   cost.shuffle_sync = kSyncCycles * 4;
 }
 
@@ -313,7 +319,7 @@ double warm_up(const Config& hot, int64_t dtype_bytes, int64_t& cold_bytes) {
     if (x > 0) elements += multiplier * static_cast<double>(cold.var_size[x]);  // the output is not moved
     syncs += multiplier;
   }
-  return shift_time(elements, dtype_bytes) + syncs * kSyncCycles;
+  return shift_time(elements, dtype_bytes, hot.shift_scale) + syncs * kSyncCycles;
 }
 
 }  // namespace
@@ -363,7 +369,7 @@ CalibratedCost calibrated_cost(const Problem& pr, const Plan& plan, bool message
     cost.shift_elements += level.events * level.size;
     tensor_shifts += static_cast<double>(level.events) * static_cast<double>(level.tensors.size());
   }
-  cost.shift = shift_time(static_cast<double>(cost.shift_elements), e);
+  cost.shift = shift_time(static_cast<double>(cost.shift_elements), e, c.shift_scale);
   cost.sync = kSyncCycles * kBufferIters * tensor_shifts;
   cost.sync_shift = cost.sync + cost.shift;
   shuffle(c, e, cost);
@@ -382,9 +388,11 @@ int64_t vector_units(const VectorOp& op) {
   return op.kind == VectorKind::RowWise ? op.rows : op.rows * op.cols;
 }
 
-CalibratedCost calibrated_vector_cost(const VectorOp& op, int64_t parts, int64_t e, int64_t chip_cores,
+CalibratedCost calibrated_vector_cost(const VectorOp& op, int64_t parts, int64_t e, const Chip& chip,
                                       int64_t col_parts) {
   CalibratedCost cost;
+  const int64_t chip_cores = chip.cores;
+  const double scale = exchange_scale(chip);
   const int64_t units = vector_units(op);
   if (op.kind != VectorKind::RowWise) col_parts = 1;
   if (col_parts < 1 || col_parts > op.cols || parts * col_parts > chip_cores)
@@ -414,9 +422,9 @@ CalibratedCost calibrated_vector_cost(const VectorOp& op, int64_t parts, int64_t
       cost.compute_per_step = reduce_cycles(static_cast<double>(rows), static_cast<double>(cols)) +
                               elementwise_cycles(static_cast<double>(elements));
       // Rows split over column parts: each row's partial statistic gathered and reduced over its copies.
-      combine_copies(col_parts, static_cast<double>(rows * col_parts), e, cost);
+      combine_copies(col_parts, static_cast<double>(rows * col_parts), e, scale, cost);
       // get_shuffle_time's general branch with one output copy: the output moved and its syncs.
-      cost.shuffle_output = shift_time(static_cast<double>(elements), e) + kBufferIters * kSyncCycles;
+      cost.shuffle_output = shift_time(static_cast<double>(elements), e, scale) + kBufferIters * kSyncCycles;
       cost.shuffle_sync = kSyncCycles * 4;
       break;
   }

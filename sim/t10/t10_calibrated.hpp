@@ -14,6 +14,12 @@
 
 namespace mlsys::t10 {
 
+// The published model's transfers are fitted to the IPU's exchange (the chip default, 4 B per cycle per
+// tile). A chip variant with another exchange_bytes_per_cycle scales every transfer term by 4 / that (a
+// what-if of ours, not the published model's; 1 on the default chip). Syncs and compute are unchanged.
+constexpr double kIpuExchangeBytesPerCycle = 4;
+double exchange_scale(const Chip& chip);
+
 // One shift level in the published model's order (sorted by size, largest first, ties in (m, n, k) order).
 struct CalibratedLevel {
   char dim;             // 'm', 'n' or 'k'
@@ -77,7 +83,7 @@ int64_t vector_units(const VectorOp& op);
 // `parts`: cores the units are split over; a row-wise operator may also split each row over `col_parts`
 // cores, whose partial statistics are then gathered and reduced as the model's shuffle reduces copies
 // (gather and reduce, counted in compute). Rejections: more parts than units, columns or cores.
-CalibratedCost calibrated_vector_cost(const VectorOp& op, int64_t parts, int64_t dtype_bytes,
-                                      int64_t chip_cores, int64_t col_parts = 1);
+CalibratedCost calibrated_vector_cost(const VectorOp& op, int64_t parts, int64_t dtype_bytes, const Chip& chip,
+                                      int64_t col_parts = 1);
 
 }  // namespace mlsys::t10

@@ -61,3 +61,34 @@ def test_bad_problem_exits_2(tmp_path):
     done = subprocess.run([sys.executable, str(SCRIPT), str(bad), "--capacity", "1", "--bandwidth", "1",
                            "-o", str(tmp_path / "o")], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "JSON syntax error" in done.stderr
+
+
+def test_t10_model_sweep_equals_the_command_line(tmp_path):
+    """--t10: each point compiles a whole model on Dask; the totals equal `t10 sweep MODEL`'s at every point,
+    and a variant the model cannot fit says how many bytes it needs."""
+    model = tmp_path / "model.json"
+    model.write_text(json.dumps({"t10_program": {"name": "block", "ops": [
+        {"name": "qkv", "type": "matmul", "m": 128, "k": 256, "n": 768},
+        {"name": "scores", "type": "matmul", "batch": 4, "m": 128, "k": 64, "n": 128},
+        {"name": "softmax", "type": "rowwise", "m": 512, "n": 128, "inputs": 1},
+        {"name": "out", "type": "matmul", "m": 128, "k": 256, "n": 256}]}}))
+    out = tmp_path / "dask"
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--t10", str(model), "--capacity", "400,638976", "--bandwidth", "2,8",
+         "-o", str(out)], capture_output=True, text=True, timeout=240, env=dict(os.environ))
+    assert done.returncode == 1, done.stderr  # the 400-byte variants cannot fit
+    with open(out / "sweep.csv") as f:
+        rows = {(r["capacity"], r["bandwidth"]): r for r in csv.DictReader(f)}
+    cli = subprocess.run([os.path.join(os.environ["MLSYS_BIN_DIR"], "t10"), "sweep", str(model), "--sram",
+                          "400,638976", "--exchange-bytes-per-cycle", "2,8", "-o", str(tmp_path / "cli")],
+                         capture_output=True, text=True, timeout=240)
+    assert cli.returncode == 0, cli.stderr
+    with open(tmp_path / "cli" / "t10-model-sweep.csv") as f:
+        for point in csv.DictReader(f):
+            row = rows[(point["sram_bytes"], point["exchange_bytes_per_cycle"])]
+            if point["fits"] == "1":
+                assert float(row["total_latency"]) == pytest.approx(float(point["total_cycles"]), rel=1e-12)
+                assert row["valid"] == "True"
+            else:
+                assert "needs at least " + point["least_sram_bytes"] in row["reason"]
+    assert float(rows[("638976", "2")]["total_latency"]) > float(rows[("638976", "8")]["total_latency"])
