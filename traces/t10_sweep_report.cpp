@@ -97,8 +97,9 @@ std::string chip_sweep_html(const std::string& problem_name, const std::vector<C
   html << html_page_start("T10 chip sweep: " + problem_name)
        << "<h1>T10 chip sweep: " << html_escape(problem_name) << "</h1>\n<p class=\"note\">"
        << (calibrated
-               ? "The best accepted plan under the calibrated timing (the T10 authors' IPU-fitted model, "
-                 "which has no bandwidth parameter) for each SRAM size, proven by exhausting that model's "
+               ? "The best accepted plan under the calibrated timing (the T10 authors' IPU-fitted model; "
+                 "a variant's exchange bandwidth scales its transfer terms by 4 over it, "
+                 "docs/t10-programs.md#chip-variants) for each chip variant, proven by exhausting that model's "
                  "search space.</p>\n"
                : "The best accepted plan under the exchange timing of the all-cores engine for each chip "
                  "variant (exchange bandwidth per tile x SRAM per core), proven by the search's bound unless "

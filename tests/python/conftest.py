@@ -35,6 +35,33 @@ def cli_error(program, *args):
     return line[len("error: "):]
 
 
+def inferred_graph(path):
+    """An ONNX file's graph after ONNX's own shape inference, and every value's shape (initializers included)."""
+    import onnx
+    from onnx import shape_inference
+
+    g = shape_inference.infer_shapes(onnx.load(str(path)), data_prop=True).graph
+    shapes = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim]
+              for v in list(g.input) + list(g.value_info) + list(g.output)}
+    shapes.update({t.name: list(t.dims) for t in g.initializer})
+    return g, shapes
+
+
+def matrix_macs(node, shapes):
+    """The multiply-adds of a MatMul, Gemm or Conv node from the graph's shapes (0 for any other node)."""
+    from math import prod
+
+    out = shapes[node.output[0]]
+    if node.op_type == "MatMul":
+        return prod(out) * shapes[node.input[0]][-1]
+    if node.op_type == "Gemm":
+        a = shapes[node.input[0]]
+        return prod(out) * (a[0] if any(x.name == "transA" and x.i for x in node.attribute) else a[1])
+    if node.op_type == "Conv":
+        return prod(out) * prod(shapes[node.input[1]][1:])
+    return 0
+
+
 def golden_cases():
     return json.loads((GOLDEN_DIR / "cases.json").read_text())["cases"]
 

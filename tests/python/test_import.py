@@ -14,8 +14,9 @@ import pytest
 
 onnx = pytest.importorskip("onnx")
 torch = pytest.importorskip("torch")
-from onnx import TensorProto, helper, numpy_helper, shape_inference  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
+from conftest import inferred_graph, matrix_macs  # noqa: E402
 from mlsys_sim.importer import ModelImportError, import_onnx, import_torch, load_profile, mac_count  # noqa: E402
 from mlsys_sim.importer.cli import problem_text  # noqa: E402
 
@@ -27,24 +28,13 @@ from models.zoo import ZOO, build  # noqa: E402
 
 def onnx_counts(path):
     """MACs, graph output elements and matrix-weight elements, read from the ONNX graph itself."""
-    model = shape_inference.infer_shapes(onnx.load(path), data_prop=True)
-    g = model.graph
-    shapes = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim]
-              for v in list(g.input) + list(g.value_info) + list(g.output)}
+    g, shapes = inferred_graph(path)
     weights = {t.name: list(t.dims) for t in g.initializer}
-    shapes.update(weights)
     macs = weight_elements = 0
     for node in g.node:
         out = shapes[node.output[0]]
-        if node.op_type == "MatMul":
-            macs += prod(out) * shapes[node.input[0]][-1]
-        elif node.op_type == "Gemm":
-            a = shapes[node.input[0]]
-            k = a[0] if any(x.name == "transA" and x.i for x in node.attribute) else a[1]
-            macs += prod(out) * k
-        elif node.op_type == "Conv":
-            w = shapes[node.input[1]]
-            macs += prod(out) * prod(w[1:])
+        if node.op_type in ("MatMul", "Gemm", "Conv"):
+            macs += matrix_macs(node, shapes)
         elif node.op_type in ("GlobalAveragePool", "ReduceMean") and len(out) and out[-1] != 1 or (
                 node.op_type == "GlobalAveragePool"):
             macs += prod(shapes[node.input[0]])  # a mean is one multiply-add per input element

@@ -8,42 +8,29 @@ import json
 import os
 import subprocess
 import sys
-from math import prod
 
 import pytest
 
 onnx = pytest.importorskip("onnx")
 torch = pytest.importorskip("torch")
-from onnx import helper, shape_inference, TensorProto  # noqa: E402
+from onnx import helper, TensorProto  # noqa: E402
 
 import mlsys_sim  # noqa: E402
+from conftest import inferred_graph, matrix_macs  # noqa: E402
 from mlsys_sim.importer import ModelImportError  # noqa: E402
 from mlsys_sim.importer.t10_lowering import import_onnx_t10  # noqa: E402
 
-SOURCE = os.environ.get("MLSYS_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
-BIN = os.environ.get("MLSYS_BIN_DIR", os.path.join(SOURCE, "build", "release"))
-sys.path.insert(0, os.path.join(SOURCE, "examples"))
+from conftest import BIN_DIR, SOURCE_DIR  # noqa: E402
+
+BIN = str(BIN_DIR)
+sys.path.insert(0, str(SOURCE_DIR / "examples"))
 from models.zoo import ZOO, build  # noqa: E402
 
 
 def graph_macs(path):
     """MatMul, Gemm and Conv multiply-adds counted from the ONNX graph's inferred shapes."""
-    model = shape_inference.infer_shapes(onnx.load(path), data_prop=True)
-    g = model.graph
-    shapes = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim]
-              for v in list(g.input) + list(g.value_info) + list(g.output)}
-    shapes.update({t.name: list(t.dims) for t in g.initializer})
-    macs = 0
-    for node in g.node:
-        out = shapes[node.output[0]]
-        if node.op_type == "MatMul":
-            macs += prod(out) * shapes[node.input[0]][-1]
-        elif node.op_type == "Gemm":
-            a = shapes[node.input[0]]
-            macs += prod(out) * (a[0] if any(x.name == "transA" and x.i for x in node.attribute) else a[1])
-        elif node.op_type == "Conv":
-            macs += prod(out) * prod(shapes[node.input[1]][1:])
-    return macs
+    g, shapes = inferred_graph(path)
+    return sum(matrix_macs(node, shapes) for node in g.node)
 
 
 @pytest.fixture(scope="module")
