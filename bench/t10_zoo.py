@@ -34,12 +34,21 @@ def timed(*command):
     return done, seconds, peak
 
 
-names = [n for n in ZOO if not args.models or n in args.models.split(",")]
+# torchvision's networks (random weights, 224x224), when python3-torchvision is installed.
+try:
+    import torchvision
+    VISION = {n: f"torchvision {n}, 224x224" for n in ("resnet18", "resnet50", "mobilenet_v2")}
+except ImportError:
+    VISION = {}
+names = [n for n in list(ZOO) + list(VISION) if not args.models or n in args.models.split(",")]
 rows = []
 with tempfile.TemporaryDirectory() as work:
     for name in names:
         print(f"t10-zoo: {name}: exporting", file=sys.stderr, flush=True)
-        module, inputs = build_model(name, "full")
+        if name in VISION:
+            module, inputs = getattr(torchvision.models, name)(weights=None), (torch.randn(1, 3, 224, 224),)
+        else:
+            module, inputs = build_model(name, "full")
         onnx_path = os.path.join(work, name + ".onnx")
         torch.onnx.export(module.eval(), inputs, onnx_path, opset_version=17, do_constant_folding=True)
         del module
@@ -58,11 +67,11 @@ with tempfile.TemporaryDirectory() as work:
                                         reconcile, "--html", html)
             out = json.loads(done.stdout) if done.returncode == 0 else None
             result[reconcile] = (done.returncode, out, seconds, peak, done.stderr.strip().splitlines()[-2:])
-        rows.append((name, ZOO[name][4], ops, import_s, import_mib, result))
+        rows.append((name, VISION[name] if name in VISION else ZOO[name][4], ops, import_s, import_mib, result))
 
 lines = [MARKER, "", "## Whole models", "",
          f"Produced by `bench/t10-zoo` on {time.strftime('%Y-%m-%d', time.gmtime())} ({os.cpu_count()} cores): every "
-         "network of `examples/models` at full size, exported by torch.onnx (opset 17), lowered by `mlsys-import "
+         "network of `examples/models` at full size and torchvision's ResNet-18, ResNet-50 and MobileNetV2, exported by torch.onnx (opset 17), lowered by `mlsys-import "
          "--t10`, compiled by `t10 compile` for the IPU Mk2 (1,472 cores, 638,976 B per core) with both "
          "reconciliations and simulated on every core (docs/t10-programs.md). Cycles are the calibrated timing's. "
          "The proven gap is the exact reconciliation's own, over the same option sets. Compile time and peak "

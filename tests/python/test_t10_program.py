@@ -107,3 +107,22 @@ def test_python_functional_mlp():
     assert program["simulation"]["functional_checked"] and program["simulation"]["passed"]
     with pytest.raises(mlsys_sim.InputError, match="needs at least"):
         mlsys_sim.t10_compile(model, sram=64)
+
+
+@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2"])
+def test_torchvision_networks_compile_for_t10(name, tmp_path):
+    """torchvision's networks (random weights, 224x224): strided, depthwise and pointwise convolutions lower
+    as im2col products with the graph's multiply-adds; the program fits and runs on every core."""
+    torchvision = pytest.importorskip("torchvision")
+    path = str(tmp_path / f"{name}.onnx")
+    torch.onnx.export(getattr(torchvision.models, name)(weights=None).eval(), torch.randn(1, 3, 224, 224), path,
+                      opset_version=17, do_constant_folding=True)
+    ops = import_onnx_t10(path)["t10_program"]["ops"]
+    assert sum(o.get("batch", 1) * o["m"] * o["k"] * o["n"] for o in ops if o["type"] == "matmul") == \
+        graph_macs(path)
+    if name == "mobilenet_v2":  # depthwise: one product per channel group
+        assert any(o["type"] == "matmul" and o.get("batch", 1) == 32 and o["k"] == 9 and o["n"] == 1 for o in ops)
+    program = mlsys_sim.t10_compile(path)
+    assert program["simulation"]["passed"] and program["compile"]["proven"]
+    assert program["peak_sram_bytes"] <= 638976
+    assert program["total_cycles"] <= program["compile"]["heuristic_cycles"] * (1 + 1e-12)
