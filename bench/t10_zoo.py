@@ -37,7 +37,7 @@ def timed(*command):
 # torchvision's networks (random weights, 224x224), when python3-torchvision is installed.
 try:
     import torchvision
-    VISION = {n: f"torchvision {n}, 224x224" for n in ("resnet18", "resnet50", "mobilenet_v2")}
+    VISION = {n: f"torchvision {n}, 224x224" for n in ("resnet18", "resnet50", "mobilenet_v2", "vit_b_16")}
 except ImportError:
     VISION = {}
 names = [n for n in list(ZOO) + list(VISION) if not args.models or n in args.models.split(",")]
@@ -71,7 +71,7 @@ with tempfile.TemporaryDirectory() as work:
 
 lines = [MARKER, "", "## Whole models", "",
          f"Produced by `bench/t10-zoo` on {time.strftime('%Y-%m-%d', time.gmtime())} ({os.cpu_count()} cores): every "
-         "network of `examples/models` at full size and torchvision's ResNet-18, ResNet-50 and MobileNetV2, exported by torch.onnx (opset 17), lowered by `mlsys-import "
+         "network of `examples/models` at full size and torchvision's ResNet-18, ResNet-50, MobileNetV2 and ViT-B/16 (224x224), exported by torch.onnx (opset 17), lowered by `mlsys-import "
          "--t10`, compiled by `t10 compile` for the IPU Mk2 (1,472 cores, 638,976 B per core) with both "
          "reconciliations and simulated on every core (docs/t10-programs.md). Cycles are the calibrated timing's. "
          "The proven gap is the exact reconciliation's own, over the same option sets. Compile time and peak "

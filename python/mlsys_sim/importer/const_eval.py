@@ -11,6 +11,7 @@ MAX_ELEMENTS = 4096
 def evaluate(node, values: Dict[str, object], shapes: Dict[str, tuple], attribute) -> Optional[object]:
     """The value of a node's first output from constant inputs, or None when it is not simple arithmetic."""
     import numpy as np
+    from onnx import numpy_helper
 
     op = node.op_type
     if op == "Shape":
@@ -61,6 +62,18 @@ def evaluate(node, values: Dict[str, object], shapes: Dict[str, tuple], attribut
             out = np.arange(ins[0], ins[1], ins[2])
         elif op == "Where":
             out = np.where(ins[0], ins[1], ins[2])
+        elif op == "ConstantOfShape":
+            value = attribute(node, "value")
+            fill = numpy_helper.to_array(value).reshape(-1)[0] if value is not None else np.float32(0)
+            dims = [int(d) for d in ins[0].reshape(-1)]
+            if int(np.prod(dims)) > MAX_ELEMENTS:
+                return None
+            out = np.full(dims, fill)
+        elif op == "Expand":
+            shape = tuple(int(d) for d in ins[1].reshape(-1))
+            if int(np.prod(np.broadcast_shapes(ins[0].shape, shape))) > MAX_ELEMENTS:
+                return None
+            out = ins[0] * np.ones(shape, dtype=ins[0].dtype)
         else:
             return None
     except (ValueError, IndexError, TypeError, ZeroDivisionError):
@@ -102,6 +115,22 @@ def shape_of(node, shapes: Dict[str, tuple], values: Dict[str, object], attribut
         except ValueError:
             return None
         return tuple(int(d) for d in batch) + (ins[0][-2], ins[1][-1])
+    if node.op_type == "Expand" and len(node.input) > 1 and ins and ins[0] is not None:
+        target = values.get(node.input[1])
+        if target is None:
+            return None
+        try:
+            return tuple(int(d) for d in np.broadcast_shapes(ins[0], tuple(int(d) for d in target.reshape(-1))))
+        except ValueError:
+            return None
+    if node.op_type == "Tile" and len(node.input) > 1 and ins and ins[0] is not None:
+        repeats = values.get(node.input[1])
+        return None if repeats is None else tuple(int(d) * int(r) for d, r in zip(ins[0], repeats.reshape(-1)))
+    if node.op_type == "Concat" and ins and all(s is not None for s in ins):
+        axis = attribute(node, "axis", 0) % len(ins[0])
+        shape = list(ins[0])
+        shape[axis] = sum(s[axis] for s in ins)
+        return tuple(shape)
     if node.op_type == "Slice" and ins and ins[0] is not None:
         bounds = [values.get(n) if i < len(node.input) and n else None
                   for i, n in enumerate(list(node.input) + [""] * 5) if 1 <= i <= 4]

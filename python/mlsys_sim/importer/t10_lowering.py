@@ -12,7 +12,8 @@ calibrated model prices:
 - Each fused group of elementwise ops (the groups of the graph lowering): `rowwise` if it normalizes rows
   (Softmax, LayerNorm, or reads a per-row statistic), `relu` for a lone Relu, else `elementwise`, reading
   its activations and non-scalar constants from outside the group.
-- Gather of a constant table (embeddings): `elementwise` with one operand (a row copy per index).
+- Gather (embedding rows, the class token), Concat, Expand and Tile: `elementwise` writing the output once,
+  reading its activations.
 - MaxPool, AveragePool: `elementwise` reading kh*kw operands per output; GlobalAveragePool and reductions
   that are not per-row statistics (mean pooling over tokens): `rowwise`, a row per output element.
 - Reshape, Transpose and the other views: no operator (the layout change is the next operator's warm-up).
@@ -110,9 +111,10 @@ def lower(graph: og.Graph, name: str) -> dict:
             add(node, _matmul(graph, node), acts)
         elif node.op_type == "Conv":
             add(node, _conv(graph, node), acts)
-        elif node.op_type == "Gather" and graph.kinds.get(node.input[0]) == og.CONST:
+        elif node.op_type in ("Gather", "Concat", "Expand", "Tile"):
+            # A table lookup, a selection of rows, a concatenation, a broadcast: the output written once.
             m, n = _rows_cols(graph.shapes[out])
-            add(node, {"type": "elementwise", "m": m, "n": n, "inputs": 1}, acts)
+            add(node, {"type": "elementwise", "m": m, "n": n, "inputs": max(len(acts), 1)}, acts)
         elif node.op_type in POOLS:
             shape = graph.shapes[out]
             window = prod(og.attribute(node, "kernel_shape", [1]))
