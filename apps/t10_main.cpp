@@ -150,7 +150,7 @@ int run_report(const Args& a, const t10::Problem& problem, const Plan& plan, con
     CoreSimOptions every_core;
     every_core.timing = CoreTiming::Exchange;
     page.cores = simulate_cores(problem, plan, every_core);
-    if (calibrated_cost(problem, plan).steps > 0) {
+    if (!e.derived.misaligned) {  // the calibrated model prices chains only
       every_core.timing = CoreTiming::Calibrated;
       page.calibrated = simulate_cores(problem, plan, every_core);
     }

@@ -39,6 +39,9 @@ struct Job {
   bool exhaustive = false;  // that program is mlsys --exhaustive's
 };
 
+// Sibling groups (MatMuls sharing an operand) beyond what the usual orders' segments form (see first_jobs).
+bool has_long_siblings(int siblings) { return siblings > 10; }
+
 // The jobs in priority order, before the random ones: a first schedule at once, then longer fusions and
 // other orders.
 std::vector<Job> first_jobs(const Problem& problem, bool exhaustive, bool downsets, bool recompute_cheap,
@@ -48,7 +51,7 @@ std::vector<Job> first_jobs(const Problem& problem, bool exhaustive, bool downse
   // side by side and segments as long as it. (Adding such orders for benchmark 8's group of nine cost it 1 %
   // over 8 seeds.)
   std::vector<Job> plan;  // in priority order
-  const bool long_siblings = siblings > 10;
+  const bool long_siblings = has_long_siblings(siblings);
   if (exhaustive) {
     // A first schedule at once (every op alone), then every grouping. Other threads meanwhile run the usual
     // jobs below: their schedules are what a signal leaves if it comes first, and their costs bound the
@@ -124,7 +127,7 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
     return std::nullopt;
   }
   const int siblings = largest_sibling_group(problem, graph);
-  const bool long_siblings = siblings > 10;  // see first_jobs
+  const bool long_siblings = has_long_siblings(siblings);
   const std::vector<Job> plan = first_jobs(problem, options.exhaustive, downsets, !cheap.empty(), siblings);
   // Then, for as long as time allows (or until the schedule meets the lower bound): every other job perturbs
   // the incumbent's order (local search); the others draw new orders, random or retention-friendly with

@@ -368,3 +368,18 @@ def test_import_torch_works_under_no_grad():
         quiet = import_torch(layer, (x,), "tpu-like-core")
         assert not torch.is_grad_enabled()  # the caller's mode is back
     assert quiet == plain
+
+
+def test_passthrough_must_keep_the_shape(tmp_path):
+    """--passthrough lowers an op as a Pointwise op, which keeps its input's shape: a MaxPool that halves the
+    image is refused naming that node and both shapes, not a node the importer made."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 16, 16])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 8, 8])
+    pool = helper.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[2, 2], strides=[2, 2])
+    path = tmp_path / "pool.onnx"
+    onnx.save(helper.make_model(helper.make_graph([pool], "g", [x], [y]), opset_imports=[helper.make_opsetid("", 17)]),
+              str(path))
+    with pytest.raises(ModelImportError) as caught:
+        import_onnx(str(path), "tpu-like-core", passthrough={"MaxPool": 1})
+    message = str(caught.value)
+    assert "MaxPool node 'pool'" in message and "(1, 8, 16, 16) to (1, 8, 8, 8)" in message

@@ -63,6 +63,14 @@ def import_onnx(model, hardware, dims: Optional[Dict[str, int]] = None,
         raise og.ImportError_(f"{path}: unsupported ops: {listing}. Nothing was imported; map an op that keeps "
                               "its input's shape to a Pointwise op with --passthrough OP=WEIGHT (vector "
                               "operations per element), or change the model")
+    for node in graph.nodes:  # a passthrough op becomes a Pointwise op: it must keep its input's shape
+        if node.op_type in passthrough and graph.kinds.get(node.output[0]) == og.ACT:
+            acts = [n for n in node.input if n and graph.kinds.get(n) == og.ACT]
+            shape_in = graph.shapes.get(acts[0]) if acts else None
+            shape_out = graph.shapes.get(node.output[0])
+            if shape_in != shape_out:
+                raise og.ImportError_(f"{path}: {og.node_label(node)}: --passthrough {node.op_type} needs an op "
+                                      f"that keeps its input's shape, but it maps {shape_in} to {shape_out}")
     og.find_row_stats(graph)
     for name in graph.row_stats:
         for consumer in graph.consumers.get(name, []):

@@ -313,8 +313,13 @@ def _classify(graph: Graph, initializer_names: Set[str]) -> None:
         if kind == ACT:
             for name in [n for n in node.input if n and kinds[n] == ACT] + [node.output[0]]:
                 if name not in graph.shapes:
-                    raise ImportError_(f"{graph.path}: {node_label(node)}: the shape of '{name}' is unknown after "
-                                       "shape inference (pin every symbolic dimension, or export statically)")
+                    # Every input dimension is pinned by now (_pin_dimensions): pinning is never the advice.
+                    writer = graph.producer.get(name)
+                    source = f"its writer, {node_label(writer)}," if writer is not None else "it"
+                    raise ImportError_(f"{graph.path}: {node_label(node)}: the shape of '{name}' is unknown: ONNX's "
+                                       f"shape inference and the importer's shape arithmetic could not derive "
+                                       f"{source} from the model's static input shapes (re-export with "
+                                       "do_constant_folding=True, or report the op)")
     for name in graph.graph_outputs:
         if name not in kinds:
             raise ImportError_(f"{graph.path}: graph output '{name}' is never written")
