@@ -3,12 +3,12 @@
 #include "apps/t10_compile.hpp"
 
 #include <cstdio>
-#include <fstream>
-#include <map>
-#include <sstream>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
+#include <sstream>
 
 #include "sim/json_io.hpp"
 #include "sim/t10/t10_program_sim.hpp"
@@ -74,18 +74,20 @@ bool is_model_file(const std::string& path) {
 }
 
 int run_model_sweep(const std::string& model_path, const std::vector<int64_t>& srams,
-                    const std::vector<double>& exchange, const std::string& shard, const std::string& out_dir) {
+                    const std::vector<double>& exchange, const std::string& shard,
+                    const std::string& out_dir) {
   const auto [index, count] = parse_shard(shard);
   const TensorProgram program = read_model_file(model_path);
   const size_t total = srams.size() * exchange.size();
   size_t done = 0;
-  const auto points = sweep_program(program, srams, exchange, index, count, [&](const ProgramVariantPoint& p) {
-    std::cerr << "t10 sweep: " << ++done << " of " << (total + count - 1 - index) / count << ": SRAM "
-              << p.sram_bytes << " B, exchange " << p.exchange_bytes_per_cycle << " B/cycle: "
-              << (p.fits ? std::to_string(p.total_cycles) + " cycles"
-                         : "needs " + std::to_string(p.least_sram_bytes) + " B")
-              << "\n";
-  });
+  const auto points =
+      sweep_program(program, srams, exchange, index, count, [&](const ProgramVariantPoint& p) {
+        std::cerr << "t10 sweep: " << ++done << " of " << (total + count - 1 - index) / count << ": SRAM "
+                  << p.sram_bytes << " B, exchange " << p.exchange_bytes_per_cycle << " B/cycle: "
+                  << (p.fits ? std::to_string(p.total_cycles) + " cycles"
+                             : "needs " + std::to_string(p.least_sram_bytes) + " B")
+                  << "\n";
+      });
   std::filesystem::create_directories(out_dir);
   write_file_atomic(out_dir + "/" + kSweepFile, program_sweep_csv(points));
   std::cout << program_sweep_csv(points);
@@ -139,6 +141,14 @@ int run_compile(const CompileArgs& a) {
   const CompileResult result = compile_program(program, options);
   if (!result.compiled) {
     const int64_t sram = program.chip.sram_bytes_per_core;
+    if (a.json_out)
+      std::cout << json{{"name", program.name},
+                        {"fits", false},
+                        {"sram_bytes_per_core", sram},
+                        {"least_sram_bytes", result.least_sram_bytes},
+                        {"missing_bytes_per_core", std::max<int64_t>(result.least_sram_bytes - sram, 0)}}
+                       .dump(2)
+                << "\n";
     std::cerr << "error: [E_SRAM] " << program.name << " does not fit: its operators need at least "
               << result.least_sram_bytes << " B per core (cold layouts of all operators plus the largest "
               << "extra), the chip has " << sram << " B: "

@@ -113,23 +113,34 @@ OperatorOptions operator_options(const TensorProgram& program, const TensorOpera
 }
 
 int64_t least_sram_bytes(const std::vector<const OperatorOptions*>& ops) {
-  std::vector<int64_t> extras;
-  for (const OperatorOptions* o : ops)
-    for (const OperatorOption& x : o->options) extras.push_back(x.extra());
-  std::sort(extras.begin(), extras.end());
-  extras.erase(std::unique(extras.begin(), extras.end()), extras.end());
-  int64_t least = std::numeric_limits<int64_t>::max();
-  for (int64_t h : extras) {
-    int64_t cold = 0;
-    bool every = true;
-    for (const OperatorOptions* o : ops) {
-      int64_t smallest = std::numeric_limits<int64_t>::max();
-      for (const OperatorOption& x : o->options)
-        if (x.extra() <= h) smallest = std::min(smallest, x.cold);
-      every = every && smallest != std::numeric_limits<int64_t>::max();
-      if (every) cold += smallest;
+  // A sweep over H, the bound on the extra, in increasing order: each option becomes usable at its extra
+  // and can only lower its operator's least cold bytes; at every H the need is that sum plus H.
+  struct Event {
+    int64_t extra, cold;
+    size_t op;
+  };
+  std::vector<Event> events;
+  for (size_t i = 0; i < ops.size(); ++i)
+    for (const OperatorOption& x : ops[i]->options) events.push_back({x.extra(), x.cold, i});
+  std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) { return a.extra < b.extra; });
+  constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
+  std::vector<int64_t> smallest(ops.size(), kNone);
+  size_t without = ops.size();  // operators with no usable option yet
+  int64_t cold = 0, least = kNone;
+  for (size_t e = 0; e < events.size();) {
+    const int64_t h = events[e].extra;
+    for (; e < events.size() && events[e].extra == h; ++e) {
+      int64_t& s = smallest[events[e].op];
+      if (s == kNone) {
+        --without;
+        cold += events[e].cold;
+        s = events[e].cold;
+      } else if (events[e].cold < s) {
+        cold -= s - events[e].cold;
+        s = events[e].cold;
+      }
     }
-    if (every) least = std::min(least, cold + h);
+    if (without == 0) least = std::min(least, cold + h);
   }
   return least;
 }
@@ -144,6 +155,12 @@ CompileResult compile_program(const TensorProgram& program, const CompileOptions
     if (fresh) first_of.push_back(i);
     index_of.push_back(it->second);
   }
+  size_t matmul_shapes = 0;
+  for (size_t i : first_of) matmul_shapes += program.ops[i].type == OperatorType::MatMul;
+  if (matmul_shapes > kMaxMatMulShapes)
+    throw std::invalid_argument(std::to_string(matmul_shapes) + " distinct MatMul shapes, above the " +
+                                std::to_string(kMaxMatMulShapes) +
+                                " the compiler prices (each prices up to about a million plans)");
   // The shapes are independent: one worker per core takes the next one.
   std::vector<OperatorOptions> tables(first_of.size());
   std::vector<std::exception_ptr> failures(first_of.size());
@@ -195,9 +212,9 @@ CompileResult compile_program(const TensorProgram& program, const CompileOptions
   return result;
 }
 
-std::vector<ProgramVariantPoint> sweep_program(const TensorProgram& program, const std::vector<int64_t>& srams,
-                                               const std::vector<double>& exchange, int shard, int shards,
-                                               const std::function<void(const ProgramVariantPoint&)>& on_point) {
+std::vector<ProgramVariantPoint> sweep_program(
+    const TensorProgram& program, const std::vector<int64_t>& srams, const std::vector<double>& exchange,
+    int shard, int shards, const std::function<void(const ProgramVariantPoint&)>& on_point) {
   std::vector<ProgramVariantPoint> points;
   int64_t index = 0;
   for (int64_t sram : srams)

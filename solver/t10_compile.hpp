@@ -50,6 +50,11 @@ struct CompileOptions {
   std::function<void(const std::string&)> progress;  // stderr lines for long work
 };
 
+// Each distinct MatMul shape prices every plan of its search space (up to about a million, about a second):
+// a model with more distinct shapes than this is refused (std::invalid_argument) rather than compiled for
+// hours.
+constexpr size_t kMaxMatMulShapes = 512;
+
 // `compiled` is empty when no choice fits the SRAM: then least_sram_bytes says what the program needs.
 struct CompileResult {
   std::optional<CompiledProgram> compiled;
@@ -77,9 +82,9 @@ struct ProgramVariantPoint {
   int64_t peak_sram_bytes = 0, least_sram_bytes = 0;
   bool proven = false;
 };
-std::vector<ProgramVariantPoint> sweep_program(const TensorProgram& program, const std::vector<int64_t>& srams,
-                                               const std::vector<double>& exchange_bytes_per_cycle, int shard,
-                                               int shards,
-                                               const std::function<void(const ProgramVariantPoint&)>& on_point);
+std::vector<ProgramVariantPoint> sweep_program(
+    const TensorProgram& program, const std::vector<int64_t>& srams,
+    const std::vector<double>& exchange_bytes_per_cycle, int shard, int shards,
+    const std::function<void(const ProgramVariantPoint&)>& on_point);
 
 }  // namespace mlsys::t10

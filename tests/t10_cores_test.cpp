@@ -171,7 +171,8 @@ TEST_F(T10Cores, ProjectedFunctionalCheckAgreesWithTheExactOneAndCatchesAWrongEl
   for (int trial = 0; trial < 200 && checked < 20; ++trial) {
     const t10::Problem problem = problem_of(20 + static_cast<int64_t>(rng() % 12), 36, 24);
     const Plan plan = random_plan(problem, rng, 24);
-    if (!evaluate(problem, plan, Profile::EngDesign, false).cost || derive(problem, plan).misaligned) continue;
+    if (!evaluate(problem, plan, Profile::EngDesign, false).cost || derive(problem, plan).misaligned)
+      continue;
     for (FunctionalCheck check : {FunctionalCheck::Exact, FunctionalCheck::Projected}) {
       CoreSimOptions options;
       options.functional = true;
@@ -260,7 +261,8 @@ TEST_F(T10Cores, BroadcastSendsEachCopyInTurnUnlessTheChipMulticasts) {
   // 2 x 1,024 cycles; multicast, once: 1,024. Each phase ends with a sync of 118.
   // The chip field's type is checked first: an exception thrown after SystemC has switched stacks in this
   // process makes ASan report a false stack-use-after-scope (its own warning says so).
-  EXPECT_THROW(t10::parse_problem(json{{"op", "matmul"}, {"m", 4}, {"k", 4}, {"n", 4}, {"chip", {{"exchange_multicast", 1}}}}),
+  EXPECT_THROW(t10::parse_problem(json{
+                   {"op", "matmul"}, {"m", 4}, {"k", 4}, {"n", 4}, {"chip", {{"exchange_multicast", 1}}}}),
                InputError);
   Plan plan;
   plan.f_op = {1, 1, 3};

@@ -139,6 +139,7 @@ TEST(T10Program, ExactEqualsTheBruteForceAndNeverLosesToTheGreedy) {
     for (const auto& t : tables) ops.push_back(&t);
     const int64_t sram = 40 + static_cast<int64_t>(rng() % 120);
     double best = std::numeric_limits<double>::infinity();
+    int64_t least_need = std::numeric_limits<int64_t>::max();
     std::vector<size_t> pick(n, 0);
     std::function<void(size_t)> walk = [&](size_t i) {
       if (i == n) {
@@ -149,6 +150,7 @@ TEST(T10Program, ExactEqualsTheBruteForceAndNeverLosesToTheGreedy) {
           cold += o.cold, extra = std::max(extra, o.extra()), time += o.time();
         }
         if (cold + extra <= sram) best = std::min(best, time);
+        least_need = std::min(least_need, cold + extra);
         return;
       }
       for (pick[i] = 0; pick[i] < ops[i]->options.size(); ++pick[i]) walk(i + 1);
@@ -157,7 +159,8 @@ TEST(T10Program, ExactEqualsTheBruteForceAndNeverLosesToTheGreedy) {
     const auto greedy = reconcile_heuristic(ops, sram);
     CompileStats stats;
     const auto exact = reconcile_exact(ops, sram, greedy, 1 << 15, stats);
-    EXPECT_EQ(least_sram_bytes(ops) <= sram, std::isfinite(best)) << "trial " << trial;
+    EXPECT_EQ(least_sram_bytes(ops), least_need) << "trial " << trial;
+    EXPECT_EQ(least_need <= sram, std::isfinite(best)) << "trial " << trial;
     if (!std::isfinite(best)) {
       EXPECT_FALSE(greedy);
       continue;
@@ -262,6 +265,11 @@ TEST(T10Program, AModelThatCannotFitIsRefusedWithTheBytesMissing) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("missing per core"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(std::to_string(result.least_sram_bytes - 4096)), std::string::npos) << r.err;
+  const auto as_json = test::run_command(MLSYS_T10_BIN, "compile " + dir + "/big.json --json");
+  EXPECT_EQ(as_json.exit_code, 1);
+  const json refusal = json::parse(as_json.out);
+  EXPECT_FALSE(refusal["fits"].get<bool>());
+  EXPECT_EQ(refusal["missing_bytes_per_core"].get<int64_t>(), result.least_sram_bytes - 4096);
 }
 
 TEST(T10Program, CompileWritesTheProgramAndRefusesBadFiles) {
@@ -358,11 +366,12 @@ TEST(T10Program, ShardedModelSweepsMergeIntoOneRun) {
   const std::string grid = " --sram 300,300000,638976 --exchange-bytes-per-cycle 2,4 -o ";
   ASSERT_EQ(test::run_command(MLSYS_T10_BIN, "sweep " + dir + "/m.json" + grid + dir + "/all").exit_code, 0);
   for (int i = 0; i < 2; ++i)
-    ASSERT_EQ(test::run_command(MLSYS_T10_BIN, "sweep " + dir + "/m.json" + grid + dir + "/s" + std::to_string(i) +
-                                                   " --shard " + std::to_string(i) + "/2")
+    ASSERT_EQ(test::run_command(MLSYS_T10_BIN, "sweep " + dir + "/m.json" + grid + dir + "/s" +
+                                                   std::to_string(i) + " --shard " + std::to_string(i) + "/2")
                   .exit_code,
               0);
-  const auto merged = test::run_command(MLSYS_T10_BIN, "merge " + dir + "/s0 " + dir + "/s1 -o " + dir + "/m");
+  const auto merged =
+      test::run_command(MLSYS_T10_BIN, "merge " + dir + "/s0 " + dir + "/s1 -o " + dir + "/m");
   ASSERT_EQ(merged.exit_code, 0) << merged.err;
   auto read = [](const std::string& path) {
     std::ifstream in(path);
@@ -377,8 +386,9 @@ TEST(T10Program, ShardedModelSweepsMergeIntoOneRun) {
   EXPECT_EQ(std::count(all.begin(), all.end(), '\n'), 7);
   EXPECT_NE(all.find("\n0,300,2,0,"), std::string::npos) << all;  // 300 B cannot hold it (it needs 336)
   EXPECT_EQ(test::run_command(MLSYS_T10_BIN, "merge " + dir + "/nowhere -o " + dir + "/x").exit_code, 2);
-  EXPECT_EQ(test::run_command(MLSYS_T10_BIN, "sweep " + dir + "/m.json" + grid + dir + "/y --shard 2/2").exit_code,
-            2);
+  EXPECT_EQ(
+      test::run_command(MLSYS_T10_BIN, "sweep " + dir + "/m.json" + grid + dir + "/y --shard 2/2").exit_code,
+      2);
 }
 
 // The published greedy itself (platformxlab/elk's DNNProgram.search_optimal_global_config_heuristic), run
@@ -394,7 +404,8 @@ TEST(T10Program, TheHeuristicIsThePublishedOne) {
     std::vector<OperatorOptions> tables;
     for (const json& rows : c["ops"]) {
       std::vector<std::array<double, 3>> r;
-      for (const json& row : rows) r.push_back({row[0].get<double>(), row[1].get<double>(), row[2].get<double>()});
+      for (const json& row : rows)
+        r.push_back({row[0].get<double>(), row[1].get<double>(), row[2].get<double>()});
       tables.push_back(options_of(r));
     }
     std::vector<const OperatorOptions*> ops;
@@ -423,4 +434,3 @@ TEST(T10Program, TheHeuristicIsThePublishedOne) {
 
 }  // namespace
 }  // namespace mlsys::t10
-

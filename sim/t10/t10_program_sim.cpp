@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "sim/t10/t10_functional.hpp"
 #include "sim/trace_observer.hpp"
 
 namespace mlsys::t10 {
@@ -56,6 +57,10 @@ Matrix run_vector(const TensorOperator& op, const OperatorOption& o, const Matri
 }
 
 void check_functional_program(const TensorProgram& program) {
+  for (const TensorOperator& op : program.ops)
+    if (op.m * std::max(op.k, op.n) > kMaxExactElements || op.k * op.n > kMaxExactElements)
+      throw std::invalid_argument("functional mode holds every operand: '" + op.name + "' has more than " +
+                                  std::to_string(kMaxExactElements) + " elements in one");
   for (const TensorOperator& op : program.ops)
     if (op.type == OperatorType::RowWise || op.batch != 1)
       throw std::invalid_argument(
