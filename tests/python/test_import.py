@@ -184,6 +184,25 @@ def test_unsupported_ops_are_listed_once_and_passthrough_is_loud(tmp_path):
     cli = run("mlsys-import", path, "--hardware", "tpu-like-core", "-o", tmp_path / "odd.json")
     assert cli.returncode == 2 and "MaxPool x2" in cli.stderr and not (tmp_path / "odd.json").exists()
 
+    class Blocked(torch.nn.Module):  # every blocker of a model in one error, each with its node
+        def __init__(self):
+            super().__init__()
+            self.stem = torch.nn.Conv2d(3, 8, 3, padding=1)
+            self.down = torch.nn.Conv2d(8, 8, 3, stride=2, padding=1)
+            self.depthwise = torch.nn.Conv2d(8, 8, 3, padding=1, groups=8)
+
+        def forward(self, x):
+            return torch.sign(self.depthwise(self.down(self.stem(x))))
+
+    path = str(tmp_path / "blocked.onnx")
+    torch.onnx.export(Blocked().eval(), (torch.randn(1, 3, 16, 16),), path, opset_version=17)
+    with pytest.raises(ModelImportError) as refused:
+        import_onnx(path, "tpu-like-core")
+    message = str(refused.value)
+    assert "3 blockers" in message and "Sign x1" in message
+    assert "strides [2, 2] over a computed 16x16 map giving 8x8" in message
+    assert "group=8" in message and "pin" not in message
+
     class Signed(torch.nn.Module):
         def forward(self, x):
             return torch.sign(x @ x)

@@ -55,14 +55,19 @@ def import_onnx(model, hardware, dims: Optional[Dict[str, int]] = None,
     unknown_passthrough = [op for op in passthrough if op in og.ELEMENTWISE_OPS | og.MATRIX_OPS | og.VIEW_OPS]
     if unknown_passthrough:
         raise og.ImportError_(f"--passthrough {', '.join(unknown_passthrough)}: the importer lowers these itself")
-    unsupported = og.unsupported_ops(graph)
-    for op in passthrough:
-        unsupported.pop(op, None)
-    if unsupported:
-        listing = ", ".join(f"{op} x{count}" for op, count in sorted(unsupported.items()))
-        raise og.ImportError_(f"{path}: unsupported ops: {listing}. Nothing was imported; map an op that keeps "
-                              "its input's shape to a Pointwise op with --passthrough OP=WEIGHT (vector "
-                              "operations per element), or change the model")
+    # Every blocker at once: unknown shapes, ops without a rule, convolutions the format cannot express.
+    blockers = list(graph.unknown_shapes)
+    blockers += [b for b in og.unsupported_nodes(graph) if b.split(" node ")[0] not in passthrough]
+    blockers += og.conv_blockers(graph)
+    if blockers:
+        counts = og.unsupported_ops(graph)
+        for op in passthrough:
+            counts.pop(op, None)
+        listing = ", ".join(f"{op} x{count}" for op, count in sorted(counts.items()))
+        raise og.ImportError_(f"{path}: {len(blockers)} blockers" + (f" (unsupported ops: {listing})" if listing else "") +
+                              ", nothing was imported:\n  " + "\n  ".join(blockers) +
+                              "\n(an unsupported op that keeps its input's shape can be lowered as a Pointwise op "
+                              "with --passthrough OP=WEIGHT, vector operations per element)")
     for node in graph.nodes:  # a passthrough op becomes a Pointwise op: it must keep its input's shape
         if node.op_type in passthrough and graph.kinds.get(node.output[0]) == og.ACT:
             acts = [n for n in node.input if n and graph.kinds.get(n) == og.ACT]

@@ -53,6 +53,9 @@ class Graph:
     graph_outputs: List[str] = field(default_factory=list)
     float_inputs: Set[str] = field(default_factory=set)
     row_stats: Set[str] = field(default_factory=set)
+    # Values whose shapes nothing could derive, each as a sentence naming its node (listed with every other
+    # blocker in one error by the lowerings, not raised at the first).
+    unknown_shapes: List[str] = field(default_factory=list)
 
 
 def node_label(node) -> str:
@@ -264,6 +267,7 @@ def _classify(graph: Graph, initializer_names: Set[str]) -> None:
     from onnx import numpy_helper
 
     kinds = graph.kinds
+    tainted: Set[str] = set()
     for name in initializer_names:
         kinds[name] = CONST
     for name in graph.graph_inputs:
@@ -311,18 +315,70 @@ def _classify(graph: Graph, initializer_names: Set[str]) -> None:
                 if value is not None:
                     graph.consts[node.output[0]] = value
         if kind == ACT:
-            for name in [n for n in node.input if n and kinds[n] == ACT] + [node.output[0]]:
+            inputs = [n for n in node.input if n and kinds[n] == ACT]
+            if any(n in tainted for n in inputs):  # downstream of a value already reported
+                tainted.update(o for o in node.output if o)
+                continue
+            for name in inputs + [node.output[0]]:
                 if name not in graph.shapes:
                     # Every input dimension is pinned by now (_pin_dimensions): pinning is never the advice.
                     writer = graph.producer.get(name)
                     source = f"its writer, {node_label(writer)}," if writer is not None else "it"
-                    raise ImportError_(f"{graph.path}: {node_label(node)}: the shape of '{name}' is unknown: ONNX's "
-                                       f"shape inference and the importer's shape arithmetic could not derive "
-                                       f"{source} from the model's static input shapes (re-export with "
-                                       "do_constant_folding=True, or report the op)")
+                    graph.unknown_shapes.append(
+                        f"{node_label(node)}: the shape of '{name}' is unknown: ONNX's shape inference and the "
+                        f"importer's shape arithmetic could not derive {source} from the model's static input "
+                        "shapes (re-export with do_constant_folding=True, or report the op)")
+                    tainted.update(o for o in node.output if o)
+                    break
     for name in graph.graph_outputs:
         if name not in kinds:
             raise ImportError_(f"{graph.path}: graph output '{name}' is never written")
+
+
+def origin_is_graph_input(graph: Graph, value: str) -> bool:
+    """Whether a value is a graph input, directly or through views (the host can lay it out as it likes)."""
+    while value not in graph.graph_inputs:
+        writer = graph.producer.get(value)
+        if writer is None or writer.op_type not in VIEW_OPS:
+            return False
+        value = writer.input[0]
+    return True
+
+
+def conv_blockers(graph: Graph) -> List[str]:
+    """Convolutions the graph lowering refuses (ops.ConvBase's conditions), each with why and what would work."""
+    out = []
+    for node in graph.nodes:
+        if node.op_type != "Conv" or graph.kinds.get(node.output[0]) != ACT:
+            continue
+        group = attribute(node, "group", 1)
+        x, w, y = (graph.shapes.get(n) for n in (node.input[0], node.input[1], node.output[0]))
+        if x is None or w is None or y is None or len(x) != 4:
+            continue
+        if group != 1:
+            out.append(f"{node_label(node)}: grouped (depthwise) convolution, group={group}, is not lowered by the "
+                       "graph lowering (mlsys-import --t10 lowers it for T10)")
+        elif not origin_is_graph_input(graph, node.input[0]):
+            r, s = w[2], w[3]
+            strides = list(attribute(node, "strides", [1, 1]))
+            dilations = list(attribute(node, "dilations", [1, 1]))
+            if dilations != [1, 1] or (r * s > 1 and tuple(y[2:]) != tuple(x[2:])) or (
+                    r * s == 1 and (strides != [1, 1] or tuple(y[2:]) != tuple(x[2:]))):
+                out.append(f"{node_label(node)}: a {r}x{s} convolution with strides {strides} over a computed "
+                           f"{x[2]}x{x[3]} map giving {y[2]}x{y[3]}: the problem format cannot gather its windows "
+                           "(stride 1 with 'same' padding is lowered; mlsys-import --t10 lowers any)")
+    return out
+
+
+def unsupported_nodes(graph: Graph) -> List[str]:
+    """Every node computing on device values that the graph lowering has no rule for, by name."""
+    supported = VIEW_OPS | ELEMENTWISE_OPS | ROW_REDUCTIONS | MATRIX_OPS | SHAPE_OPS | {"Constant"}
+    out = []
+    for node in graph.nodes:
+        lookup = node.op_type == "Gather" and graph.kinds.get(node.input[0]) == CONST
+        if graph.kinds.get(node.output[0]) == ACT and node.op_type not in supported and not lookup:
+            out.append(f"{node_label(node)}: {node.op_type} is not supported")
+    return out
 
 
 def unsupported_ops(graph: Graph) -> Counter:

@@ -57,6 +57,9 @@ def _conv(graph: og.Graph, node) -> dict:
 
 def lower(graph: og.Graph, name: str) -> dict:
     """The T10 model file of a loaded graph; raises ImportError_ listing every op it cannot lower."""
+    if graph.unknown_shapes:
+        raise og.ImportError_(f"{graph.path}: {len(graph.unknown_shapes)} values of unknown shape:\n  " +
+                              "\n  ".join(graph.unknown_shapes))
     og.find_row_stats(graph)
     elementwise = {n.output[0] for n in graph.nodes if graph.kinds.get(n.output[0]) == og.ACT
                    and (n.op_type in og.ELEMENTWISE_OPS or n.output[0] in graph.row_stats)}
