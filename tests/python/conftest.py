@@ -62,6 +62,25 @@ def matrix_macs(node, shapes):
     return 0
 
 
+def export_zoo(out, opsets=lambda name: (17,)):
+    """Every small zoo model (examples/models) exported to ONNX under `out`, keyed (name, opset)."""
+    import sys
+
+    import torch
+
+    sys.path.insert(0, str(SOURCE_DIR / "examples"))
+    from models.zoo import ZOO, build
+
+    paths = {}
+    for name in ZOO:
+        module, inputs = build(name, "small")
+        for opset in opsets(name):
+            path = str(out / f"{name}-{opset}.onnx")
+            torch.onnx.export(module.eval(), inputs, path, opset_version=opset, do_constant_folding=True)
+            paths[(name, opset)] = path
+    return paths
+
+
 def golden_cases():
     return json.loads((GOLDEN_DIR / "cases.json").read_text())["cases"]
 

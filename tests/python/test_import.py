@@ -16,14 +16,14 @@ onnx = pytest.importorskip("onnx")
 torch = pytest.importorskip("torch")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-from conftest import inferred_graph, matrix_macs  # noqa: E402
+from conftest import export_zoo, inferred_graph, matrix_macs  # noqa: E402
 from mlsys_sim.importer import ModelImportError, import_onnx, import_torch, load_profile, mac_count  # noqa: E402
 from mlsys_sim.importer.cli import problem_text  # noqa: E402
 
 SOURCE = os.environ.get("MLSYS_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 BIN = os.environ.get("MLSYS_BIN_DIR", os.path.join(SOURCE, "build", "release"))
 sys.path.insert(0, os.path.join(SOURCE, "examples"))
-from models.zoo import ZOO, build  # noqa: E402
+from models.zoo import ZOO  # noqa: E402
 
 
 def onnx_counts(path):
@@ -61,15 +61,7 @@ def run(program, *args):
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
     """Every small zoo model exported once at opset 17, and the GPT-2 block also at opset 13."""
-    out = tmp_path_factory.mktemp("zoo")
-    paths = {}
-    for name in ZOO:
-        module, inputs = build(name, "small")
-        for opset in (17, 13) if name == "gpt2-block" else (17,):
-            path = str(out / f"{name}-{opset}.onnx")
-            torch.onnx.export(module.eval(), inputs, path, opset_version=opset, do_constant_folding=True)
-            paths[(name, opset)] = path
-    return paths
+    return export_zoo(tmp_path_factory.mktemp("zoo"), lambda name: (17, 13) if name == "gpt2-block" else (17,))
 
 
 @pytest.mark.parametrize("name", list(ZOO))

@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch")
 from onnx import helper, TensorProto  # noqa: E402
 
 import mlsys_sim  # noqa: E402
-from conftest import inferred_graph, matrix_macs  # noqa: E402
+from conftest import export_zoo, inferred_graph, matrix_macs  # noqa: E402
 from mlsys_sim.importer import ModelImportError  # noqa: E402
 from mlsys_sim.importer.t10_lowering import import_onnx_t10  # noqa: E402
 
@@ -24,7 +24,7 @@ from conftest import BIN_DIR, SOURCE_DIR  # noqa: E402
 
 BIN = str(BIN_DIR)
 sys.path.insert(0, str(SOURCE_DIR / "examples"))
-from models.zoo import ZOO, build  # noqa: E402
+from models.zoo import ZOO  # noqa: E402
 
 
 def graph_macs(path):
@@ -35,14 +35,7 @@ def graph_macs(path):
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
-    out = tmp_path_factory.mktemp("t10zoo")
-    paths = {}
-    for name in ZOO:
-        module, inputs = build(name, "small")
-        path = str(out / f"{name}.onnx")
-        torch.onnx.export(module.eval(), inputs, path, opset_version=17, do_constant_folding=True)
-        paths[name] = path
-    return paths
+    return {name: path for (name, _), path in export_zoo(tmp_path_factory.mktemp("t10zoo")).items()}
 
 
 @pytest.mark.parametrize("name", sorted(ZOO))
