@@ -1,9 +1,7 @@
 #include "sim/t10/t10_cores.hpp"
 
 #include <algorithm>
-#include <functional>
 #include <map>
-#include <random>
 #include <stdexcept>
 #include <systemc>
 
@@ -153,7 +151,9 @@ class Engine {
   Cost cost_;
   EventCycles durations_;  // the grader's per-event durations (T33, T34)
   CalibratedCost calibrated_;
-  double calibrated_event(size_t level) const;
+  void price_calibrated_events();
+  std::vector<double> calibrated_events_;  // per level: one event's calibrated cycles
+  double* calibrated_term_ = nullptr;      // the result's calibrated term the next phases add to
   std::array<int64_t, 3> procs_{}, extent_{}, ring_{};
   std::array<std::array<int64_t, 3>, 3> factor_{};
   std::array<std::vector<int>, 3> levels_of_;
@@ -230,6 +230,7 @@ void Engine::phase(const std::string& name, double grader_cycles, const std::vec
   if (o_.timing == CoreTiming::Calibrated) {
     result_.phases.push_back({name, cycles, {}, bytes});
     calibrated_clock_ += cycles;  // summed in binary64 as the model sums (sc_time rounds to picoseconds)
+    if (calibrated_term_) *calibrated_term_ += cycles;
     for (CoreStats& core : result_.per_core) core.busy_cycles += cycles;
   }
   const double start = sc_time_stamp().to_seconds() * 1e9;
@@ -379,6 +380,7 @@ void Engine::compute_step(int64_t step, const std::vector<int64_t>& gray) {
     product.piece_rows = c_rows.size(), product.piece_cols = c_cols.size(), product.piece_col0 = c_cols.lo;
     operands_->multiply_into(product, sums.values);
   }
+  calibrated_term_ = &result_.calibrated_compute;
   phase("compute step " + std::to_string(step),
         o_.timing == CoreTiming::Calibrated ? calibrated_.compute_per_step : durations_.sub_task, {}, {},
         busy, 0);
@@ -417,8 +419,9 @@ void Engine::shift(size_t level, int64_t dir) {
   result_.bytes_moved += bytes;
   ++result_.events_per_level[level];
   ++shift_events_;
+  calibrated_term_ = &result_.calibrated_sync_shift;
   phase("shift level " + std::to_string(level) + " (" + l.dim + ", " + l.tensors + ")",
-        o_.timing == CoreTiming::Calibrated ? calibrated_event(level) : durations_.shift[level], send, recv,
+        o_.timing == CoreTiming::Calibrated ? calibrated_events_[level] : durations_.shift[level], send, recv,
         {}, bytes);
 }
 
@@ -457,6 +460,7 @@ void Engine::reduce_and_gather() {
   } else {
     // The shuffle after the operator, as the calibrated model splits it (get_shuffle_time).
     const double scale = calibrated_.inter_chip;
+    calibrated_term_ = &result_.calibrated_shuffle;
     phase("shuffle: output moved", calibrated_.shuffle_output * scale, {}, {}, {}, 0);
     phase("shuffle: syncs", calibrated_.shuffle_sync * scale, {}, {}, {}, 0);
     if (calibrated_.gather > 0)
@@ -500,16 +504,19 @@ void Engine::reduce_and_gather() {
   }
 }
 
-// One shift event of the engine's level `level`, priced by the calibrated model: its transfer and two syncs
-// per tensor. The model orders levels of equal size (m, n, k), the walk (T16) (m, k, n): where that changes
-// how often a level fires, each event carries the model's share so the level's total is the model's.
-double Engine::calibrated_event(size_t level) const {
-  const ShiftLevel& ours = d_.levels[level];
-  for (const CalibratedLevel& theirs : calibrated_.levels)
-    if (theirs.dim == ours.dim && theirs.tensors == ours.tensors && theirs.g == ours.g)
-      return theirs.event_cycles * static_cast<double>(theirs.events) / static_cast<double>(ours.events) *
-             calibrated_.inter_chip;
-  throw std::logic_error(std::string("no calibrated level for level ") + std::to_string(level));
+// Each level's event at its calibrated share: the model's total for the level over the walk's (T16) events.
+void Engine::price_calibrated_events() {
+  if (calibrated_.levels.size() != d_.levels.size()) throw std::logic_error("calibrated levels do not match");
+  for (const ShiftLevel& ours : d_.levels) {
+    auto theirs =
+        std::find_if(calibrated_.levels.begin(), calibrated_.levels.end(), [&](const CalibratedLevel& t) {
+          return t.dim == ours.dim && t.tensors == ours.tensors && t.g == ours.g;
+        });
+    if (theirs == calibrated_.levels.end())
+      throw std::logic_error("calibrated levels do not match the plan's");
+    calibrated_events_.push_back(theirs->event_cycles * static_cast<double>(theirs->events) /
+                                 static_cast<double>(ours.events) * calibrated_.inter_chip);
+  }
 }
 
 CoresResult Engine::run() {
@@ -557,9 +564,7 @@ CoresResult Engine::run() {
     }
   }
   broadcast();
-  if (o_.timing == CoreTiming::Calibrated && !calibrated_.levels.empty() &&
-      calibrated_.levels.size() != d_.levels.size())
-    throw std::logic_error("calibrated levels do not match the plan's");
+  if (o_.timing == CoreTiming::Calibrated) price_calibrated_events();
   if (o_.timing == CoreTiming::Grader && cost_.comp > cost_.compute)
     phase("local load/store stall", cost_.comp - cost_.compute, {}, {}, {}, 0);
   // T34: the reflected Gray code over the level digits; between two compute steps exactly one level shifts.
@@ -596,10 +601,6 @@ CoresResult Engine::run() {
   result_.exchange_total = result_.exchange_compute + result_.exchange_exchange + result_.exchange_sync;
   result_.makespan = sc_time_stamp().to_seconds() * 1e9;
   if (o_.timing == CoreTiming::Calibrated) {
-    for (const PhaseCost& phase : result_.phases)
-      (phase.name.rfind("compute", 0) == 0 ? result_.calibrated_compute
-       : phase.name.rfind("shift", 0) == 0 ? result_.calibrated_sync_shift
-                                           : result_.calibrated_shuffle) += phase.cycles;
     result_.makespan = calibrated_clock_;
     result_.warm_up = calibrated_.warm_up;
     result_.calibrated_hot_bytes = calibrated_.hot_bytes;
