@@ -9,7 +9,9 @@
 
 namespace mlsys::t10 {
 
-double exchange_scale(const Chip& chip) { return kIpuExchangeBytesPerCycle / chip.exchange_bytes_per_cycle; }
+double exchange_scale(const Chip& chip) {
+  return kIpuExchangeBytesPerCycle / chip.exchange_bytes_per_cycle;
+}
 
 namespace {
 
@@ -25,6 +27,7 @@ struct Config {
   std::array<std::array<int64_t, 3>, 3> temporal{};      // [dim][tensor]
   std::array<double, 3> spatial_length{}, sub_length{};  // ceil(length/parts); ceil(that/max temporal part)
   std::array<int64_t, 3> replicas{};                     // spatial_var_replicas: pk, pn, pm
+  std::array<int64_t, 3> most{};                         // per dimension, its largest temporal factor
   std::array<int64_t, 3> var_size{};                     // get_sub_op_var_sizes: S_C, S_A, S_B
   // The batch, a dimension of every tensor that is split in space only: each core's products per step.
   int64_t batch = 1, batch_parts = 1, batch_local = 1;
@@ -66,15 +69,16 @@ Config configure(const Problem& pr, const Plan& plan) {
   c.batch_local = (pr.batch + plan.pb - 1) / std::max<int64_t>(plan.pb, 1);
   for (int d = 0; d < 3; ++d) {
     c.spatial_length[d] = std::ceil(static_cast<double>(c.length[d]) / static_cast<double>(c.spatial[d]));
-    const int64_t most = *std::max_element(c.temporal[d].begin(), c.temporal[d].end());
-    c.sub_length[d] = std::ceil(c.spatial_length[d] / static_cast<double>(most));
+    c.most[d] = *std::max_element(c.temporal[d].begin(), c.temporal[d].end());
+    c.sub_length[d] = std::ceil(c.spatial_length[d] / static_cast<double>(c.most[d]));
   }
   set_var_sizes(c);
   return c;
 }
 
 // get_shift_time: elements to cycles.
-// `scale`: 1 on the IPU's exchange; a chip variant's exchange_bytes_per_cycle scales it (kIpuExchange over it).
+// `scale`: 1 on the IPU's exchange; a chip variant's exchange_bytes_per_cycle scales it (kIpuExchange over
+// it).
 double shift_time(double elements, int64_t dtype_bytes, double scale) {
   return elements != 0 ? elements * static_cast<double>(dtype_bytes) / 2 * 0.56 * scale : 0;
 }
@@ -169,7 +173,7 @@ void temporal_rejections(const Config& c, int64_t chip_cores, Rejections out) {
   double temporal_ratio = 1;
   for (int d = 0; d < 3; ++d) {
     const auto& f = c.temporal[d];
-    const int64_t most = *std::max_element(f.begin(), f.end());
+    const int64_t most = c.most[d];
     temporal_ratio *= c.spatial_length[d] / (c.sub_length[d] * static_cast<double>(most));
     if (!is_chain(f))
       out.add([&] {
@@ -343,9 +347,7 @@ CalibratedCost calibrated_cost(const Problem& pr, const Plan& plan, bool message
   if (!messages && !cost.rejections.empty()) return cost;
   // get_byte_per_core_with_buffer (BUFFER_SIZE_RATIO = 1) and get_byte_per_core_idle (the output ignored).
   for (int x = 0; x < 3; ++x) {
-    bool rotates = false;
-    for (int d = 0; d < 3; ++d) rotates = rotates || c.temporal[d][x] > 1;
-    cost.hot_bytes += e * c.var_size[x] * (rotates ? 2 : 1);
+    cost.hot_bytes += e * c.var_size[x] * (ring_of(c, x) > 1 ? 2 : 1);  // a receive buffer when it rotates
     if (x > 0) cost.cold_bytes += e * c.var_size[x];
   }
   // search_optimal_config keeps only plans whose hot bytes fit a core (max_byte_per_core).
@@ -361,7 +363,7 @@ CalibratedCost calibrated_cost(const Problem& pr, const Plan& plan, bool message
   for (int d = 0; d < 3; ++d)
     if (!is_chain(c.temporal[d])) return cost;
   cost.steps = 1;
-  for (int d = 0; d < 3; ++d) cost.steps *= *std::max_element(c.temporal[d].begin(), c.temporal[d].end());
+  for (int d = 0; d < 3; ++d) cost.steps *= c.most[d];
   cost.compute_per_step = compute_per_step(c, e);
   cost.compute = cost.compute_per_step * static_cast<double>(cost.steps);
   double tensor_shifts = 0;
