@@ -394,3 +394,28 @@ def test_passthrough_must_keep_the_shape(tmp_path):
         import_onnx(str(path), "tpu-like-core", passthrough={"MaxPool": 1})
     message = str(caught.value)
     assert "MaxPool node 'pool'" in message and "(1, 8, 16, 16) to (1, 8, 8, 8)" in message
+
+
+def test_einsum_matrix_products_import_as_matmuls(tmp_path):
+    """Einsums that are matrix products (attention written as bhid,bhjd->bhij and bhij,bhjd->bhid) import with
+    the products' exact MACs, for the graph lowering and the T10 one; another Einsum is named as unsupported."""
+    from mlsys_sim.importer.t10_lowering import import_onnx_t10
+
+    shape = [2, 4, 8, 16]
+    ins = [helper.make_tensor_value_info(n, TensorProto.FLOAT, shape) for n in ("q", "k", "v")]
+    out = helper.make_tensor_value_info("o", TensorProto.FLOAT, shape)
+    nodes = [helper.make_node("Einsum", ["q", "k"], ["s"], name="scores", equation="bhid,bhjd->bhij"),
+             helper.make_node("Einsum", ["s", "v"], ["o"], name="context", equation="bhij,bhjd->bhid")]
+    path = tmp_path / "einsum.onnx"
+    onnx.save(helper.make_model(helper.make_graph(nodes, "g", ins, [out]), opset_imports=[helper.make_opsetid("", 17)]),
+              str(path))
+    assert mac_count(import_onnx(str(path), "tpu-like-core")) == 2 * (2 * 4 * 8 * 8 * 16)
+    ops = import_onnx_t10(str(path))["t10_program"]["ops"]
+    assert [(o["batch"], o["m"], o["k"], o["n"]) for o in ops] == [(8, 8, 16, 8), (8, 8, 8, 16)]
+
+    nodes = [helper.make_node("Einsum", ["q", "k"], ["o"], name="diagonal", equation="bhid,bhid->bhid")]
+    path = tmp_path / "other.onnx"
+    onnx.save(helper.make_model(helper.make_graph(nodes, "g", ins[:2], [out]),
+                                opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    with pytest.raises(ModelImportError, match="Einsum node 'diagonal'"):
+        import_onnx(str(path), "tpu-like-core")

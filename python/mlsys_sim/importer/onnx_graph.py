@@ -112,6 +112,46 @@ def _pin_dimensions(model, path: str, dims: Dict[str, int], dim_syntax: str = "p
         raise ImportError_(f"{path}: {what} {', '.join(unknown)}: no input of the model has such a dimension")
 
 
+def _einsum_as_matmul(model) -> None:
+    """An Einsum that is a (batched) matrix product becomes the MatMul it is, so that both lowerings know it:
+    `...ij,...jk->...ik`, and `...ij,...kj->...ik` (the second operand transposed first, as attention's
+    q·kᵀ is often written). Batch letters must be the same leading letters on all three terms; any other
+    equation stays an Einsum (and is reported as unsupported, with its node)."""
+    import re
+
+    from onnx import helper
+
+    nodes = list(model.graph.node)
+    rewritten = []
+    for node in nodes:
+        equation = attribute(node, "equation") if node.op_type == "Einsum" else None
+        if isinstance(equation, bytes):
+            equation = equation.decode()
+        match = re.fullmatch(r"(\w*)(\w)(\w),(\w*)(\w)(\w)->(\w*)(\w)(\w)", (equation or "").replace(" ", ""))
+        if not match or len(node.input) != 2:
+            rewritten.append(node)
+            continue
+        b1, i, j, b2, x, y, b3, r, c = match.groups()
+        if not (b1 == b2 == b3 and len({i, j, *b1}) == len(b1) + 2 and r == i):
+            rewritten.append(node)
+            continue
+        name = node.name or node.output[0]
+        if x == j and c == y and y not in {i, j, *b1}:  # ...ij,...jk->...ik
+            rewritten.append(helper.make_node("MatMul", list(node.input), list(node.output), name=name))
+        elif y == j and c == x and x not in {i, j, *b1}:  # ...ij,...kj->...ik
+            rank = len(b1) + 2
+            transposed = node.output[0] + "__einsum_bt"
+            perm = list(range(rank - 2)) + [rank - 1, rank - 2]
+            rewritten.append(helper.make_node("Transpose", [node.input[1]], [transposed], perm=perm,
+                                              name=name + "/transpose"))
+            rewritten.append(helper.make_node("MatMul", [node.input[0], transposed], list(node.output), name=name))
+        else:
+            rewritten.append(node)
+    if len(rewritten) != len(nodes) or any(a is not b for a, b in zip(rewritten, nodes)):
+        del model.graph.node[:]
+        model.graph.node.extend(rewritten)
+
+
 def _drop_weight_values(model) -> None:
     """Only shapes matter: the values of large initializers are dropped before shape inference, which
     serializes the model on every pass (a 1.6 GB GPT-2 medium took 53 s and 8 GB with them). Their dims stay;
@@ -154,6 +194,7 @@ def load(path: str, dims: Optional[Dict[str, int]] = None, max_nodes: int = MAX_
     except Exception as e:  # protobuf's DecodeError and friends
         raise ImportError_(f"{path}: not an ONNX model ({type(e).__name__}: {e})") from e
     _drop_weight_values(model)
+    _einsum_as_matmul(model)
     if len(model.graph.node) > max_nodes:
         raise ImportError_(f"{path}: {len(model.graph.node)} nodes, above the limit of {max_nodes}")
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
