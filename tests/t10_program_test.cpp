@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "sim/json_io.hpp"
+#include "sim/t10/t10_layouts.hpp"
 #include "sim/t10/t10_program_sim.hpp"
 #include "sim/violation.hpp"
 #include "solver/t10_compile.hpp"
@@ -244,6 +245,9 @@ TEST(T10Program, EngineMakespanEqualsTheCompiledTotal) {
     EXPECT_EQ(run.first_failure(), "");
     EXPECT_NEAR(run.makespan, result.compiled->total_cycles, 1e-6 * result.compiled->total_cycles);
     EXPECT_GT(run.engine_runs, 0);
+    // scores -> softmax, softmax -> context and out -> add keep the shape: replayed core to core.
+    EXPECT_EQ(run.layout_changes, 3);
+    EXPECT_TRUE(run.ops[3].layout_replayed && run.ops[3].layout_bytes > 0);
     if (r == Reconciliation::Exact)
       EXPECT_LE(result.compiled->total_cycles, result.stats.heuristic_cycles + 1e-6);
   }
@@ -430,6 +434,67 @@ TEST(T10Program, TheHeuristicIsThePublishedOne) {
   EXPECT_GT(equal, 150);
   EXPECT_GT(none, 20);
   EXPECT_GT(published_overflows, 20);
+}
+
+}  // namespace
+}  // namespace mlsys::t10
+
+namespace mlsys::t10 {
+namespace {
+
+// Two cores hold rows 0-1 and 2-3 of a 4 x 4 tensor; four cores need a row each. Core 0 keeps its row; rows
+// 1, 2 and 3 move (4 elements, 8 bytes each): 3 transfers, 24 bytes, 8 into the busiest core.
+TEST(T10Layouts, ALayoutChangeMovesWhatTheNewCoresLack) {
+  const Layout from{{0, {0, 2, 0, 4}}, {1, {2, 4, 0, 4}}};
+  const Layout to{{0, {0, 1, 0, 4}}, {1, {1, 2, 0, 4}}, {2, {2, 3, 0, 4}}, {3, {3, 4, 0, 4}}};
+  const LayoutChange change = change_layout(from, to, 4, 4, 2);
+  EXPECT_EQ(change.problem, "");
+  EXPECT_EQ(change.transfers, 3);
+  EXPECT_EQ(change.bytes, 24);
+  EXPECT_EQ(change.max_core_bytes, 8);
+  // A producer that holds too little, or a part twice and another part not at all: each is named.
+  const LayoutChange short_one = change_layout({{0, {0, 2, 0, 4}}, {1, {2, 4, 0, 3}}}, to, 4, 4, 2);
+  EXPECT_EQ(short_one.problem, "the producer's layout holds 14 elements of a 4 x 4 tensor");
+  const LayoutChange doubled =
+      change_layout({{0, {0, 2, 0, 4}}, {1, {2, 4, 0, 3}}, {1, {1, 2, 0, 2}}}, to, 4, 4, 2);
+  EXPECT_NE(
+      doubled.problem.find("core 1 needs rows 1-2, columns 0-4, of which the producer's layout holds 6 of 4"),
+      std::string::npos)
+      << doubled.problem;
+}
+
+// Every accepted plan of a MatMul, in both cold layouts: the layout without copies holds each element of A
+// exactly once; the hot plan's own holds it once per copy (pn / ring); and the previous operator's output
+// (another plan's C) covers either exactly.
+TEST(T10Layouts, InputLayoutsHoldEveryElementAsOftenAsTheyShould) {
+  TensorProgram program;
+  const TensorOperator first = matmul("first", 96, 64, 80), second = matmul("second", 96, 80, 48, 1);
+  std::mt19937_64 rng(11);
+  int checked = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    Plan a, b;
+    a.f_op = {1 + static_cast<int64_t>(rng() % 8), 1 + static_cast<int64_t>(rng() % 4),
+              1 + static_cast<int64_t>(rng() % 8)};
+    b.f_op = {1 + static_cast<int64_t>(rng() % 8), 1 + static_cast<int64_t>(rng() % 4),
+              1 + static_cast<int64_t>(rng() % 12)};
+    const int64_t ring = b.f_op[2] % 2 == 0 ? 2 : 1;
+    b.am = ring;  // A's ring of 2 along m where pn allows it
+    for (bool no_copy : {false, true}) {
+      const OperatorOption producer =
+          matmul_option(a, calibrated_cost(operator_problem(program, first), a), false);
+      const OperatorOption consumer =
+          matmul_option(b, calibrated_cost(operator_problem(program, second), b), no_copy);
+      const Layout in = input_layout(second, consumer);
+      int64_t area = 0;
+      for (const Placement& p : in) area += p.rect.area();
+      EXPECT_EQ(area, 96 * 80 * (no_copy ? 1 : b.f_op[2] / ring)) << trial;
+      const LayoutChange change = change_layout(output_layout(first, producer), in, 96, 80, 2);
+      EXPECT_EQ(change.problem, "") << trial;
+      EXPECT_LE(change.bytes, 2 * area);
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 80);
 }
 
 }  // namespace

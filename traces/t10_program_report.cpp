@@ -93,9 +93,10 @@ std::string program_sweep_csv(const std::vector<ProgramVariantPoint>& points) {
   out << kSweepHeader << "\n";
   for (const ProgramVariantPoint& p : points)
     out << p.index << "," << p.sram_bytes << "," << format_number(p.exchange_bytes_per_cycle) << ","
-        << (p.fits ? 1 : 0) << "," << format_number(p.total_cycles) << "," << format_number(p.heuristic_cycles)
-        << "," << format_number(p.lower_bound) << "," << p.peak_sram_bytes << "," << p.least_sram_bytes << ","
-        << (p.proven ? 1 : 0) << "," << format_number(p.seconds) << "\n";
+        << (p.fits ? 1 : 0) << "," << format_number(p.total_cycles) << ","
+        << format_number(p.heuristic_cycles) << "," << format_number(p.lower_bound) << ","
+        << p.peak_sram_bytes << "," << p.least_sram_bytes << "," << (p.proven ? 1 : 0) << ","
+        << format_number(p.seconds) << "\n";
   return out.str();
 }
 
@@ -103,8 +104,8 @@ std::vector<ProgramVariantPoint> read_program_sweep_csv(const std::string& text,
   std::istringstream in(text);
   std::string line;
   if (!std::getline(in, line) || line != kSweepHeader)
-    throw InputError(file, "header", "E_SWEEP", "not a t10 model sweep (expected the header " +
-                                                    std::string(kSweepHeader) + ")");
+    throw InputError(file, "header", "E_SWEEP",
+                     "not a t10 model sweep (expected the header " + std::string(kSweepHeader) + ")");
   std::vector<ProgramVariantPoint> points;
   for (int number = 2; std::getline(in, line); ++number) {
     if (line.empty()) continue;
@@ -139,11 +140,18 @@ nlohmann::json compiled_program_json(const TensorProgram& program, const Compile
                     {"heuristic_cycles", result.stats.heuristic_cycles},
                     {"proven", result.stats.proven}};
   if (run)
-    doc["simulation"] = {{"makespan", run->makespan},
-                         {"engine_runs", run->engine_runs},
-                         {"passed", run->first_failure().empty()},
-                         {"failure", run->first_failure()},
-                         {"functional_checked", run->functional_checked}};
+    for (size_t i = 1; i < run->ops.size() && i - 1 < doc["transitions"].size(); ++i) {
+      nlohmann::json& t = doc["transitions"][i - 1];
+      t["replayed"] = run->ops[i].layout_replayed;
+      if (!run->ops[i].layout_replayed) continue;
+      t["transfers"] = run->ops[i].layout_transfers;
+      t["bytes_moved"] = run->ops[i].layout_bytes;
+      t["max_bytes_into_one_core"] = run->ops[i].layout_max_core_bytes;
+    }
+  if (run)
+    doc["simulation"] = {{"makespan", run->makespan},       {"layout_changes_replayed", run->layout_changes},
+                         {"engine_runs", run->engine_runs}, {"passed", run->first_failure().empty()},
+                         {"failure", run->first_failure()}, {"functional_checked", run->functional_checked}};
   return doc;
 }
 

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "sim/t10/t10_functional.hpp"
+#include "sim/t10/t10_layouts.hpp"
 #include "sim/trace_observer.hpp"
 
 namespace mlsys::t10 {
@@ -79,8 +80,10 @@ std::vector<int64_t> program_operand(uint64_t seed, size_t op, int slot, int64_t
 }
 
 std::string ProgramRun::first_failure() const {
-  for (const OperatorRun& r : ops)
+  for (const OperatorRun& r : ops) {
     if (r.violation) return "operator '" + r.name + "': " + r.violation->message;
+    if (!r.layout_problem.empty()) return "the layout change into '" + r.name + "': " + r.layout_problem;
+  }
   if (functional_mismatch) return *functional_mismatch;
   if (std::fabs(makespan - model_total) > 1e-6 * std::max(1.0, model_total))
     return "the engine's makespan " + std::to_string(makespan) + " differs from the model's total " +
@@ -170,8 +173,21 @@ ProgramRun simulate_program(const TensorProgram& program, const CompiledProgram&
         outputs[i] = run_vector(op, o, chain_input(outputs, i, first, options.seed, op.batch * op.m, op.n),
                                 options.seed, i);
     }
+    if (i > 0 && input_shape(op) == output_shape(program.ops[i - 1])) {
+      const auto [rows, cols] = input_shape(op);
+      const LayoutChange change = change_layout(output_layout(program.ops[i - 1], compiled.chosen[i - 1]),
+                                                input_layout(op, o), rows, cols, program.dtype_bytes);
+      r.layout_replayed = true;
+      r.layout_transfers = change.transfers, r.layout_bytes = change.bytes;
+      r.layout_max_core_bytes = change.max_core_bytes, r.layout_problem = change.problem;
+      ++run.layout_changes;
+    }
     if (trace) {
-      const nlohmann::json args = {{"operator", op.name}, {"type", to_string(op.type)}, {"cores", r.cores}};
+      const nlohmann::json args = {{"operator", op.name},
+                                   {"type", to_string(op.type)},
+                                   {"cores", r.cores},
+                                   {"layout_transfers", r.layout_transfers},
+                                   {"layout_bytes", r.layout_bytes}};
       if (r.warm_up > 0) trace->span(track_warm, op.name, clock * kNsPerCycle, r.warm_up * kNsPerCycle, args);
       trace->span(track_run, op.name, (clock + r.warm_up) * kNsPerCycle, r.run * kNsPerCycle, args);
       trace->span(track_shuffle, op.name, (clock + r.warm_up + r.run) * kNsPerCycle, r.shuffle * kNsPerCycle,

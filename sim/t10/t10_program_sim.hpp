@@ -24,6 +24,11 @@ struct OperatorRun {
   int64_t cores = 0, transfers = 0, bytes_moved = 0;
   bool simulated = false;  // a MatMul run on the engine (vector operators are priced, not replayed)
   std::optional<CoreViolation> violation;
+  // The layout change from the previous operator's output to this one's input (t10_layouts.hpp), where the
+  // two have the same shape (a view in between, such as a reshape into heads, is not replayed).
+  bool layout_replayed = false;
+  int64_t layout_transfers = 0, layout_bytes = 0, layout_max_core_bytes = 0;
+  std::string layout_problem;
 };
 
 struct ProgramRun {
@@ -31,6 +36,7 @@ struct ProgramRun {
   double makespan = 0;              // cycles, all operators in order
   double model_total = 0;           // the compiled program's total, which the makespan must equal
   int64_t engine_runs = 0;          // distinct (shape, plan) pairs simulated
+  int64_t layout_changes = 0;       // transitions replayed as transfers between cores
   std::vector<int64_t> sram_after;  // resident bytes per core while each operator runs (cold sum + its extra)
   // Functional mode: the network's output compared with a reference computed without the engine.
   bool functional_checked = false;

@@ -59,6 +59,10 @@ def test_zoo_lowers_compiles_and_runs_on_every_core(name, exported, tmp_path):
         assert program["peak_sram_bytes"] <= program["chip"]["sram_bytes_per_core"]
         assert program["simulation"]["passed"], program["simulation"]["failure"]
         assert program["simulation"]["makespan"] == pytest.approx(program["total_cycles"], rel=1e-9)
+        replayed = [t for t in program["transitions"] if t["replayed"]]
+        assert len(replayed) == program["simulation"]["layout_changes_replayed"]
+        if name in ("bert-layer", "gpt2-block", "mixer-block"):
+            assert replayed and all(t["bytes_moved"] >= t["max_bytes_into_one_core"] for t in replayed)
         assert sum(o["cycles"]["total"] for o in program["ops"]) == pytest.approx(program["total_cycles"])
         totals[reconcile] = program["total_cycles"]
     assert totals["exact"] <= totals["heuristic"] * (1 + 1e-12)

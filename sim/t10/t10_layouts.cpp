@@ -1,0 +1,148 @@
+// Layouts of a program's tensors between operators and the transfers between them (t10_layouts.hpp).
+#include "sim/t10/t10_layouts.hpp"
+
+#include <algorithm>
+#include <map>
+
+namespace mlsys::t10 {
+namespace {
+
+struct Span {
+  int64_t lo, hi;
+};
+
+// Part `i` of [lo, hi) cut into `parts` pieces of ceil(length / parts) (the last ones may be short or empty).
+Span part(Span whole, int64_t parts, int64_t i) {
+  const int64_t step = (whole.hi - whole.lo + parts - 1) / std::max<int64_t>(parts, 1);
+  return {std::min(whole.hi, whole.lo + i * step), std::min(whole.hi, whole.lo + (i + 1) * step)};
+}
+
+// The rectangles of rows [m.lo, m.hi) in every batch of a batch part, columns [c.lo, c.hi).
+void add_batched(Layout& out, int64_t core, Span batches, int64_t m, Span rows, Span cols) {
+  for (int64_t b = batches.lo; b < batches.hi; ++b) {
+    const Rect r{b * m + rows.lo, b * m + rows.hi, cols.lo, cols.hi};
+    if (r.area() > 0) out.push_back({core, r});
+  }
+}
+
+// A vector operator's partition: rows (and column parts) for a row-wise one, runs of elements otherwise.
+Layout vector_layout(const TensorOperator& op, const OperatorOption& o) {
+  Layout out;
+  const int64_t rows = op.batch * op.m, cols = op.n, parts = std::max<int64_t>(o.plan.f_op[0], 1);
+  if (op.type == OperatorType::RowWise) {
+    const int64_t col_parts = std::max<int64_t>(o.plan.f_op[2], 1);
+    for (int64_t p = 0; p < parts; ++p)
+      for (int64_t c = 0; c < col_parts; ++c) {
+        const Span r = part({0, rows}, parts, p), k = part({0, cols}, col_parts, c);
+        const Rect rect{r.lo, r.hi, k.lo, k.hi};
+        if (rect.area() > 0) out.push_back({p * col_parts + c, rect});
+      }
+    return out;
+  }
+  const Span all{0, rows * cols};
+  for (int64_t p = 0; p < parts; ++p) {
+    const Span e = part(all, parts, p);
+    // A run of elements in row-major order: its first partial row, its whole rows, its last partial row.
+    for (int64_t at = e.lo; at < e.hi;) {
+      const int64_t row = at / cols, col = at % cols;
+      const int64_t whole_rows = col == 0 ? (e.hi - at) / cols : 0;
+      if (whole_rows > 0) {
+        out.push_back({p, {row, row + whole_rows, 0, cols}});
+        at += whole_rows * cols;
+      } else {
+        const int64_t end = std::min(e.hi, (row + 1) * cols);
+        out.push_back({p, {row, row + 1, col, col + (end - at)}});
+        at = end;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::pair<int64_t, int64_t> output_shape(const TensorOperator& op) {
+  return {op.batch * op.m, op.n};
+}
+
+std::pair<int64_t, int64_t> input_shape(const TensorOperator& op) {
+  return {op.batch * op.m, op.type == OperatorType::MatMul ? op.k : op.n};
+}
+
+Layout output_layout(const TensorOperator& op, const OperatorOption& o) {
+  if (op.type != OperatorType::MatMul) return vector_layout(op, o);
+  const Plan& p = o.plan;
+  const auto [pm, pk, pn] = p.f_op;
+  Layout out;
+  for (int64_t bp = 0; bp < p.pb; ++bp)
+    for (int64_t im = 0; im < pm; ++im)
+      for (int64_t in = 0; in < pn; ++in) {
+        const int64_t core =
+            bp * pm * pk * pn + (im * pk + 0) * pn + in;  // the pk copies reduced onto i_k = 0
+        add_batched(out, core, part({0, op.batch}, p.pb, bp), op.m, part({0, op.m}, pm, im),
+                    part({0, op.n}, pn, in));
+      }
+  return out;
+}
+
+Layout input_layout(const TensorOperator& op, const OperatorOption& o) {
+  if (op.type != OperatorType::MatMul) return vector_layout(op, o);
+  const Plan& p = o.plan;
+  const auto [pm, pk, pn] = p.f_op;
+  const int64_t ring = p.am * p.ak, copies = std::max<int64_t>(pn / std::max<int64_t>(ring, 1), 1);
+  // A's block (i_m, i_k) sits on the pn cores (i_m, i_k, *). In the hot plan's own layout its ring of am x ak
+  // pieces repeats on every group of `ring` cores; without copies, the pieces are cut `copies` times finer
+  // along k and each of the pn cores holds a different one.
+  const int64_t along_k = o.cold_is_hot ? p.ak : p.ak * copies;
+  Layout out;
+  for (int64_t bp = 0; bp < p.pb; ++bp)
+    for (int64_t im = 0; im < pm; ++im)
+      for (int64_t ik = 0; ik < pk; ++ik)
+        for (int64_t in = 0; in < pn; ++in) {
+          const int64_t piece = o.cold_is_hot ? in % ring : in % (p.am * along_k);
+          const Span rows = part(part({0, op.m}, pm, im), p.am, piece / along_k);
+          const Span cols = part(part({0, op.k}, pk, ik), along_k, piece % along_k);
+          add_batched(out, bp * pm * pk * pn + (im * pk + ik) * pn + in, part({0, op.batch}, p.pb, bp), op.m,
+                      rows, cols);
+        }
+  return out;
+}
+
+LayoutChange change_layout(const Layout& from, const Layout& to, int64_t rows, int64_t cols, int64_t dtype) {
+  LayoutChange change;
+  Layout sources = from;
+  std::sort(sources.begin(), sources.end(),
+            [](const Placement& a, const Placement& b) { return a.rect.r0 < b.rect.r0; });
+  int64_t tallest = 0, held = 0;
+  for (const Placement& s : sources)
+    tallest = std::max(tallest, s.rect.r1 - s.rect.r0), held += s.rect.area();
+  if (held != rows * cols)
+    change.problem = "the producer's layout holds " + std::to_string(held) + " elements of a " +
+                     std::to_string(rows) + " x " + std::to_string(cols) + " tensor";
+  std::map<std::pair<int64_t, int64_t>, int64_t> moved;  // (from core, to core) -> elements
+  std::map<int64_t, int64_t> received;
+  for (const Placement& d : to) {
+    auto first = std::lower_bound(sources.begin(), sources.end(), d.rect.r0 - tallest + 1,
+                                  [](const Placement& s, int64_t r) { return s.rect.r0 < r; });
+    int64_t covered = 0;
+    for (auto s = first; s != sources.end() && s->rect.r0 < d.rect.r1; ++s) {
+      const Rect overlap{std::max(s->rect.r0, d.rect.r0), std::min(s->rect.r1, d.rect.r1),
+                         std::max(s->rect.c0, d.rect.c0), std::min(s->rect.c1, d.rect.c1)};
+      const int64_t area = overlap.area();
+      covered += area;
+      if (area > 0 && s->core != d.core) moved[{s->core, d.core}] += area, received[d.core] += area;
+    }
+    if (covered != d.rect.area() && change.problem.empty())
+      change.problem = "core " + std::to_string(d.core) + " needs rows " + std::to_string(d.rect.r0) + "-" +
+                       std::to_string(d.rect.r1) + ", columns " + std::to_string(d.rect.c0) + "-" +
+                       std::to_string(d.rect.c1) + ", of which the producer's layout holds " +
+                       std::to_string(covered) + " of " + std::to_string(d.rect.area()) + " elements";
+  }
+  change.transfers = static_cast<int64_t>(moved.size());
+  for (const auto& [pair, elements] : moved) change.bytes += elements * dtype;
+  for (const auto& [core, elements] : received)
+    change.max_core_bytes = std::max(change.max_core_bytes, elements * dtype);
+  return change;
+}
+
+}  // namespace mlsys::t10

@@ -1,0 +1,44 @@
+// Where a whole-model program's tensors lie between operators, core by core, and the transfers that change
+// one operator's output layout into the next operator's input layout (docs/t10-programs.md#simulation).
+// A layout is a list of rectangles of the tensor (rows x columns, a batch folded into the rows), each held by
+// one core; the layout change intersects the two lists and checks that the new one is covered exactly.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/t10/t10_program.hpp"
+
+namespace mlsys::t10 {
+
+struct Rect {
+  int64_t r0 = 0, r1 = 0, c0 = 0, c1 = 0;
+  int64_t area() const { return r1 > r0 && c1 > c0 ? (r1 - r0) * (c1 - c0) : 0; }
+};
+struct Placement {
+  int64_t core = 0;
+  Rect rect;
+};
+using Layout = std::vector<Placement>;
+
+// The output after the operator's shuffle (a MatMul's C blocks reduced onto one core of their pk copies).
+Layout output_layout(const TensorOperator& op, const OperatorOption& option);
+// The layout its first input waits in: a MatMul's A in the option's cold layout (its hot pieces, or the
+// layout without copies), a vector operator's input in its own partition.
+Layout input_layout(const TensorOperator& op, const OperatorOption& option);
+// Rows x columns of those tensors.
+std::pair<int64_t, int64_t> output_shape(const TensorOperator& op);
+std::pair<int64_t, int64_t> input_shape(const TensorOperator& op);
+
+struct LayoutChange {
+  int64_t transfers = 0;       // (sending core, receiving core) pairs with data between them
+  int64_t bytes = 0;           // moved between different cores
+  int64_t max_core_bytes = 0;  // received by the busiest core
+  std::string problem;         // empty, or where the new layout is not covered exactly once by the old
+};
+LayoutChange change_layout(const Layout& from, const Layout& to, int64_t rows, int64_t cols,
+                           int64_t dtype_bytes);
+
+}  // namespace mlsys::t10
