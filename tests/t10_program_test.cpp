@@ -255,25 +255,25 @@ TEST(T10Program, EngineMakespanEqualsTheCompiledTotal) {
 
 TEST(T10Program, AModelThatCannotFitIsRefusedWithTheBytesMissing) {
   TensorProgram program;
-  program.chip.sram_bytes_per_core = 4096;
-  program.ops = {matmul("big", 2048, 2048, 2048)};
+  program.chip.sram_bytes_per_core = 128;
+  program.ops = {matmul("big", 256, 256, 256)};
   const CompileResult result = compile_program(program, {});
   EXPECT_FALSE(result.compiled);
-  // The least a core can hold: both operands spread over the cores, 2 x 2048 x 2048 x 2 B / 1472 or more.
-  EXPECT_GT(result.least_sram_bytes, 2 * 2048 * 2048 * 2 / 1472);
+  // The least a core can hold: both operands spread over the cores, 2 x 256 x 256 x 2 B / 1472 or more.
+  EXPECT_GT(result.least_sram_bytes, 2 * 256 * 256 * 2 / 1472);
   const std::string dir = test::temp_dir("t10_refuse");
   test::write_text(dir + "/big.json",
-                   R"({"t10_program": {"name": "big", "chip": {"sram_bytes_per_core": 4096},
-    "ops": [{"name": "big", "type": "matmul", "m": 2048, "k": 2048, "n": 2048}]}})");
+                   R"({"t10_program": {"name": "big", "chip": {"sram_bytes_per_core": 128},
+    "ops": [{"name": "big", "type": "matmul", "m": 256, "k": 256, "n": 256}]}})");
   const auto r = test::run_command(MLSYS_T10_BIN, "compile " + dir + "/big.json");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("missing per core"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find(std::to_string(result.least_sram_bytes - 4096)), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(std::to_string(result.least_sram_bytes - 128)), std::string::npos) << r.err;
   const auto as_json = test::run_command(MLSYS_T10_BIN, "compile " + dir + "/big.json --json");
   EXPECT_EQ(as_json.exit_code, 1);
   const json refusal = json::parse(as_json.out);
   EXPECT_FALSE(refusal["fits"].get<bool>());
-  EXPECT_EQ(refusal["missing_bytes_per_core"].get<int64_t>(), result.least_sram_bytes - 4096);
+  EXPECT_EQ(refusal["missing_bytes_per_core"].get<int64_t>(), result.least_sram_bytes - 128);
 }
 
 TEST(T10Program, CompileWritesTheProgramAndRefusesBadFiles) {
