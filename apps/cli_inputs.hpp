@@ -54,4 +54,18 @@ inline ScheduleInputs read_schedule_inputs(const std::string& problem_path,
   return in;
 }
 
+// --shard I/N of the sweeps (sweep, t10 sweep MODEL): 0 <= I < N.
+inline std::pair<int, int> parse_shard(const std::string& text) {
+  const auto slash = text.find('/');
+  try {
+    if (slash != std::string::npos) {
+      size_t a = 0, b = 0;
+      const int i = std::stoi(text.substr(0, slash), &a), n = std::stoi(text.substr(slash + 1), &b);
+      if (a == slash && b == text.size() - slash - 1 && n >= 1 && i >= 0 && i < n) return {i, n};
+    }
+  } catch (const std::exception&) {
+  }
+  throw InputError("", "--shard", "usage", "expected I/N with 0 <= I < N, got \"" + text + "\"");
+}
+
 }  // namespace mlsys

@@ -11,10 +11,10 @@
 #include "apps/cli_inputs.hpp"
 #include "sim/json_io.hpp"
 #include "solver/sweep.hpp"
+#include "traces/atomic_file.hpp"
 #include "traces/sweep_csv.hpp"
 #include "traces/sweep_report.hpp"
 #include "verifier/verify.hpp"
-#include "traces/atomic_file.hpp"
 
 using namespace mlsys;
 
@@ -23,19 +23,6 @@ namespace {
 std::atomic<bool> g_stop{false};
 void on_signal(int) {
   g_stop.store(true);
-}
-
-std::pair<int, int> parse_shard(const std::string& text) {
-  const auto slash = text.find('/');
-  try {
-    if (slash != std::string::npos) {
-      size_t a = 0, b = 0;
-      const int i = std::stoi(text.substr(0, slash), &a), n = std::stoi(text.substr(slash + 1), &b);
-      if (a == slash && b == text.size() - slash - 1 && n >= 1 && i >= 0 && i < n) return {i, n};
-    }
-  } catch (const std::exception&) {
-  }
-  throw InputError("", "--shard", "usage", "expected I/N with 0 <= I < N, got \"" + text + "\"");
 }
 
 // Writes the points (sorted into grid order) and a copy of the problem, so that a merge needs nothing else.

@@ -8,8 +8,8 @@
 #include <iostream>
 #include <map>
 #include <memory>
-#include <sstream>
 
+#include "apps/cli_inputs.hpp"
 #include "sim/json_io.hpp"
 #include "sim/t10/t10_program_sim.hpp"
 #include "sim/violation.hpp"
@@ -55,16 +55,6 @@ TensorProgram read_model(const CompileArgs& a) {
   return program;
 }
 
-std::pair<int, int> parse_shard(const std::string& text) {
-  int i = -1, n = 0;
-  char slash = 0;
-  std::istringstream in(text);
-  if (in >> i >> slash >> n && slash == '/' && in.peek() == EOF && n >= 1 && i >= 0 && i < n) return {i, n};
-  throw InputError("", "--shard", "usage", "expected I/N with 0 <= I < N, got \"" + text + "\"");
-}
-
-constexpr const char* kSweepFile = "t10-model-sweep.csv";
-
 }  // namespace
 
 bool is_model_file(const std::string& path) {
@@ -89,26 +79,20 @@ int run_model_sweep(const std::string& model_path, const std::vector<int64_t>& s
                   << "\n";
       });
   std::filesystem::create_directories(out_dir);
-  write_file_atomic(out_dir + "/" + kSweepFile, program_sweep_csv(points));
+  write_file_atomic(out_dir + "/" + kProgramSweepFile, program_sweep_csv(points));
   std::cout << program_sweep_csv(points);
   return 0;
 }
 
 int run_model_merge(const std::vector<std::string>& dirs, const std::string& out_dir) {
   std::map<int64_t, ProgramVariantPoint> merged;
-  for (const std::string& dir : dirs) {
-    const std::string path = dir + "/" + kSweepFile;
-    std::ifstream in(path);
-    if (!in) throw InputError(path, "", "E_SWEEP", "cannot read (is it the -o of a t10 sweep MODEL?)");
-    std::stringstream text;
-    text << in.rdbuf();
-    for (const ProgramVariantPoint& p : read_program_sweep_csv(text.str(), path)) merged[p.index] = p;
-  }
+  for (const std::string& dir : dirs)
+    for (const ProgramVariantPoint& p : read_program_sweep(dir)) merged[p.index] = p;
   std::vector<ProgramVariantPoint> points;
   for (const auto& [i, p] : merged) points.push_back(p);
   std::filesystem::create_directories(out_dir);
-  write_file_atomic(out_dir + "/" + kSweepFile, program_sweep_csv(points));
-  std::cerr << "t10 merge: " << points.size() << " points -> " << out_dir << "/" << kSweepFile << "\n";
+  write_file_atomic(out_dir + "/" + kProgramSweepFile, program_sweep_csv(points));
+  std::cerr << "t10 merge: " << points.size() << " points -> " << out_dir << "/" << kProgramSweepFile << "\n";
   return 0;
 }
 

@@ -14,10 +14,9 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-CompiledProgram assemble(const std::vector<const OperatorOptions*>& ops, const std::vector<size_t>& choice,
-                         const char* how) {
+CompiledProgram assemble(const std::vector<const OperatorOption*>& choice, const char* how) {
   CompiledProgram c;
-  for (size_t i = 0; i < ops.size(); ++i) c.chosen.push_back(ops[i]->options[choice[i]]);
+  for (const OperatorOption* o : choice) c.chosen.push_back(*o);
   c.reconciliation = how;
   summarize(c);
   return c;
@@ -135,7 +134,9 @@ std::optional<CompiledProgram> reconcile_heuristic(const std::vector<const Opera
   }
   std::optional<CompiledProgram> best;
   auto consider = [&] {
-    CompiledProgram c = assemble(ops, choice, "heuristic");
+    std::vector<const OperatorOption*> picked;
+    for (size_t i = 0; i < ops.size(); ++i) picked.push_back(&ops[i]->options[choice[i]]);
+    CompiledProgram c = assemble(picked, "heuristic");
     // The published code counts its own bound on the extra; a plan is kept only if it truly fits.
     if (c.peak_sram_bytes() <= sram && (!best || c.total_cycles < best->total_cycles)) best = std::move(c);
   };
@@ -241,14 +242,6 @@ std::optional<std::vector<const OperatorOption*>> frontier_dp(const Allowed& all
     at = stages[i + 1][at].parent;
   }
   return choice;
-}
-
-CompiledProgram assemble(const std::vector<const OperatorOption*>& choice, const char* how) {
-  CompiledProgram c;
-  for (const OperatorOption* o : choice) c.chosen.push_back(*o);
-  c.reconciliation = how;
-  summarize(c);
-  return c;
 }
 
 }  // namespace

@@ -2,12 +2,14 @@
 #include "traces/t10_program_report.hpp"
 
 #include <algorithm>
+#include <fstream>
 #include <iomanip>
 #include <numeric>
 #include <sstream>
 
 #include "sim/number_format.hpp"
 #include "sim/violation.hpp"
+#include "solver/sweep.hpp"
 #include "traces/html_page.hpp"
 
 namespace mlsys::t10 {
@@ -82,6 +84,8 @@ void print_program(std::ostream& out, const TensorProgram& program, const Compil
   }
 }
 
+const char* const kProgramSweepFile = "t10-model-sweep.csv";
+
 namespace {
 constexpr const char* kSweepHeader =
     "index,sram_bytes,exchange_bytes_per_cycle,fits,total_cycles,heuristic_cycles,lower_bound_cycles,"
@@ -100,8 +104,10 @@ std::string program_sweep_csv(const std::vector<ProgramVariantPoint>& points) {
   return out.str();
 }
 
-std::vector<ProgramVariantPoint> read_program_sweep_csv(const std::string& text, const std::string& file) {
-  std::istringstream in(text);
+std::vector<ProgramVariantPoint> read_program_sweep(const std::string& dir) {
+  const std::string file = dir + "/" + kProgramSweepFile;
+  std::ifstream in(file);
+  if (!in) throw InputError(file, "", "E_SWEEP", "cannot read (is it the -o of a t10 sweep MODEL?)");
   std::string line;
   if (!std::getline(in, line) || line != kSweepHeader)
     throw InputError(file, "header", "E_SWEEP",
@@ -109,9 +115,7 @@ std::vector<ProgramVariantPoint> read_program_sweep_csv(const std::string& text,
   std::vector<ProgramVariantPoint> points;
   for (int number = 2; std::getline(in, line); ++number) {
     if (line.empty()) continue;
-    std::vector<std::string> f;
-    std::istringstream cells(line);
-    for (std::string cell; std::getline(cells, cell, ',');) f.push_back(cell);
+    const std::vector<std::string> f = split(line, ',');
     ProgramVariantPoint p;
     try {
       if (f.size() != 11) throw std::invalid_argument("fields");

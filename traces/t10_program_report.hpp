@@ -17,10 +17,11 @@ void print_program(std::ostream& out, const TensorProgram& program, const Compil
 // The compiled program's JSON with the compiler's figures ("compile") and the simulation's ("simulation").
 nlohmann::json compiled_program_json(const TensorProgram& program, const CompileResult& result,
                                      const ProgramRun* run);
-// The sweep of a model over chip variants: one CSV row per point, and back (for `t10 merge`; throws
-// InputError naming the file and line).
+// The sweep of a model over chip variants: DIR/t10-model-sweep.csv, one row per point, and back from a
+// directory (for `t10 merge`; throws InputError naming the file and line).
+extern const char* const kProgramSweepFile;
 std::string program_sweep_csv(const std::vector<ProgramVariantPoint>& points);
-std::vector<ProgramVariantPoint> read_program_sweep_csv(const std::string& text, const std::string& file);
+std::vector<ProgramVariantPoint> read_program_sweep(const std::string& dir);
 std::string program_html(const TensorProgram& program, const CompiledProgram& compiled,
                          const CompileStats& stats, const ProgramRun* run);
 
