@@ -10,6 +10,8 @@ import sys
 from collections import Counter
 from math import prod
 
+import numpy as np
+
 import pytest
 
 onnx = pytest.importorskip("onnx")
@@ -419,3 +421,32 @@ def test_einsum_matrix_products_import_as_matmuls(tmp_path):
                                 opset_imports=[helper.make_opsetid("", 17)]), str(path))
     with pytest.raises(ModelImportError, match="Einsum node 'diagonal'"):
         import_onnx(str(path), "tpu-like-core")
+
+
+def test_a_value_cut_differently_by_its_consumers_is_computed_once(tmp_path):
+    """h = LN(x)·W1 feeds a residual Add (whole rows) and h·xᵀ (column blocks, for xᵀ's square transposes):
+    the import cuts h, and the Add, into the blocks common to both, so the MACs are the two products' and no
+    more (before, h was computed whole and again as two column blocks: +S·D·D MACs)."""
+    s, d = 128, 256
+    inits = [numpy_helper.from_array(np.ones(d, np.float32), "g"), numpy_helper.from_array(np.zeros(d, np.float32), "b"),
+             numpy_helper.from_array(np.ones((d, d), np.float32), "W1")]
+    nodes = [helper.make_node("LayerNormalization", ["x", "g", "b"], ["ln"], name="ln", axis=-1),
+             helper.make_node("MatMul", ["ln", "W1"], ["h"], name="proj"),
+             helper.make_node("Add", ["h", "x"], ["y"], name="residual"),
+             helper.make_node("Transpose", ["x"], ["xt"], name="xt", perm=[0, 2, 1]),
+             helper.make_node("MatMul", ["h", "xt"], ["scores"], name="scores")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, s, d])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, s, d]),
+                               helper.make_tensor_value_info("scores", TensorProto.FLOAT, [1, s, s])], inits)
+    path = tmp_path / "shared.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    report = import_onnx(str(path), "tpu-like-core", report=True)
+    assert report.macs == s * d * d + s * d * s
+    assert not any("computed twice" in w for w in report.warnings)
+    names = report.problem["names"]["ops"]
+    # every element of h and of the residual sum is produced by exactly one op
+    produced = Counter()
+    for op, outs in zip(names, report.problem["outputs"]):
+        if op.startswith(("proj", "residual")):
+            produced[op.split("[")[0]] += sum(report.problem["widths"][t] * report.problem["heights"][t] for t in outs)
+    assert produced == {"proj": s * d, "residual": s * d}

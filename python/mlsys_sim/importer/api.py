@@ -82,10 +82,8 @@ def import_onnx(model, hardware, dims: Optional[Dict[str, int]] = None,
             if consumer.op_type not in og.ELEMENTWISE_OPS | og.ROW_REDUCTIONS:
                 raise og.ImportError_(f"{path}: {og.node_label(consumer)} reads the per-row statistic '{name}'; "
                                       "only elementwise ops may")
-    lowering = GraphLowering(graph, profile, passthrough, max_ops)
     try:
-        lowering.walk()
-        lowering.request_outputs()
+        lowering = GraphLowering.run(graph, profile, passthrough, max_ops)
     except LayoutError as e:
         raise og.ImportError_(f"{path}: {e}") from e
     b = lowering.builder

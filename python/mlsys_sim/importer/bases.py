@@ -64,7 +64,7 @@ class ProblemBuilder:
 
 
 def region_label(region: Region, storage: Storage) -> str:
-    parts = []
+    parts: List[str] = []
     if storage.batches > 1:
         parts.append(f"b{region.batch}")
     if (region.r0, region.r1) != (0, storage.rows):
@@ -74,11 +74,25 @@ def region_label(region: Region, storage: Storage) -> str:
     return f"[{','.join(parts)}]" if parts else ""
 
 
+def _boundary_gcd(unit: Optional[int], extent: int, bounds: Sequence[int]) -> int:
+    """The largest block size that divides every boundary (and the extent): the finest common blocks."""
+    out = gcd(unit or extent, extent)
+    for b in bounds:
+        out = gcd(out, b)
+    return out or extent
+
+
 class Lowering:
     """Shared state of one import: the builder, the bases by storage, the profile, the block size."""
 
-    def __init__(self, builder: ProblemBuilder, profile, row_block: Optional[int]):
+    def __init__(self, builder: ProblemBuilder, profile, row_block: Optional[int],
+                 forced_units: Optional[Dict[str, Tuple[int, int]]] = None):
         self.builder = builder
+        # Block sizes that an earlier pass found two consumers to need (name -> (row unit, col unit)); a
+        # value cut differently by its consumers is refined to the blocks common to all, and the import is
+        # run again (GraphLowering.run), so that nothing is computed twice.
+        self.forced_units: Dict[str, Tuple[int, int]] = dict(forced_units or {})
+        self.refinements: Dict[str, Tuple[int, int]] = {}
         self.profile = profile
         self.row_block = row_block
         self.bases: Dict[int, "Base"] = {}
@@ -144,6 +158,10 @@ class Base:
         self.name = name
         self.row_unit = row_unit
         self.col_unit = col_unit
+        forced = lw.forced_units.get(name)
+        if forced:
+            self.row_unit = gcd(row_unit or storage.rows, forced[0])
+            self.col_unit = gcd(col_unit or storage.cols, forced[1])
         self.memo: Dict[Region, int] = {}
         self.rows_emitted: Dict[int, Dict[Tuple[int, int], List[Region]]] = {}  # batch -> row range -> blocks
         lw.bases[storage.key] = self
@@ -157,11 +175,16 @@ class Base:
         overlapping = [r for (r0, r1), regions in rows.items() if r0 < region.r1 and region.r0 < r1
                        for r in regions if r.c0 < region.c1 and region.c0 < r.c1]
         if overlapping and self.computed:
-            # Two consumers cut this value differently (one by rows, one in transposed squares, say): the
-            # problem stays exact, but the overlap is computed twice. Say so rather than hide it.
+            # Two consumers cut this value differently (one by rows, one in transposed squares, say). Ask for
+            # the finest common blocks in the next pass; should the cuts not converge, say what stays twice.
+            st, regions = self.storage, overlapping + [region]
+            old = self.lw.refinements.get(self.name, (self.row_unit or st.rows, self.col_unit or st.cols))
+            self.lw.refinements[self.name] = (
+                _boundary_gcd(old[0], st.rows, [b for r in regions for b in (r.r0, r.r1)]),
+                _boundary_gcd(old[1], st.cols, [b for r in regions for b in (r.c0, r.c1)]))
             self.lw.warnings.append(
-                f"{self.name}: block {region_label(region, self.storage)} overlaps "
-                f"{region_label(overlapping[0], self.storage)}, computed twice (its consumers cut it differently)")
+                f"{self.name}: block {region_label(region, st) or '[all]'} overlaps "
+                f"{region_label(overlapping[0], st) or '[all]'}, computed twice (its consumers cut it differently)")
         tensor = self._emit(region)
         self.memo[region] = tensor
         rows.setdefault((region.r0, region.r1), []).append(region)

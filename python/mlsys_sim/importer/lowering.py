@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from math import gcd, prod
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from . import onnx_graph as og
 from .bases import InputBase, Lowering, MatMulBase, Operand, ProblemBuilder
@@ -29,7 +29,8 @@ def _group_kind(op_types: List[str]) -> str:
 
 
 class GraphLowering:
-    def __init__(self, graph: og.Graph, profile, passthrough: Dict[str, float], max_ops: int):
+    def __init__(self, graph: og.Graph, profile, passthrough: Dict[str, float], max_ops: int,
+                 forced_units: Optional[Dict[str, Tuple[int, int]]] = None):
         self.g = graph
         # A passthrough op is priced like any other: by its weight, in vector operations per element.
         profile = dataclasses.replace(profile, op_weights={**profile.op_weights, **passthrough})
@@ -40,7 +41,7 @@ class GraphLowering:
         self.elementwise = {n.output[0] for n in graph.nodes if graph.kinds.get(n.output[0]) == og.ACT and (
             n.op_type in og.ELEMENTWISE_OPS or n.op_type in passthrough or n.output[0] in graph.row_stats)}
         self.sink = og.fuse_elementwise(graph, self.elementwise)
-        self.lw = Lowering(self.builder, profile, self._row_block())
+        self.lw = Lowering(self.builder, profile, self._row_block(), forced_units)
 
     def _row_block(self) -> Optional[int]:
         """Attention's K^T is transposed in square blocks: every token-row tensor is cut into blocks of
@@ -271,6 +272,23 @@ class GraphLowering:
                     self.lower_group(node)
             else:  # pragma: no cover - unsupported_ops() refused the model before
                 self.fail(node, "not lowered")
+
+    MAX_PASSES = 8
+
+    @classmethod
+    def run(cls, graph: og.Graph, profile, passthrough: Dict[str, float], max_ops: int) -> "GraphLowering":
+        """Walks the graph and asks for its outputs; where consumers cut a value differently, walks again
+        with that value (and so its producers and consumers) cut into the blocks common to all of them."""
+        forced: Dict[str, Tuple[int, int]] = {}
+        for _ in range(cls.MAX_PASSES):
+            lowering = cls(graph, profile, passthrough, max_ops, forced)
+            lowering.walk()
+            lowering.request_outputs()
+            refined = {name: units for name, units in lowering.lw.refinements.items() if forced.get(name) != units}
+            if not refined:
+                return lowering
+            forced.update(refined)
+        return lowering
 
     def request_outputs(self) -> None:
         lw = self.lw

@@ -10,6 +10,14 @@ from .bases import Base, Lowering, Operand, region_label, sum_partials
 from .views import LayoutError, Region, View, locate, split_range
 
 
+def _gcd_units(units) -> Optional[int]:
+    out = 0
+    for u in units:
+        if u:
+            out = gcd(out, u)
+    return out or None
+
+
 class GroupBase(Base):
     """A group of elementwise ONNX ops (a bias add and GELU, a whole decomposed LayerNorm) as one Pointwise
     op per block. A row-wise group (Softmax, LayerNorm) takes whole rows: one op per row block, reading and
@@ -24,15 +32,17 @@ class GroupBase(Base):
             v0 = next((v for v in act_views if v.orientation() == "normal"), None)
             if v0 is None:
                 raise LayoutError(f"{label}: its inputs are laid out differently and none by rows")
-        base0 = lw.bases[v0.storage.key]
         st = v0.storage
         storage = lw.storage(st.batches, st.rows, st.cols)
         self.kind, self.op_types, self.row_wise, self.label_text = kind, op_types, row_wise, label
         self.v0 = v0
         self.inputs = [(lw.bases[v.storage.key], None if self._same_layout(v, v0) else v) for v in act_views]
         self.data_inputs = data_inputs
-        col_unit = base0.col_unit
-        row_unit = base0.row_unit
+        # Blocks every input can deliver: the finest of their units (a residual Add of a tensor that another
+        # consumer cuts into columns is cut alike, rather than computing that tensor twice).
+        same = [lw.bases[v.storage.key] for v in act_views if self._same_layout(v, v0)]
+        col_unit = _gcd_units(b.col_unit for b in same)
+        row_unit = _gcd_units(b.row_unit for b in same)
         if any(view is not None for _, view in self.inputs):
             square = 0
             for v in act_views:
@@ -121,7 +131,7 @@ class ConvBase(Base):
         rows = n * oh * ow
         row_unit = lw.row_unit(rows)
         if not self.host:
-            row_unit = min(row_unit, lw.unit(self.x.view, 0))
+            row_unit = gcd(row_unit, lw.unit(self.x.view, 0))
         super().__init__(lw, lw.storage(1, rows, cout), label, row_unit, None)
         self.view = View.of_strides(self.storage, [n, cout, oh, ow], [oh * ow * cout, 1, ow * cout, cout])
         self.chunk = lw.unit(self.x.view, 1) if not self.host else None
