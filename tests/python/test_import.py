@@ -167,26 +167,26 @@ def test_symbolic_dimensions_must_be_pinned_and_then_match_the_static_export(tmp
 def test_unsupported_ops_are_listed_once_and_passthrough_is_loud(tmp_path):
     class Odd(torch.nn.Module):
         def forward(self, x):
-            y = torch.nn.functional.max_pool2d(x, 2) + torch.nn.functional.max_pool2d(x + 1, 2)
+            y = torch.cumsum(x, -1) + torch.cumsum(x + 1, -1)
             return torch.sign(y) * y
 
     path = str(tmp_path / "odd.onnx")
     torch.onnx.export(Odd(), (torch.randn(1, 4, 8, 8),), path, opset_version=17)
     with pytest.raises(ModelImportError) as refused:
         import_onnx(path, "tpu-like-core")
-    assert "MaxPool x2" in str(refused.value) and "Sign x1" in str(refused.value)
+    assert "CumSum x2" in str(refused.value) and "Sign x1" in str(refused.value)
     cli = run("mlsys-import", path, "--hardware", "tpu-like-core", "-o", tmp_path / "odd.json")
-    assert cli.returncode == 2 and "MaxPool x2" in cli.stderr and not (tmp_path / "odd.json").exists()
+    assert cli.returncode == 2 and "CumSum x2" in cli.stderr and not (tmp_path / "odd.json").exists()
 
     class Blocked(torch.nn.Module):  # every blocker of a model in one error, each with its node
         def __init__(self):
             super().__init__()
             self.stem = torch.nn.Conv2d(3, 8, 3, padding=1)
-            self.down = torch.nn.Conv2d(8, 8, 3, stride=2, padding=1)
-            self.depthwise = torch.nn.Conv2d(8, 8, 3, padding=1, groups=8)
+            self.down = torch.nn.Conv2d(8, 8, 3, stride=3, padding=1)
+            self.grouped = torch.nn.Conv2d(8, 8, 3, padding=1, groups=2)
 
         def forward(self, x):
-            return torch.sign(self.depthwise(self.down(self.stem(x))))
+            return torch.sign(self.grouped(self.down(self.stem(x))))
 
     path = str(tmp_path / "blocked.onnx")
     torch.onnx.export(Blocked().eval(), (torch.randn(1, 3, 16, 16),), path, opset_version=17)
@@ -194,8 +194,8 @@ def test_unsupported_ops_are_listed_once_and_passthrough_is_loud(tmp_path):
         import_onnx(path, "tpu-like-core")
     message = str(refused.value)
     assert "3 blockers" in message and "Sign x1" in message
-    assert "strides [2, 2] over a computed 16x16 map giving 8x8" in message
-    assert "group=8" in message and "pin" not in message
+    assert "strides [3, 3] and dilations [1, 1] over a computed 16x16 map giving 6x6" in message
+    assert "group=2" in message and "pin every" not in message and "--dim" not in message
 
     class Signed(torch.nn.Module):
         def forward(self, x):
@@ -384,18 +384,21 @@ def test_import_torch_works_under_no_grad():
 
 
 def test_passthrough_must_keep_the_shape(tmp_path):
-    """--passthrough lowers an op as a Pointwise op, which keeps its input's shape: a MaxPool that halves the
-    image is refused naming that node and both shapes, not a node the importer made."""
+    """--passthrough lowers an op as a Pointwise op, which keeps its input's shape: a SpaceToDepth that
+    reshapes the map is refused naming that node and both shapes, not a node the importer made; an op the
+    importer lowers itself (MaxPool) cannot be passed through."""
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 16, 16])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 8, 8])
-    pool = helper.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[2, 2], strides=[2, 2])
-    path = tmp_path / "pool.onnx"
-    onnx.save(helper.make_model(helper.make_graph([pool], "g", [x], [y]), opset_imports=[helper.make_opsetid("", 17)]),
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32, 8, 8])
+    node = helper.make_node("SpaceToDepth", ["x"], ["y"], name="s2d", blocksize=2)
+    path = tmp_path / "s2d.onnx"
+    onnx.save(helper.make_model(helper.make_graph([node], "g", [x], [y]), opset_imports=[helper.make_opsetid("", 17)]),
               str(path))
     with pytest.raises(ModelImportError) as caught:
-        import_onnx(str(path), "tpu-like-core", passthrough={"MaxPool": 1})
+        import_onnx(str(path), "tpu-like-core", passthrough={"SpaceToDepth": 1})
     message = str(caught.value)
-    assert "MaxPool node 'pool'" in message and "(1, 8, 16, 16) to (1, 8, 8, 8)" in message
+    assert "SpaceToDepth node 's2d'" in message and "(1, 8, 16, 16) to (1, 32, 8, 8)" in message
+    with pytest.raises(ModelImportError, match="MaxPool: the importer lowers these itself"):
+        import_onnx(str(path), "tpu-like-core", passthrough={"MaxPool": 1})
 
 
 def test_einsum_matrix_products_import_as_matmuls(tmp_path):
@@ -450,3 +453,101 @@ def test_a_value_cut_differently_by_its_consumers_is_computed_once(tmp_path):
         if op.startswith(("proj", "residual")):
             produced[op.split("[")[0]] += sum(report.problem["widths"][t] * report.problem["heights"][t] for t in outs)
     assert produced == {"proj": s * d, "residual": s * d}
+
+
+def _torch_counts(module, image):
+    """What the network computes, counted from PyTorch's own module calls (independently of the importer):
+    dense convolution and Linear MACs, depthwise outputs and taps, max-pool outputs, and the elements the
+    global average pool reads (the importer's one documented extra: a mean is a MatMul by an averaging row)."""
+    counts = Counter()
+
+    def hook(m, inputs, out):
+        if isinstance(m, torch.nn.Conv2d):
+            taps = m.kernel_size[0] * m.kernel_size[1]
+            if m.groups == 1:
+                counts["dense"] += out.numel() * m.in_channels * taps
+            else:
+                counts["depthwise outputs"] += out.numel()
+                counts["depthwise taps"] = taps
+        elif isinstance(m, torch.nn.Linear):
+            counts["dense"] += out.numel() * m.in_features
+        elif isinstance(m, torch.nn.MaxPool2d):
+            counts["maxpool outputs"] += out.numel()
+        elif isinstance(m, torch.nn.AdaptiveAvgPool2d):
+            counts["pooled"] += inputs[0].numel()
+
+    hooks = [m.register_forward_hook(hook) for m in module.modules()]
+    if not any(isinstance(m, torch.nn.AdaptiveAvgPool2d) for m in module.modules()):
+        # MobileNetV2 pools with the functional call, after its `features`
+        hooks.append(module.features.register_forward_hook(lambda m, i, out: counts.update(pooled=out.numel())))
+    with torch.no_grad():
+        module(image)
+    for h in hooks:
+        h.remove()
+    return counts
+
+
+@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2"])
+def test_torchvision_networks_import_solve_and_verify(name, tmp_path):
+    """torchvision's ResNet-18 and MobileNetV2 (224x224, random weights): stride-2 convolutions and MaxPool
+    read space-to-depth phases, depthwise convolutions are vector ops; MatMul MACs are the network's dense
+    convolution and Linear MACs plus the pooled elements, each element of the window ops' outputs is produced
+    once, nothing is computed twice, and the schedule verifies --strict (ResNet-50 and the timing are in
+    bench/import-zoo)."""
+    torchvision = pytest.importorskip("torchvision")
+    torch.manual_seed(0)
+    module, image = getattr(torchvision.models, name)(weights=None).eval(), torch.randn(1, 3, 224, 224)
+    path = tmp_path / f"{name}.onnx"
+    torch.onnx.export(module, image, str(path), opset_version=17, do_constant_folding=True)
+    expected = _torch_counts(module, image)
+    report = import_onnx(str(path), "tpu-like-core", report=True)
+    problem = report.problem
+    assert report.macs == expected["dense"] + expected["pooled"]
+    assert report.ops < 20_000
+    assert not report.warnings
+    elements = Counter()
+    for kind, outs in zip(problem["names"]["op_kinds"], problem["outputs"]):
+        elements[kind] += sum(problem["widths"][t] * problem["heights"][t] for t in outs)
+    assert elements["DepthwiseConv"] == expected["depthwise outputs"]
+    assert elements["MaxPool"] == expected["maxpool outputs"]
+    if expected["depthwise outputs"]:
+        profile = load_profile("tpu-like-core")
+        costs = {c for c, k in zip(problem["base_costs"], problem["names"]["op_kinds"]) if k == "DepthwiseConv"}
+        assert costs == {profile.pointwise_cost(["Mul", "Add"] * expected["depthwise taps"])}
+    problem_file, schedule = tmp_path / "p.json", tmp_path / "s.json"
+    problem_file.write_text(problem_text(problem))
+    solved = run("mlsys", problem_file, schedule, "--timeout", 3)
+    assert solved.returncode == 0, solved.stderr
+    verified = run("verify", problem_file, schedule, "--strict")
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+def test_stride_two_windows_read_space_to_depth_phases(tmp_path):
+    """A stride-2 average pool, 3x3 convolution and max pool over computed maps: each kernel offset reads
+    the phase of its parity, whose shape is the output's, so each output element is produced once and the
+    convolution's MACs are its 9 taps' (16x16 -> 8x8 -> 4x4 -> 2x2)."""
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = torch.nn.Conv2d(3, 8, 3, padding=1)
+            self.down = torch.nn.Conv2d(8, 16, 3, stride=2, padding=1)
+
+        def forward(self, x):
+            y = torch.nn.functional.avg_pool2d(torch.relu(self.stem(x)), 2)
+            return torch.nn.functional.max_pool2d(self.down(y), 3, stride=2, padding=1)
+
+    path = str(tmp_path / "windows.onnx")
+    torch.onnx.export(Net().eval(), (torch.randn(1, 3, 16, 16),), path, opset_version=17)
+    problem = import_onnx(path, "tpu-like-core")
+    assert mac_count(problem) == 16 * 16 * 27 * 8 + 4 * 4 * 9 * 8 * 16
+    kinds = problem["names"]["op_kinds"]
+    produced = Counter()
+    for kind, ins, outs in zip(kinds, problem["inputs"], problem["outputs"]):
+        produced[kind] += sum(problem["widths"][t] * problem["heights"][t] for t in outs)
+        if kind in ("AveragePool", "MaxPool"):
+            assert len(ins) == 4  # a 2x2 window and a 3x3 one both touch the four phases
+    assert produced["AveragePool"] == 8 * 8 * 8 and produced["MaxPool"] == 2 * 2 * 16
+    weights = load_profile("tpu-like-core")
+    costs = dict(zip(kinds, problem["base_costs"]))
+    assert costs["AveragePool"] == weights.pointwise_cost(["Add"] * 3 + ["Mul"])
+    assert costs["MaxPool"] == weights.pointwise_cost(["Max"] * 8)

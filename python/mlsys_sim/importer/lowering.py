@@ -12,8 +12,8 @@ from typing import Dict, List, Optional, Tuple
 
 from . import onnx_graph as og
 from .bases import InputBase, Lowering, MatMulBase, Operand, ProblemBuilder
-from .ops import ConvBase, GroupBase, PoolBase
-from .views import LayoutError, View, split_range, unravel
+from .ops import ConvBase, GroupBase, PoolBase, WindowBase
+from .views import LayoutError, View, map_levels, split_range, unravel
 
 
 def _group_kind(op_types: List[str]) -> str:
@@ -42,6 +42,7 @@ class GraphLowering:
             n.op_type in og.ELEMENTWISE_OPS or n.op_type in passthrough or n.output[0] in graph.row_stats)}
         self.sink = og.fuse_elementwise(graph, self.elementwise)
         self.lw = Lowering(self.builder, profile, self._row_block(), forced_units)
+        self.levels = og.phase_levels(graph)  # space-to-depth levels by map size, for stride-2 windows
 
     def _row_block(self) -> Optional[int]:
         """Attention's K^T is transposed in square blocks: every token-row tensor is cut into blocks of
@@ -88,6 +89,11 @@ class GraphLowering:
             self.views[node.output[0]] = src.transpose(list(perm))
         elif op in ("Reshape", "Flatten", "Squeeze", "Unsqueeze"):
             self.views[node.output[0]] = src.reshape(out_shape)
+        elif op == "Pad":
+            pads = self._const_ints(node, 1, "pads") or og.attribute(node, "pads") or []
+            if any(pads):
+                self.fail(node, f"padding {pads}: the problem format cannot place a tensor inside a larger one")
+            self.views[node.output[0]] = src
         elif op in ("Identity", "Dropout", "Cast"):
             self.views[node.output[0]] = src
             if op == "Dropout" and len(node.output) > 1 and node.output[1] and g.consumers.get(node.output[1]):
@@ -149,19 +155,55 @@ class GraphLowering:
         del rows
         self.views[node.output[0]] = View.row_major(base.storage, out_shape)
 
+    def _window(self, node):
+        """The window geometry of a Conv or MaxPool over a computed map, and how it reads it (its phases)."""
+        g = self.g
+        x, y = g.shapes[node.input[0]], g.shapes[node.output[0]]
+        if len(x) != 4:
+            self.fail(node, "only 2-D windows (NCHW) are lowered")
+        kernel, strides, pads, dilations = og.window_geometry(g, node)
+        phases, why = og.window_phases(kernel, strides, pads, dilations, x[2:], y[2:])
+        if why:
+            self.fail(node, why)
+        return kernel, phases
+
     def lower_conv(self, node) -> None:
         g = self.g
         x, w = node.input[0], node.input[1]
         if g.kinds[w] != og.CONST:
             self.fail(node, "a convolution by a computed kernel is not lowered")
-        if len(g.shapes[x]) != 4:
+        x_shape, w_shape, y_shape = g.shapes[x], g.shapes[w], g.shapes[node.output[0]]
+        if len(x_shape) != 4:
             self.fail(node, "only 2-D convolutions (NCHW) are lowered")
-        attrs = {"group": og.attribute(node, "group", 1), "dilations": list(og.attribute(node, "dilations", [1, 1])),
-                 "strides": list(og.attribute(node, "strides", [1, 1]))}
-        x_view = None if isinstance(self.lw.bases.get(self.views[x].storage.key), InputBase) else self.views[x]
+        group = og.attribute(node, "group", 1)
+        label = node.name or node.output[0]
+        host = isinstance(self.lw.bases.get(self.views[x].storage.key), InputBase)
         try:
-            base = ConvBase(self.lw, x_view, x, w, (g.shapes[x], g.shapes[w], g.shapes[node.output[0]]), attrs,
-                            node.name or node.output[0])
+            if group != 1:
+                if group != x_shape[1] or w_shape[0] != x_shape[1]:
+                    self.fail(node, f"grouped convolution, group={group}, is lowered only depthwise")
+                (r, s), phases = self._window(node)
+                base = WindowBase(self.lw, self.views[x], x_shape, y_shape, phases, "DepthwiseConv",
+                                  ["Mul", "Add"] * (r * s), label)
+            elif host:
+                base = ConvBase(self.lw, None, x, w, (x_shape, w_shape, y_shape), None,
+                                self.levels.get(tuple(y_shape[2:]), 0), label)
+            else:
+                _, phases = self._window(node)
+                base = ConvBase(self.lw, self.views[x], x, w, (x_shape, w_shape, y_shape), phases, 0, label)
+        except LayoutError as e:
+            self.fail(node, str(e))
+        self.views[node.output[0]] = base.view
+
+    def lower_window_pool(self, node) -> None:
+        """MaxPool (R*S-1 maxima per output) and AveragePool (R*S-1 additions and a scaling) as vector ops."""
+        g = self.g
+        x_shape, y_shape = g.shapes[node.input[0]], g.shapes[node.output[0]]
+        (r, s), phases = self._window(node)
+        op_types = ["Max"] * (r * s - 1) if node.op_type == "MaxPool" else ["Add"] * (r * s - 1) + ["Mul"]
+        try:
+            base = WindowBase(self.lw, self.views[node.input[0]], x_shape, y_shape, phases, node.op_type, op_types,
+                              node.name or node.output[0])
         except LayoutError as e:
             self.fail(node, str(e))
         self.views[node.output[0]] = base.view
@@ -261,6 +303,8 @@ class GraphLowering:
                 self.lower_matmul(node)
             elif op == "Conv":
                 self.lower_conv(node)
+            elif op in ("MaxPool", "AveragePool"):
+                self.lower_window_pool(node)
             elif op == "GlobalAveragePool":
                 self.lower_pool(node, [2, 3])
             elif op in og.ROW_REDUCTIONS and out not in g.row_stats:
@@ -298,6 +342,10 @@ class GraphLowering:
                 continue
             view = self.views[name]
             shape = list(view.shape)
+            if len(shape) == 4 and map_levels(view, shape) is not None:
+                # A feature map is stored pixel-major: the output is its (N*H*W) x C rows, as stored.
+                view = View.row_major(view.storage, [view.storage.rows, view.storage.cols])
+                shape = list(view.shape)
             if len(shape) < 2:
                 view = view.reshape([1] * (2 - len(shape)) + shape)
                 shape = list(view.shape)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Set
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from . import const_eval
 
@@ -18,7 +18,7 @@ CONST, HOST, ACT = "const", "host", "act"
 
 # Ops that move no data: the importer follows them as views (views.py).
 VIEW_OPS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout", "Cast", "Transpose", "Slice",
-            "Split"}
+            "Split", "Pad"}  # Pad: only an empty one (torch exports avg_pool2d with one)
 # Elementwise ops (numpy broadcasting): one Pointwise op per group of them (see fuse_elementwise).
 ELEMENTWISE_OPS = {"Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Reciprocal", "Neg", "Abs", "Exp", "Log", "Erf",
                    "Tanh", "Sigmoid", "Relu", "LeakyRelu", "Elu", "Selu", "Gelu", "HardSigmoid", "HardSwish",
@@ -27,7 +27,7 @@ ELEMENTWISE_OPS = {"Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Reciprocal", "Neg
 # Reductions over the last axis (with keepdims): per-row statistics, folded into the op that uses them.
 ROW_REDUCTIONS = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin"}
 ROW_WISE_OPS = {"Softmax", "LogSoftmax", "LayerNormalization"} | ROW_REDUCTIONS
-MATRIX_OPS = {"MatMul", "Gemm", "Conv", "GlobalAveragePool"}
+MATRIX_OPS = {"MatMul", "Gemm", "Conv", "GlobalAveragePool", "MaxPool", "AveragePool"}
 # Ops whose output is shape data, whatever their input: static once shapes are inferred.
 SHAPE_OPS = {"Shape", "Size"}
 
@@ -386,29 +386,81 @@ def origin_is_graph_input(graph: Graph, value: str) -> bool:
     return True
 
 
+WINDOW_OPS = {"Conv", "MaxPool", "AveragePool"}
+
+
+def window_phases(kernel: Sequence[int], strides: Sequence[int], pads: Sequence[int], dilations: Sequence[int],
+                  in_hw: Sequence[int], out_hw: Sequence[int]) -> Tuple[Optional[List[Tuple[int, int]]], str]:
+    """How a window op (a convolution, a pooling) over a computed map reads it, or why it cannot.
+
+    Stride 1 with 'same' padding: every kernel offset reads the whole map (None). Stride 2 halving an even map:
+    the map is stored in space-to-depth phases (docs/import.md#convolutions), and kernel offset (r, s) reads
+    the phase of parity ((r - pad_top) mod 2, (s - pad_left) mod 2), whose shape is the output's. In both the
+    window's shift of at most a pixel or two (its halo) is below the format's resolution."""
+    r, s = kernel
+    (h, w), (oh, ow) = in_hw, out_hw
+    if list(dilations) == [1, 1]:
+        if list(strides) == [1, 1] and (oh, ow) == (h, w):
+            return None, ""
+        if list(strides) == [2, 2] and h % 2 == 0 and w % 2 == 0 and (oh, ow) == (h // 2, w // 2):
+            return [((dr - pads[0]) % 2, (ds - pads[1]) % 2) for dr in range(r) for ds in range(s)], ""
+    return None, (f"a {r}x{s} window with strides {list(strides)} and dilations {list(dilations)} over a computed "
+                  f"{h}x{w} map giving {oh}x{ow}: the problem format cannot gather its windows (stride 1 keeping "
+                  "the size, and stride 2 halving an even map, are lowered)")
+
+
+def window_geometry(graph: Graph, node) -> Tuple[Tuple[int, int], list, list, list]:
+    """A Conv's or MaxPool's kernel, strides, pads (top, left, bottom, right) and dilations."""
+    if node.op_type == "Conv":
+        kernel = tuple(graph.shapes[node.input[1]][2:])
+    else:
+        kernel = tuple(attribute(node, "kernel_shape", [1, 1]))
+    return (kernel, list(attribute(node, "strides", [1, 1])), list(attribute(node, "pads", [0, 0, 0, 0])),
+            list(attribute(node, "dilations", [1, 1])))
+
+
 def conv_blockers(graph: Graph) -> List[str]:
-    """Convolutions the graph lowering refuses (ops.ConvBase's conditions), each with why and what would work."""
+    """Convolutions and poolings the graph lowering refuses (ops.ConvBase's and WindowBase's conditions),
+    each with why and what would work."""
     out = []
     for node in graph.nodes:
-        if node.op_type != "Conv" or graph.kinds.get(node.output[0]) != ACT:
+        if node.op_type not in WINDOW_OPS or graph.kinds.get(node.output[0]) != ACT:
+            continue
+        x, y = graph.shapes.get(node.input[0]), graph.shapes.get(node.output[0])
+        if x is None or y is None or len(x) != 4 or (node.op_type == "Conv" and graph.shapes.get(node.input[1]) is None):
             continue
         group = attribute(node, "group", 1)
-        x, w, y = (graph.shapes.get(n) for n in (node.input[0], node.input[1], node.output[0]))
-        if x is None or w is None or y is None or len(x) != 4:
-            continue
-        if group != 1:
-            out.append(f"{node_label(node)}: grouped (depthwise) convolution, group={group}, is not lowered by the "
-                       "graph lowering (mlsys-import --t10 lowers it for T10)")
-        elif not origin_is_graph_input(graph, node.input[0]):
-            r, s = w[2], w[3]
-            strides = list(attribute(node, "strides", [1, 1]))
-            dilations = list(attribute(node, "dilations", [1, 1]))
-            if dilations != [1, 1] or (r * s > 1 and tuple(y[2:]) != tuple(x[2:])) or (
-                    r * s == 1 and (strides != [1, 1] or tuple(y[2:]) != tuple(x[2:]))):
-                out.append(f"{node_label(node)}: a {r}x{s} convolution with strides {strides} over a computed "
-                           f"{x[2]}x{x[3]} map giving {y[2]}x{y[3]}: the problem format cannot gather its windows "
-                           "(stride 1 with 'same' padding is lowered; mlsys-import --t10 lowers any)")
+        if node.op_type == "Conv" and group not in (1, x[1]):
+            out.append(f"{node_label(node)}: grouped convolution, group={group} (neither 1 nor depthwise, "
+                       f"{x[1]}), is not lowered by the graph lowering (mlsys-import --t10 lowers it for T10)")
+        elif node.op_type != "Conv" or group != 1 or not origin_is_graph_input(graph, node.input[0]):
+            _, why = window_phases(*window_geometry(graph, node), x[2:], y[2:])
+            if why:
+                out.append(f"{node_label(node)}: {why}" + ("; mlsys-import --t10 lowers any" if node.op_type == "Conv"
+                                                          else ""))
     return out
+
+
+def phase_levels(graph: Graph) -> Dict[Tuple[int, int], int]:
+    """How many space-to-depth levels each map size is stored in: one per stride-2 window op below it."""
+    halved = set()
+    for node in graph.nodes:
+        if node.op_type in WINDOW_OPS and graph.kinds.get(node.output[0]) == ACT and (
+                node.op_type != "Conv" or not origin_is_graph_input(graph, node.input[0])):
+            x = graph.shapes.get(node.input[0])
+            if x is not None and len(x) == 4 and list(attribute(node, "strides", [1, 1])) == [2, 2]:
+                halved.add((x[2], x[3]))
+    levels: Dict[Tuple[int, int], int] = {}
+
+    def level(hw: Tuple[int, int]) -> int:
+        if hw not in levels:
+            h, w = hw
+            levels[hw] = 1 + level((h // 2, w // 2)) if hw in halved and h % 2 == 0 and w % 2 == 0 else 0
+        return levels[hw]
+
+    for hw in halved:
+        level(hw)
+    return levels
 
 
 def unsupported_nodes(graph: Graph) -> List[str]:

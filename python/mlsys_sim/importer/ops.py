@@ -7,7 +7,7 @@ from math import gcd
 from typing import List, Optional, Sequence, Tuple
 
 from .bases import Base, Lowering, Operand, region_label, sum_partials
-from .views import LayoutError, Region, View, locate, split_range
+from .views import LayoutError, Region, View, locate, map_levels, pixel_map, split_range
 
 
 def _gcd_units(units) -> Optional[int]:
@@ -102,39 +102,59 @@ class GroupBase(Base):
         return self.memo[region] if region in self.memo else outs[0]
 
 
+def _map_operand(lw: Lowering, x_view: View, shape: Sequence[int], phases, label: str) -> Tuple[Operand, int]:
+    """A computed feature map as a window op's operand, and the space-to-depth levels its output keeps.
+
+    Stride 1: the map's rows themselves, in whatever pixel order they are stored (the output keeps it).
+    Stride 2 (phases given): the map seen as 4 phases of a quarter of its rows each; the output is one phase's
+    size and keeps the remaining levels."""
+    n, c, h, w = shape
+    rows = n * h * w
+    levels = map_levels(x_view, shape)
+    if phases is None:
+        if levels is None:  # a map reached through a layout op: read through its view, plain order out
+            return Operand((rows, c), view=x_view.transpose([0, 2, 3, 1]).reshape([rows, c])), 0
+        return Operand((rows, c), view=View.row_major(x_view.storage, [rows, c])), levels
+    if not levels:
+        raise LayoutError(f"{label}: a stride-2 window over a {h}x{w} map that is not stored in space-to-depth "
+                          "phases (it is reached through a layout op)")
+    return Operand((4, rows // 4, c), view=View.row_major(x_view.storage, [4, rows // 4, c])), levels - 1
+
+
+def _operand_units(lw: Lowering, x: Operand) -> Tuple[int, int]:
+    """Row and column block sizes a map operand delivers."""
+    dims = len(x.view.dims)
+    return lw.unit(x.view, dims - 2), lw.unit(x.view, dims - 1)
+
+
 class ConvBase(Base):
     """A convolution as an im2col MatMul: M = N*OH*OW rows (pixels), K = C*R*S, N = C_out columns.
 
     On a graph input the im2col matrix is what the host provides (one MatMul, any stride and padding). On a
     computed tensor the format has no gather, so the reduction is cut into the R*S kernel offsets, each a
-    MatMul of K = C that reads the input tensor itself (implicit GEMM): exact for stride 1 and 'same'
-    padding, where every shifted window has the input's shape; other convolutions are refused."""
+    MatMul of K = C that reads the input tensor itself (implicit GEMM): every offset reads the whole map at
+    stride 1, and the phase of its parity at stride 2 (og.window_phases); other strides are refused."""
 
-    def __init__(self, lw: Lowering, x_view: Optional[View], x_name: str, w_name: str, shapes, attrs, label: str):
+    def __init__(self, lw: Lowering, x_view: Optional[View], x_name: str, w_name: str, shapes, phases,
+                 host_levels: int, label: str):
         (n, c, h, w), (cout, cin, r, s), (_, _, oh, ow) = shapes
         self.label_text, self.w_name = label, w_name
         self.offsets = r * s
         self.cin, self.cout = c, cout
-        if attrs["group"] != 1:
-            raise LayoutError(f"{label}: grouped convolution (group={attrs['group']}) is not lowered")
         self.host = x_view is None
-        if self.host:
-            self.x = Operand((n * oh * ow, c * r * s), data=f"im2col({x_name})")
-        else:
-            if attrs["dilations"] != [1, 1] or (r * s > 1 and (oh, ow) != (h, w)) or (
-                    r * s == 1 and (attrs["strides"] != [1, 1] or (oh, ow) != (h, w))):
-                raise LayoutError(f"{label}: a {r}x{s} convolution with strides {attrs['strides']} over a computed "
-                                  f"{h}x{w} map giving {oh}x{ow}: the problem format cannot gather its windows "
-                                  "(only stride 1 with 'same' padding is lowered on computed tensors)")
-            pixels = x_view.transpose([0, 2, 3, 1]).reshape([n * h * w, c])
-            self.x = Operand((n * h * w, c), view=pixels)
+        self.phases = phases
         rows = n * oh * ow
         row_unit = lw.row_unit(rows)
-        if not self.host:
-            row_unit = gcd(row_unit, lw.unit(self.x.view, 0))
+        if self.host:
+            self.x = Operand((n * oh * ow, c * r * s), data=f"im2col({x_name})")
+            levels = host_levels  # the host lays the im2col rows out in the order the map is stored
+            self.chunk = None
+        else:
+            self.x, levels = _map_operand(lw, x_view, (n, c, h, w), phases, label)
+            x_rows, self.chunk = _operand_units(lw, self.x)
+            row_unit = gcd(row_unit, x_rows)
         super().__init__(lw, lw.storage(1, rows, cout), label, row_unit, None)
-        self.view = View.of_strides(self.storage, [n, cout, oh, ow], [oh * ow * cout, 1, ow * cout, cout])
-        self.chunk = lw.unit(self.x.view, 1) if not self.host else None
+        self.view = pixel_map(self.storage, [n, cout, oh, ow], levels)
 
     def _emit(self, region: Region) -> int:
         lw, b = self.lw, self.lw.builder
@@ -148,14 +168,42 @@ class ConvBase(Base):
             b.op("MatMul", "Conv", [lhs, rhs], [out], lw.profile.matmul_cost(k), self.label(region))
             return out
         for offset in range(self.offsets):
+            phase = () if self.phases is None else (self.phases[offset][0] * 2 + self.phases[offset][1],)
             for k0, k1 in split_range(self.cin, self.chunk):
-                lhs = self.x.block(lw, (), rows, (k0, k1))
+                lhs = self.x.block(lw, phase, rows, (k0, k1))
                 rhs = lw.data_block(self.w_name, (offset,), (k0, k1), cols, f"{self.w_name} offset")
                 out = b.tensor(*region.shape, f"{self.label(region)}/offset{offset}/k{k0}:{k1}")
                 b.op("MatMul", "Conv", [lhs, rhs], [out], lw.profile.matmul_cost(k1 - k0),
                      f"{self.label(region)} kernel offset {offset}")
                 partials.append(out)
         return sum_partials(lw, partials, self.label(region), self.label(region))
+
+
+class WindowBase(Base):
+    """A window op of the vector unit, one Pointwise op per block: MaxPool (the maximum of R*S values per
+    output) or a depthwise convolution (R*S multiply-adds per output, each channel its own kernel, folded into
+    the op as a constant like a bias). At stride 1 the op reads the map's block itself; at stride 2 it reads
+    the distinct phases its kernel offsets fall on (og.window_phases)."""
+
+    def __init__(self, lw: Lowering, x_view: View, shape_in: Sequence[int], shape_out: Sequence[int], phases,
+                 kind: str, op_types: List[str], label: str):
+        n, c, oh, ow = shape_out
+        self.kind, self.op_types, self.label_text = kind, op_types, label
+        self.x, levels = _map_operand(lw, x_view, shape_in, phases, label)
+        self.reads = sorted({p * 2 + q for p, q in phases}) if phases is not None else [None]
+        x_rows, x_cols = _operand_units(lw, self.x)
+        rows = n * oh * ow
+        super().__init__(lw, lw.storage(1, rows, c), label, gcd(lw.row_unit(rows), x_rows), x_cols)
+        self.view = pixel_map(self.storage, [n, c, oh, ow], levels)
+
+    def _emit(self, region: Region) -> int:
+        lw, b = self.lw, self.lw.builder
+        rows, cols = (region.r0, region.r1), (region.c0, region.c1)
+        ins = [self.x.block(lw, () if phase is None else (phase,), rows, cols) for phase in self.reads]
+        out = b.tensor(*region.shape, self.label(region))
+        b.op("Pointwise", self.kind, ins, [out], lw.profile.pointwise_cost(self.op_types),
+             self.label_text + region_label(region, self.storage))
+        return out
 
 
 class PoolBase(Base):

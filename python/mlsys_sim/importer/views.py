@@ -224,3 +224,33 @@ def broadcast_index(index: Sequence[int], shape: Sequence[int]) -> Tuple[int, ..
 def split_range(extent: int, unit: Optional[int]) -> List[Tuple[int, int]]:
     step = unit if unit and unit < extent else extent
     return [(a, min(a + step, extent)) for a in range(0, extent, step)]
+
+
+def pixel_map(storage: Storage, shape: Sequence[int], levels: int) -> View:
+    """An NCHW feature map stored pixel-major ((N*H*W) rows x C columns) in `levels` space-to-depth phases:
+    rows are ordered (p1, q1, ..., pL, qL, n, i, j) with h = i*2^L + ... + p1 (p1 = h mod 2), so that each
+    stride-2 window op finds the pixels of one parity as a contiguous quarter of the rows, and its output
+    keeps the remaining levels (docs/import.md#convolutions). With no levels this is plain (n, h, w) order."""
+    n, c, h, w = shape
+    hl, wl = h >> levels, w >> levels
+    s_j, s_i = c, (w >> levels) * c
+    s_n = hl * s_i
+    deepest = n * s_n  # elements of one phase at the last level
+    ph = [(2, 2 * deepest * 4 ** (levels - k)) for k in range(levels, 0, -1)]  # (2, s_p) for pL .. p1
+    pw = [(2, deepest * 4 ** (levels - k)) for k in range(levels, 0, -1)]
+    dims = (((n, s_n),), ((c, 1),), ((hl, s_i), *ph), ((wl, s_j), *pw))
+    return View(storage, 0, tuple(tuple(_merge(d)) for d in dims))
+
+
+def map_levels(view: View, shape: Sequence[int]) -> Optional[int]:
+    """The space-to-depth levels of a view that is a whole pixel-major map of `shape`, else None."""
+    n, c, h, w = shape
+    st = view.storage
+    if view.offset or st.batches != 1 or st.rows != n * h * w or st.cols != c:
+        return None
+    for levels in range(0, 16):
+        if (h >> levels) << levels != h or (w >> levels) << levels != w:
+            return None
+        if pixel_map(st, shape, levels).dims == view.dims:
+            return levels
+    return None
