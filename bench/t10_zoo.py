@@ -18,7 +18,7 @@ sys.path.insert(0, "examples")
 
 import torch  # noqa: E402
 
-from models.zoo import ZOO, build as build_model  # noqa: E402
+from models.zoo import build_network, networks  # noqa: E402
 
 MARKER = "<!-- t10 whole models -->"
 env = dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1")
@@ -34,21 +34,13 @@ def timed(*command):
     return done, seconds, peak
 
 
-# torchvision's networks (random weights, 224x224), when python3-torchvision is installed.
-try:
-    import torchvision
-    VISION = {n: f"torchvision {n}, 224x224" for n in ("resnet18", "resnet50", "mobilenet_v2", "vit_b_16")}
-except ImportError:
-    VISION = {}
-names = [n for n in list(ZOO) + list(VISION) if not args.models or n in args.models.split(",")]
+NETWORKS = networks()
+names = [n for n in NETWORKS if not args.models or n in args.models.split(",")]
 rows = []
 with tempfile.TemporaryDirectory() as work:
     for name in names:
         print(f"t10-zoo: {name}: exporting", file=sys.stderr, flush=True)
-        if name in VISION:
-            module, inputs = getattr(torchvision.models, name)(weights=None), (torch.randn(1, 3, 224, 224),)
-        else:
-            module, inputs = build_model(name, "full")
+        module, inputs = build_network(name)
         onnx_path = os.path.join(work, name + ".onnx")
         torch.onnx.export(module.eval(), inputs, onnx_path, opset_version=17, do_constant_folding=True)
         del module
@@ -67,7 +59,7 @@ with tempfile.TemporaryDirectory() as work:
                                         reconcile, "--html", html)
             out = json.loads(done.stdout) if done.returncode == 0 else None
             result[reconcile] = (done.returncode, out, seconds, peak, done.stderr.strip().splitlines()[-2:])
-        rows.append((name, VISION[name] if name in VISION else ZOO[name][4], ops, import_s, import_mib, result))
+        rows.append((name, NETWORKS[name], ops, import_s, import_mib, result))
 
 lines = [MARKER, "", "## Whole models", "",
          f"Produced by `bench/t10-zoo` on {time.strftime('%Y-%m-%d', time.gmtime())} ({os.cpu_count()} cores): every "

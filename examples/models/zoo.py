@@ -39,3 +39,28 @@ def build(name: str, size: str = "full", seed: int = 0):
     torch.manual_seed(seed)
     full, full_in, small, small_in, _ = ZOO[name]
     return (full(), full_in()) if size == "full" else (small(), small_in())
+
+
+# torchvision's networks at their published size (random weights, 224x224), when python3-torchvision is there.
+VISION_NAMES = ("resnet18", "resnet50", "mobilenet_v2", "vit_b_16")
+
+
+def networks() -> dict:
+    """Every network the benchmarks run: the zoo's, then torchvision's if installed; name -> what it is."""
+    out = {name: entry[4] for name, entry in ZOO.items()}
+    try:
+        import torchvision  # noqa: F401
+    except ImportError:
+        return out
+    out.update({name: f"torchvision {name}, 224x224" for name in VISION_NAMES})
+    return out
+
+
+def build_network(name: str, seed: int = 0):
+    """(module, example inputs) of any entry of networks(), at full size."""
+    if name not in VISION_NAMES:
+        return build(name, "full", seed)
+    import torchvision
+
+    torch.manual_seed(seed)
+    return getattr(torchvision.models, name)(weights=None), (torch.randn(1, 3, 224, 224),)

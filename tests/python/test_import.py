@@ -551,3 +551,73 @@ def test_stride_two_windows_read_space_to_depth_phases(tmp_path):
     costs = dict(zip(kinds, problem["base_costs"]))
     assert costs["AveragePool"] == weights.pointwise_cost(["Add"] * 3 + ["Mul"])
     assert costs["MaxPool"] == weights.pointwise_cost(["Max"] * 8)
+
+
+def test_vision_transformer_pads_its_tokens_and_concats_the_class_token(tmp_path):
+    """torchvision's VisionTransformer at 64x64, patches of 16: 16 patches and the class token make 17 tokens,
+    and gcd(17, head 64) = 1 would cut every token tensor into single rows. The sequence is padded to 64 (one
+    block of the head dimension), the class token joins the patches through selection MatMuls, and x[:, 0]
+    reads its 64-row block. MACs, derived by hand from docs/import.md#attention and #concat: the patch
+    convolution on 16 rows, the two selections (1 and 16 rows into 64), per layer QKV, scores, P·V, output
+    projection and MLP on 64 rows, and the classifier on 64 rows."""
+    torchvision = pytest.importorskip("torchvision")
+    torch.manual_seed(0)
+    tokens, padded, d, heads, mlp, layers, classes = 17, 64, 128, 2, 256, 2, 10
+    module = torchvision.models.VisionTransformer(image_size=64, patch_size=16, num_layers=layers, num_heads=heads,
+                                                  hidden_dim=d, mlp_dim=mlp, num_classes=classes).eval()
+    path = tmp_path / "vit.onnx"
+    torch.onnx.export(module, torch.randn(1, 3, 64, 64), str(path), opset_version=17, do_constant_folding=True)
+    report = import_onnx(str(path), "tpu-like-core", report=True)
+    head = d // heads
+    per_layer = (padded * d * 3 * d + heads * padded * head * padded + heads * padded * padded * head
+                 + padded * d * d + 2 * padded * d * mlp)
+    expected = (16 * (3 * 16 * 16) * d + padded * 1 * d + padded * 16 * d + layers * per_layer
+                + padded * d * classes)
+    assert report.macs == expected
+    problem = report.problem
+    assert problem["names"]["row_block"] == padded
+    assert {problem["heights"][t] for outs in problem["outputs"] for t in outs} <= {16, padded}
+    assert report.ops < 200 * layers
+    assert [w for w in report.warnings if "computed twice" in w] == []
+    assert any("index 0 is read as rows 0:64" in w for w in report.warnings)
+    problem_file, schedule = tmp_path / "p.json", tmp_path / "s.json"
+    problem_file.write_text(problem_text(problem))
+    assert run("mlsys", problem_file, schedule, "--timeout", 3).returncode == 0
+    verified = run("verify", problem_file, schedule, "--strict")
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+def test_concat_and_split_along_features_move_no_data(tmp_path):
+    """Concat and Split along the features (a token tensor's last axis, a map's channels) are blocks of their
+    parts: the MACs are the Linears' and convolutions' only, and no selection MatMul appears."""
+    class Tokens(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = torch.nn.Linear(64, 32), torch.nn.Linear(64, 96)
+            self.mix, self.up = torch.nn.Linear(128, 64), torch.nn.Linear(64, 128)
+            self.left, self.right = torch.nn.Linear(32, 16), torch.nn.Linear(96, 16)
+
+        def forward(self, x):
+            y = self.mix(torch.cat([self.a(x), torch.relu(self.b(x))], dim=-1))
+            p, q = torch.split(self.up(y), [32, 96], dim=-1)
+            return self.left(p) + self.right(q)
+
+    class Maps(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = torch.nn.Conv2d(3, 16, 3, padding=1)
+            self.one, self.three = torch.nn.Conv2d(16, 8, 1), torch.nn.Conv2d(16, 24, 3, padding=1)
+            self.out = torch.nn.Conv2d(32, 8, 1)
+
+        def forward(self, x):
+            s = torch.relu(self.stem(x))
+            return self.out(torch.cat([self.one(s), self.three(s)], dim=1))
+
+    for module, example, macs in (
+            (Tokens(), torch.randn(1, 32, 64), 32 * (64 * 32 + 64 * 96 + 128 * 64 + 64 * 128 + 32 * 16 + 96 * 16)),
+            (Maps(), torch.randn(1, 3, 8, 8), 64 * (27 * 16 + 16 * 8 + 9 * 16 * 24 + 32 * 8))):
+        path = tmp_path / f"{type(module).__name__}.onnx"
+        torch.onnx.export(module.eval(), example, str(path), opset_version=17)
+        problem = import_onnx(str(path), "tpu-like-core")
+        assert mac_count(problem) == macs, type(module).__name__
+        assert "Concat" not in problem["names"]["op_kinds"]

@@ -86,8 +86,10 @@ class Lowering:
     """Shared state of one import: the builder, the bases by storage, the profile, the block size."""
 
     def __init__(self, builder: ProblemBuilder, profile, row_block: Optional[int],
-                 forced_units: Optional[Dict[str, Tuple[int, int]]] = None):
+                 forced_units: Optional[Dict[str, Tuple[int, int]]] = None, tokens: Tuple[int, int] = (0, 0)):
         self.builder = builder
+        # (sequence length, padded length): token axes of that length are stored padded to whole row blocks
+        self.tokens = tokens
         # Block sizes that an earlier pass found two consumers to need (name -> (row unit, col unit)); a
         # value cut differently by its consumers is refined to the blocks common to all, and the import is
         # run again (GraphLowering.run), so that nothing is computed twice.
@@ -101,12 +103,21 @@ class Lowering:
         self.warnings: List[str] = []
         self._next_key = 0
 
+    def padded(self, extent: int) -> int:
+        return self.tokens[1] if self.tokens[0] and extent == self.tokens[0] else extent
+
     def storage(self, batches: int, rows: int, cols: int) -> Storage:
+        """A new storage; a token axis (the padded sequence's length) is stored padded."""
         self._next_key += 1
-        return Storage(self._next_key, batches, rows, cols)
+        pr, pc = self.padded(rows), self.padded(cols)
+        return Storage(self._next_key, batches, pr, pc, rows if pr != rows else 0, cols if pc != cols else 0)
+
+    def storage_like(self, other: Storage) -> Storage:
+        self._next_key += 1
+        return Storage(self._next_key, other.batches, other.rows, other.cols, other.real_rows, other.real_cols)
 
     def row_unit(self, rows: int) -> int:
-        rb = self.row_block
+        rb, rows = self.row_block, self.padded(rows)
         return rb if rb and rows % rb == 0 else rows
 
     def data_block(self, name: str, batch_index: Sequence[int], rows: Tuple[int, int], cols: Tuple[int, int],
@@ -135,7 +146,14 @@ class Lowering:
 
     def block_of(self, view: View, batch_index: Sequence[int], rows: Tuple[int, int],
                  cols: Tuple[int, int]) -> int:
+        # A consumer's block may run into the padding; the view knows the real extents only.
+        rows = (rows[0], min(rows[1], view.shape[-2]))
+        cols = (cols[0], min(cols[1], view.shape[-1]))
         region, transposed = view.block(batch_index, rows, cols)
+        st = view.storage
+        if st.real_rows or st.real_cols:
+            region = Region(region.batch, region.r0, st.padded_end(region.r1, "rows"), region.c0,
+                            st.padded_end(region.c1, "cols"))
         tensor = self.bases[view.storage.key].emit(region)
         return self.transpose(tensor) if transposed else tensor
 
@@ -144,6 +162,11 @@ class Lowering:
         run = view.unit(dim)
         base = self.bases[view.storage.key]
         axis = view.storage_axis(dim)
+        st = view.storage
+        if axis == "rows" and run == st.real_rows:
+            run = st.rows
+        elif axis == "cols" and run == st.real_cols:
+            run = st.cols
         base_unit = base.row_unit if axis == "rows" else base.col_unit if axis == "cols" else None
         return gcd(run, base_unit) if base_unit else run
 
@@ -225,6 +248,11 @@ class Operand:
         bidx = broadcast_index(batch_index, self.batch_shape)
         if self.view is not None:
             return lw.block_of(self.view, bidx, rows, cols)
+        # weights and host data along a padded token axis are padded by the host
+        if rows[1] == self.shape[-2]:
+            rows = (rows[0], lw.padded(rows[1]))
+        if cols[1] == self.shape[-1]:
+            cols = (cols[0], lw.padded(cols[1]))
         return lw.data_block(self.data, bidx, rows, cols, self.data)
 
     def unit(self, lw: Lowering, dim: int) -> Optional[int]:

@@ -12,8 +12,8 @@ from typing import Dict, List, Optional, Tuple
 
 from . import onnx_graph as og
 from .bases import InputBase, Lowering, MatMulBase, Operand, ProblemBuilder
-from .ops import ConvBase, GroupBase, PoolBase, WindowBase
-from .views import LayoutError, View, map_levels, split_range, unravel
+from .ops import ConcatBase, ConvBase, GroupBase, PoolBase, WindowBase
+from .views import LayoutError, View, map_levels, pixel_map, split_range, unravel
 
 
 def _group_kind(op_types: List[str]) -> str:
@@ -26,6 +26,13 @@ def _group_kind(op_types: List[str]) -> str:
         return "GELU" + ("+" + "+".join(sorted(types - {"Gelu", "Erf", "Tanh", "Pow", "Mul", "Div"}))
                          if types - {"Gelu", "Erf", "Tanh", "Pow", "Mul", "Div", "Add"} else "")
     return "+".join(dict.fromkeys(op_types))
+
+
+def stored_view(storage, shape: List[int]) -> View:
+    """A new value's view over its own storage: row-major, or by the storage's padded extents."""
+    matrices = storage.batches == prod(shape[:-2]) and (shape[-2], shape[-1]) == (
+        storage.real_rows or storage.rows, storage.real_cols or storage.cols)
+    return View.of_storage(storage, shape) if matrices else View.row_major(storage, shape)
 
 
 class GraphLowering:
@@ -41,34 +48,105 @@ class GraphLowering:
         self.elementwise = {n.output[0] for n in graph.nodes if graph.kinds.get(n.output[0]) == og.ACT and (
             n.op_type in og.ELEMENTWISE_OPS or n.op_type in passthrough or n.output[0] in graph.row_stats)}
         self.sink = og.fuse_elementwise(graph, self.elementwise)
-        self.lw = Lowering(self.builder, profile, self._row_block(), forced_units)
+        row_block, tokens = self._row_block()
+        self.lw = Lowering(self.builder, profile, row_block, forced_units, tokens)
         self.levels = og.phase_levels(graph)  # space-to-depth levels by map size, for stride-2 windows
 
-    def _row_block(self) -> Optional[int]:
+    def _row_block(self) -> Tuple[Optional[int], Tuple[int, int]]:
         """Attention's K^T is transposed in square blocks: every token-row tensor is cut into blocks of
-        gcd(sequence, head dimension) rows so that those squares exist (docs/import.md)."""
-        rb = 0
+        gcd(sequence, head dimension) rows so that those squares exist (docs/import.md#attention). Where that
+        gcd is under a quarter of the head dimension (ViT's 197 tokens and heads of 64 give 1), the sequence
+        is padded to a multiple of the head dimension instead: blocks of the head dimension, and the padding's
+        rows computed like the others. Returns the block and (sequence, padded sequence), or (0, 0)."""
+        rb, seqs, others = 0, set(), 0
         for node in self.g.nodes:
             if node.op_type == "MatMul" and all(self.g.kinds[n] == og.ACT for n in node.input):
                 a, b = self.g.shapes[node.input[0]], self.g.shapes[node.input[1]]
                 rb = gcd(gcd(rb, a[-2]), gcd(a[-1], b[-1]))
-        return rb or None
+                seqs.add(a[-2])
+                others = gcd(others, *(d for d in (a[-1], b[-1]) if d != a[-2]))
+        if len(seqs) == 1 and others and 4 * rb < others:
+            seq = seqs.pop()
+            padded = -(-seq // others) * others
+            # a batch folded into the rows (B*seq) would be padded once, not per sequence: keep the gcd then
+            folded = any(d != seq and d % seq == 0 for name, shape in self.g.shapes.items()
+                         if self.g.kinds.get(name) == og.ACT for d in shape[-2:])
+            if not folded:
+                return others, (seq, padded)
+        return rb or None, (0, 0)
 
     def fail(self, node, message: str):
         raise og.ImportError_(f"{self.g.path}: {og.node_label(node)}: {message}")
 
     def operand(self, name: str) -> Operand:
-        shape = self.g.shapes[name]
         if self.g.kinds[name] == og.ACT:
-            return Operand(shape, view=self.views[name])
-        return Operand(shape, data=name)
+            return Operand(self.views[name].shape, view=self.views[name])  # a class-token block may be wider
+        return Operand(self.g.shapes[name], data=name)
+
+    def lower_concat(self, node) -> None:
+        """Concat along the feature axis (the last, or a map's channels) or the rows of a token tensor."""
+        g, out = self.g, node.output[0]
+        shape = list(g.shapes[out])
+        axis = og.attribute(node, "axis", 0) % len(shape)
+        names = [n for n in node.input if n]
+        levels = None
+        if len(shape) == 4 and axis == 1:
+            levels = {map_levels(self.views[n], g.shapes[n]) if g.kinds[n] == og.ACT else None for n in names}
+            if len(levels) != 1 or None in levels:
+                self.fail(node, "a channel concat of maps that are not all computed and stored alike")
+            levels = levels.pop()
+            matrix = lambda n: (self.views[n].storage.rows, g.shapes[n][1])  # noqa: E731
+            along, rows, cols = "cols", prod(shape) // shape[1], shape[1]
+        elif axis == len(shape) - 1 or (axis == len(shape) - 2 and all(d == 1 for d in shape[:axis])):
+            matrix = lambda n: (prod(g.shapes[n][:-1]), g.shapes[n][-1])  # noqa: E731
+            along, rows, cols = ("cols" if axis == len(shape) - 1 else "rows"), prod(shape[:-1]), shape[-1]
+        else:
+            self.fail(node, f"a Concat along axis {axis} of {shape}: only features, or the rows of a token tensor")
+        parts, offset = [], 0
+        for n in names:
+            r, c = matrix(n)
+            if g.kinds[n] == og.ACT:
+                view = self.views[n]
+                part = Operand((r, c), view=View.row_major(view.storage, [r, c]) if levels is not None
+                               else view.reshape([r, c]))
+            else:
+                part = Operand((r, c), data=n)
+            extent = c if along == "cols" else r
+            parts.append((part, offset, extent))
+            offset += extent
+        try:
+            base = ConcatBase(self.lw, parts, along, (rows, cols), out, node.name or out)
+        except LayoutError as e:
+            self.fail(node, str(e))
+        self.views[out] = pixel_map(base.storage, shape, levels) if levels is not None else stored_view(
+            base.storage, shape)
+
+    def lower_gather(self, node) -> None:
+        """One index of a computed tensor (ViT's class token, x[:, 0]) is a slice. Cut into blocks along that
+        axis (token rows), it is the whole block holding the index, so the rows around it are computed with
+        it rather than every producer cut to single rows; the result keeps that axis (a warning says so)."""
+        g, out = self.g, node.output[0]
+        if node.input[1] not in g.consts or g.consts[node.input[1]].size != 1:
+            self.fail(node, "a Gather of a computed tensor by anything but one constant index")
+        src = self.views[node.input[0]]
+        axis = og.attribute(node, "axis", 0) % len(src.shape)
+        index = int(g.consts[node.input[1]].reshape(-1)[0]) % src.shape[axis]
+        unit = self.lw.unit(src, axis) if src.storage_axis(axis) == "rows" else 1
+        if unit <= 1:
+            view = src.slice(axis, index, index + 1)
+            self.views[out] = view.reshape([d for i, d in enumerate(view.shape) if i != axis])
+            return
+        start = index - index % unit
+        self.views[out] = src.slice(axis, start, min(start + unit, src.shape[axis]))
+        self.lw.warnings.append(f"{og.node_label(node)}: index {index} is read as rows {start}:{start + unit} "
+                                f"(its block), so what follows computes {unit} rows, {unit - 1} of them extra")
 
     def input_view(self, name: str) -> View:
         shape = list(self.g.shapes[name]) or [1]
         cols = shape[-1]
         storage = self.lw.storage(1, prod(shape[:-1]), cols)
         InputBase(self.lw, storage, name)
-        return View.row_major(storage, shape)
+        return stored_view(storage, shape)
 
     # ---- layout ops -------------------------------------------------------------------------------------
 
@@ -142,18 +220,17 @@ class GraphLowering:
         out_shape = list(g.shapes[node.output[0]])
         if b.view is None and len(b.shape) == 2 and len(a.shape) >= 3:
             # A weight: leading dimensions collapse into rows, (batch*seq) x K @ K x N.
+            if len(out_shape) == len(a.shape) - 1:  # the rows of a class-token block (lower_gather)
+                out_shape = list(a.shape[:-1]) + [b.shape[-1]]
             a = Operand((prod(a.shape[:-1]), a.shape[-1]), view=a.view.reshape([prod(a.shape[:-1]), a.shape[-1]]))
             out_batch: List[int] = []
-            rows = prod(out_shape[:-1])
         else:
             out_batch = out_shape[:-2]
-            rows = out_shape[-2]
         try:
             base = MatMulBase(self.lw, a, b, out_batch, node.output[0], node.name or node.output[0])
         except LayoutError as e:
             self.fail(node, str(e))
-        del rows
-        self.views[node.output[0]] = View.row_major(base.storage, out_shape)
+        self.views[node.output[0]] = stored_view(base.storage, out_shape)
 
     def _window(self, node):
         """The window geometry of a Conv or MaxPool over a computed map, and how it reads it (its phases)."""
@@ -292,8 +369,12 @@ class GraphLowering:
             if g.kinds.get(out) != og.ACT:
                 continue
             op = node.op_type
-            if op == "Gather":
+            if op == "Gather" and g.kinds[node.input[0]] == og.ACT:
+                self.lower_gather(node)
+            elif op == "Gather":
                 self.views[out] = self.input_view(out)  # an embedding lookup: the host gathers the rows
+            elif op == "Concat":
+                self.lower_concat(node)
             elif op in og.VIEW_OPS:
                 try:
                     self.lower_view(node)

@@ -27,7 +27,7 @@ ELEMENTWISE_OPS = {"Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Reciprocal", "Neg
 # Reductions over the last axis (with keepdims): per-row statistics, folded into the op that uses them.
 ROW_REDUCTIONS = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin"}
 ROW_WISE_OPS = {"Softmax", "LogSoftmax", "LayerNormalization"} | ROW_REDUCTIONS
-MATRIX_OPS = {"MatMul", "Gemm", "Conv", "GlobalAveragePool", "MaxPool", "AveragePool"}
+MATRIX_OPS = {"MatMul", "Gemm", "Conv", "GlobalAveragePool", "MaxPool", "AveragePool", "Concat"}
 # Ops whose output is shape data, whatever their input: static once shapes are inferred.
 SHAPE_OPS = {"Shape", "Size"}
 
@@ -468,7 +468,8 @@ def unsupported_nodes(graph: Graph) -> List[str]:
     supported = VIEW_OPS | ELEMENTWISE_OPS | ROW_REDUCTIONS | MATRIX_OPS | SHAPE_OPS | {"Constant"}
     out = []
     for node in graph.nodes:
-        lookup = node.op_type == "Gather" and graph.kinds.get(node.input[0]) == CONST
+        lookup = node.op_type == "Gather" and (graph.kinds.get(node.input[0]) == CONST or (
+            node.input[1] in graph.consts and graph.consts[node.input[1]].size == 1))
         if graph.kinds.get(node.output[0]) == ACT and node.op_type not in supported and not lookup:
             out.append(f"{node_label(node)}: {node.op_type} is not supported")
     return out
@@ -479,7 +480,8 @@ def unsupported_ops(graph: Graph) -> Counter:
     supported = VIEW_OPS | ELEMENTWISE_OPS | ROW_REDUCTIONS | MATRIX_OPS | SHAPE_OPS | {"Constant"}
     counts: Counter = Counter()
     for node in graph.nodes:
-        lookup = node.op_type == "Gather" and graph.kinds[node.input[0]] == CONST
+        lookup = node.op_type == "Gather" and (graph.kinds[node.input[0]] == CONST or (
+            node.input[1] in graph.consts and graph.consts[node.input[1]].size == 1))
         if graph.kinds.get(node.output[0]) == ACT and node.op_type not in supported and not lookup:
             counts[node.op_type] += 1
     return counts

@@ -33,7 +33,7 @@ class GroupBase(Base):
             if v0 is None:
                 raise LayoutError(f"{label}: its inputs are laid out differently and none by rows")
         st = v0.storage
-        storage = lw.storage(st.batches, st.rows, st.cols)
+        storage = lw.storage_like(st)
         self.kind, self.op_types, self.row_wise, self.label_text = kind, op_types, row_wise, label
         self.v0 = v0
         self.inputs = [(lw.bases[v.storage.key], None if self._same_layout(v, v0) else v) for v in act_views]
@@ -53,7 +53,7 @@ class GroupBase(Base):
             if v0.orientation() != "normal":
                 raise LayoutError(f"{label}: a row-wise op over a transposed tensor")
             region, _ = v0.block((0,) * (len(v0.dims) - 2), (0, 1), (0, v0.shape[-1]))
-            self.row_span = (region.c0, region.c1)
+            self.row_span = (region.c0, v0.storage.padded_end(region.c1, "cols"))
         super().__init__(lw, storage, name, row_unit, col_unit)
         self.view = View(storage, v0.offset, v0.dims)
 
@@ -227,5 +227,61 @@ class PoolBase(Base):
             rhs = lw.block_of(self.x3, (region.r0,), (k0, k1), (region.c0, region.c1))
             out = b.tensor(1, region.c1 - region.c0, f"{self.label(region)}/k{k0}:{k1}")
             b.op("MatMul", "Pool", [lhs, rhs], [out], lw.profile.matmul_cost(k1 - k0), self.label(region))
+            partials.append(out)
+        return sum_partials(lw, partials, self.label(region), self.label_text)
+
+
+class ConcatBase(Base):
+    """A Concat along the rows (tokens) or the columns (features) of matrix-like values.
+
+    A block inside one part is that part's block: no op. A block across parts (ViT's class token before its
+    196 patches, cut into row blocks of 64) is one selection MatMul per part it reads, a 0/1 matrix the host
+    provides by the whole part (one MAC per output element per row, or column, of the part), summed: a copy
+    the format can express, its cost stated in docs/import.md#concat."""
+
+    def __init__(self, lw: Lowering, parts: List[Tuple[Operand, int, int]], axis: str, shape: Tuple[int, int],
+                 name: str, label: str):
+        self.parts, self.axis, self.label_text = parts, axis, label
+        storage = lw.storage(1, *shape)
+        row_unit, col_unit = lw.row_unit(shape[0]), None
+        if axis == "cols":  # feature blocks never straddle parts: consumers cut at their boundaries
+            col_unit = _gcd_units([shape[1]] + [b for _, off, ext in parts for b in (off, ext)])
+        super().__init__(lw, storage, name, row_unit, col_unit)
+
+    def _aligned(self, part: Operand, lo: int, hi: int, extent: int) -> bool:
+        """Whether a part's block can be taken as it is. Along the features always (the part is then cut into
+        the concat's column blocks, which divide every part boundary); along the rows only where it follows the
+        part's own row blocks (a class token shifts every block by one row: cutting the patches to match would
+        cut them to single rows)."""
+        if part.view is None or self.axis == "cols":
+            return True
+        unit = part.unit(self.lw, 0 if self.axis == "rows" else 1) or extent
+        return lo % unit == 0 and (hi % unit == 0 or hi == extent)
+
+    def _emit(self, region: Region) -> int:
+        lw, b, st = self.lw, self.lw.builder, self.storage
+        rows = (region.r0, min(region.r1, st.real_rows or st.rows))
+        cols = (region.c0, min(region.c1, st.real_cols or st.cols))
+        lo, hi = rows if self.axis == "rows" else cols
+        touching = [(i, part, off, ext) for i, (part, off, ext) in enumerate(self.parts) if off < hi and lo < off + ext]
+        exact = (rows, cols) == ((region.r0, region.r1), (region.c0, region.c1))
+        if exact and len(touching) == 1 and touching[0][2] <= lo and hi <= touching[0][2] + touching[0][3] and (
+                self._aligned(touching[0][1], lo - touching[0][2], hi - touching[0][2], touching[0][3])):
+            _, part, off, _ = touching[0]
+            if self.axis == "rows":
+                return part.block(lw, (), (lo - off, hi - off), cols)
+            return part.block(lw, (), rows, (lo - off, hi - off))
+        partials = []
+        for i, part, off, ext in touching:
+            select = f"selection of {self.label_text} part {i}"
+            if self.axis == "rows":
+                lhs = lw.data_block(select, (), (region.r0, region.r1), (0, ext), select)
+                rhs = part.block(lw, (), (0, ext), cols)
+            else:
+                lhs = part.block(lw, (), rows, (0, ext))
+                rhs = lw.data_block(select, (), (0, ext), (region.c0, region.c1), select)
+            out = b.tensor(*region.shape, f"{self.label(region)}/part{i}")
+            b.op("MatMul", "Concat", [lhs, rhs], [out], lw.profile.matmul_cost(ext),
+                 f"{self.label_text}{region_label(region, st)} part {i}")
             partials.append(out)
         return sum_partials(lw, partials, self.label(region), self.label_text)

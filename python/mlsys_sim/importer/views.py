@@ -32,6 +32,14 @@ class Storage:
     batches: int
     rows: int
     cols: int
+    # The value's own extents when its rows or columns are tokens padded to a whole number of blocks
+    # (docs/import.md#attention); 0 when not padded. Blocks that end at the real extent end at the padded one.
+    real_rows: int = 0
+    real_cols: int = 0
+
+    def padded_end(self, end: int, axis: str) -> int:
+        real, full = (self.real_rows, self.rows) if axis == "rows" else (self.real_cols, self.cols)
+        return full if real and end == real else end
 
 
 @dataclass(frozen=True)
@@ -81,6 +89,16 @@ class View:
             strides.append(step)
             step *= extent
         return View.of_strides(storage, shape, list(reversed(strides)))
+
+    @staticmethod
+    def of_storage(storage: Storage, shape: Sequence[int]) -> "View":
+        """A value laid out as its storage: batch dimensions over the matrices, then rows and columns, with
+        the padded extents as strides (row_major when nothing is padded)."""
+        strides, step = [storage.cols, 1], storage.rows * storage.cols
+        for extent in reversed(shape[:-2]):
+            strides.insert(0, step)
+            step *= extent
+        return View.of_strides(storage, shape, strides)
 
     @property
     def shape(self) -> Tuple[int, ...]:
