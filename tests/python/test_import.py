@@ -621,3 +621,19 @@ def test_concat_and_split_along_features_move_no_data(tmp_path):
         problem = import_onnx(str(path), "tpu-like-core")
         assert mac_count(problem) == macs, type(module).__name__
         assert "Concat" not in problem["names"]["op_kinds"]
+
+
+def test_too_many_ops_predicts_the_count_and_names_the_blocks(tmp_path):
+    """Over --max-ops, the error gives the op count the problem would have and how its token rows are cut."""
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(128, 2, 256, batch_first=True).eval()
+    path = tmp_path / "layer.onnx"
+    torch.onnx.export(layer, torch.randn(1, 100, 128), str(path), opset_version=17)
+    full = import_onnx(str(path), "tpu-like-core", report=True)
+    with pytest.raises(ModelImportError) as caught:
+        import_onnx(str(path), "tpu-like-core", max_ops=full.ops - 1)
+    message = str(caught.value)
+    assert f"would have {full.ops:,} ops, over --max-ops {full.ops - 1:,}" in message
+    assert "blocks of 64 (the sequence of 100 padded to 128)" in message
+    with pytest.raises(ModelImportError, match=f"more than {5 * 10:,} ops, over --max-ops 10"):
+        import_onnx(str(path), "tpu-like-core", max_ops=10)

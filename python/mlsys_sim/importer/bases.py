@@ -17,6 +17,10 @@ from .views import LayoutError, Region, Storage, View, broadcast_index, split_ra
 MAX_DIMENSION = 2 ** 30  # M1's accepted range for widths and heights
 
 
+class OpLimit(LayoutError):
+    """The problem outgrew --max-ops (GraphLowering.run then predicts its size)."""
+
+
 class ProblemBuilder:
     """The problem file's lists, with the names section that travels beside them."""
 
@@ -51,7 +55,7 @@ class ProblemBuilder:
         if not 0 < cost <= 1e15:
             raise LayoutError(f"{name}: a base cost of {cost:g} cycles, outside M1's (0, 1e15]: check the profile")
         if len(self.op_types) >= self.max_ops:
-            raise LayoutError(f"the problem would have more than {self.max_ops} ops (raise --max-ops)")
+            raise OpLimit(f"the problem would have more than {self.max_ops} ops (raise --max-ops)")
         self.op_types.append(op_type)
         self.op_kinds.append(kind)
         self.inputs.append(list(ins))

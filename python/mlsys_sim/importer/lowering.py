@@ -11,7 +11,7 @@ from math import gcd, prod
 from typing import Dict, List, Optional, Tuple
 
 from . import onnx_graph as og
-from .bases import InputBase, Lowering, MatMulBase, Operand, ProblemBuilder
+from .bases import InputBase, Lowering, MatMulBase, OpLimit, Operand, ProblemBuilder
 from .ops import ConcatBase, ConvBase, GroupBase, PoolBase, WindowBase
 from .views import LayoutError, View, map_levels, pixel_map, split_range, unravel
 
@@ -407,13 +407,37 @@ class GraphLowering:
         forced: Dict[str, Tuple[int, int]] = {}
         for _ in range(cls.MAX_PASSES):
             lowering = cls(graph, profile, passthrough, max_ops, forced)
-            lowering.walk()
-            lowering.request_outputs()
+            try:
+                lowering.walk()
+                lowering.request_outputs()
+            except OpLimit:
+                raise LayoutError(cls._too_many_ops(graph, profile, passthrough, max_ops, forced)) from None
             refined = {name: units for name, units in lowering.lw.refinements.items() if forced.get(name) != units}
             if not refined:
                 return lowering
             forced.update(refined)
         return lowering
+
+    PREDICTION_FACTOR = 5
+
+    @classmethod
+    def _too_many_ops(cls, graph: og.Graph, profile, passthrough: Dict[str, float], max_ops: int,
+                      forced: Dict[str, Tuple[int, int]]) -> str:
+        """Why the problem is too large: its op count (lowered again up to 5x the limit) and its blocks."""
+        limit = cls.PREDICTION_FACTOR * max_ops
+        lowering = cls(graph, profile, passthrough, limit, forced)
+        try:
+            lowering.walk()
+            lowering.request_outputs()
+            size = f"{len(lowering.builder.op_types):,} ops"
+        except OpLimit:
+            size = f"more than {limit:,} ops"
+        lw = lowering.lw
+        blocks = (f"; token rows are cut into blocks of {lw.row_block}" + (
+            f" (the sequence of {lw.tokens[0]} padded to {lw.tokens[1]})" if lw.tokens[0] else
+            " (the gcd of the sequence and the head dimension)") if lw.row_block else "")
+        return (f"the problem would have {size}, over --max-ops {max_ops:,}{blocks}: raise --max-ops, or import "
+                "a shorter sequence or a smaller batch")
 
     def request_outputs(self) -> None:
         lw = self.lw
