@@ -46,7 +46,7 @@ class DownsetSearch {
   // Why the sets of done ops are too many to enumerate, or nullopt if they are not: at most kMaxDownsets
   // (benchmark 8 has 3,391; sixteen independent branches, as in benchmark 13, have more than 65,536). Ops are
   // bits of a 64-bit mask.
-  static std::optional<std::string> unaffordable(const Problem& p, const Graph& g) {
+  static std::optional<std::string> unaffordable(const Problem& p, const Graph& g, size_t max_downsets) {
     const int n = p.num_ops();
     if (n > 64) return "more than 64 ops";
     const std::vector<uint64_t> producers = producer_masks(p, g);
@@ -58,8 +58,8 @@ class DownsetSearch {
         const uint64_t can_follow = ready(producers, done, n);
         for (int o = 0; o < n; ++o)
           if ((can_follow & bit(o)) && seen.insert(done | bit(o)).second) {
-            if (seen.size() > kMaxDownsets)
-              return "more than " + std::to_string(kMaxDownsets) +
+            if (seen.size() > max_downsets)
+              return "more than " + std::to_string(max_downsets) +
                      " sets of done ops (independent branches multiply them)";
             next.push_back(done | bit(o));
           }
@@ -251,8 +251,8 @@ bool run_downset_search(Incumbent& inc, OracleCache& cache, int max_length, bool
   return DownsetSearch(inc, cache, max_length, exhaustive).run();
 }
 
-std::optional<std::string> downsets_unaffordable(const Problem& p, const Graph& g) {
-  return DownsetSearch::unaffordable(p, g);
+std::optional<std::string> downsets_unaffordable(const Problem& p, const Graph& g, size_t max_downsets) {
+  return DownsetSearch::unaffordable(p, g, max_downsets ? max_downsets : DownsetSearch::kMaxDownsets);
 }
 
 }  // namespace mlsys::search

@@ -39,13 +39,17 @@ struct Job {
   bool exhaustive = false;  // that program is mlsys --exhaustive's
 };
 
+// Graphs with at most this many sets of done ops get the exhaustive DP within the contest deadline (benchmarks
+// 1, 3, 4 and 7 have 6, 5, 11 and 41; 5 and 8, at 741 and 3,391, take 15-26 s of one thread, over theirs).
+constexpr size_t kProofMaxDownsets = 100;
+
 // Sibling groups (MatMuls sharing an operand) beyond what the usual orders' segments form (see first_jobs).
 bool has_long_siblings(int siblings) { return siblings > 10; }
 
 // The jobs in priority order, before the random ones: a first schedule at once, then longer fusions and
 // other orders.
 std::vector<Job> first_jobs(const Problem& problem, bool exhaustive, bool downsets, bool recompute_cheap,
-                            int siblings) {
+                            int siblings, bool prove) {
   // Siblings (MatMuls sharing an operand) in one subgraph load it once. Groups of up to 10 can form in the
   // segments of the other orders; a larger group (benchmark 13: sixteen x_i @ W0) needs orders that put it
   // side by side and segments as long as it. (Adding such orders for benchmark 8's group of nine cost it 1 %
@@ -61,6 +65,9 @@ std::vector<Job> first_jobs(const Problem& problem, bool exhaustive, bool downse
   }
   for (int length : {1, 3, 6, 10, 16}) {
     for (OrderKind kind : {OrderKind::ByIndex, OrderKind::DepthFirst}) plan.push_back({kind, length});
+    // A small graph with nothing to recompute: after the first quick schedules, the exhaustive DP, whose
+    // completion proves that no schedule of the search's space is cheaper, and so ends the search.
+    if (prove && length == 1) plan.push_back({OrderKind::ByIndex, problem.num_ops(), Recompute::None, true, true});
     if (length == 6 || length == 10) plan.push_back({OrderKind::RetentionFriendly, length});
     if (downsets && length == 3) plan.push_back({OrderKind::ByIndex, 3, Recompute::None, true});
   }
@@ -128,7 +135,12 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
   }
   const int siblings = largest_sibling_group(problem, graph);
   const bool long_siblings = has_long_siblings(siblings);
-  const std::vector<Job> plan = first_jobs(problem, options.exhaustive, downsets, !cheap.empty(), siblings);
+  // The exhaustive DP runs within the deadline where it is quick (few sets of done ops) and where its space
+  // holds the timed search's (nothing to recompute: the recomputing jobs would have no tensor to choose).
+  const bool prove = !options.exhaustive && recomputable.empty() &&
+                     !search::downsets_unaffordable(problem, graph, kProofMaxDownsets);
+  const std::vector<Job> plan =
+      first_jobs(problem, options.exhaustive, downsets, !cheap.empty(), siblings, prove);
   // Then, for as long as time allows (or until the schedule meets the lower bound): every other job perturbs
   // the incumbent's order (local search); the others draw new orders, random or retention-friendly with
   // random ties, one in four of the random ones with a random set of recomputed tensors, and with a long
