@@ -487,13 +487,13 @@ def _torch_counts(module, image):
     return counts
 
 
-@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2"])
+@pytest.mark.parametrize("name", ["resnet18", "resnet50", "mobilenet_v2"])
 def test_torchvision_networks_import_solve_and_verify(name, tmp_path):
-    """torchvision's ResNet-18 and MobileNetV2 (224x224, random weights): stride-2 convolutions and MaxPool
-    read space-to-depth phases, depthwise convolutions are vector ops; MatMul MACs are the network's dense
+    """torchvision's ResNet-18, ResNet-50 and MobileNetV2 (224x224, random weights): stride-2 convolutions and
+    MaxPool read space-to-depth phases, depthwise convolutions are vector ops; MatMul MACs are the network's dense
     convolution and Linear MACs plus the pooled elements, each element of the window ops' outputs is produced
-    once, nothing is computed twice, and the schedule verifies --strict (ResNet-50 and the timing are in
-    bench/import-zoo)."""
+    once, nothing is computed twice, and the schedule verifies --strict (ViT-B/16 and the timings are in
+    bench/zoo; its padding is checked on a small ViT below)."""
     torchvision = pytest.importorskip("torchvision")
     torch.manual_seed(0)
     module, image = getattr(torchvision.models, name)(weights=None).eval(), torch.randn(1, 3, 224, 224)
