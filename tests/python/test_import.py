@@ -60,6 +60,16 @@ def run(program, *args):
     return subprocess.run([os.path.join(BIN, program), *map(str, args)], capture_output=True, text=True, timeout=300)
 
 
+def solve_and_verify(problem, tmp_path):
+    """The problem solves within 3 s and its schedule passes verify --strict."""
+    problem_file, schedule = tmp_path / "p.json", tmp_path / "s.json"
+    problem_file.write_text(problem_text(problem))
+    solved = run("mlsys", problem_file, schedule, "--timeout", 3)
+    assert solved.returncode == 0, solved.stderr
+    verified = run("verify", problem_file, schedule, "--strict")
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
     """Every small zoo model exported once at opset 17, and the GPT-2 block also at opset 13."""
@@ -71,12 +81,7 @@ def test_zoo_counts_match_the_onnx_graph_and_the_schedule_verifies(name, exporte
     path = exported[(name, 17)]
     problem = import_onnx(path, "tpu-like-core")
     assert problem_counts(problem) == onnx_counts(path)
-    problem_file, schedule = tmp_path / "p.json", tmp_path / "s.json"
-    problem_file.write_text(problem_text(problem))
-    solved = run("mlsys", problem_file, schedule, "--timeout", 3)
-    assert solved.returncode == 0, solved.stderr
-    verified = run("verify", problem_file, schedule, "--strict")
-    assert verified.returncode == 0, verified.stdout + verified.stderr
+    solve_and_verify(problem, tmp_path)
 
 
 def test_opsets_13_and_17_give_the_same_problem(exported):
@@ -514,12 +519,7 @@ def test_torchvision_networks_import_solve_and_verify(name, tmp_path):
         profile = load_profile("tpu-like-core")
         costs = {c for c, k in zip(problem["base_costs"], problem["names"]["op_kinds"]) if k == "DepthwiseConv"}
         assert costs == {profile.pointwise_cost(["Mul", "Add"] * expected["depthwise taps"])}
-    problem_file, schedule = tmp_path / "p.json", tmp_path / "s.json"
-    problem_file.write_text(problem_text(problem))
-    solved = run("mlsys", problem_file, schedule, "--timeout", 3)
-    assert solved.returncode == 0, solved.stderr
-    verified = run("verify", problem_file, schedule, "--strict")
-    assert verified.returncode == 0, verified.stdout + verified.stderr
+    solve_and_verify(problem, tmp_path)
 
 
 def test_stride_two_windows_read_space_to_depth_phases(tmp_path):
@@ -580,11 +580,7 @@ def test_vision_transformer_pads_its_tokens_and_concats_the_class_token(tmp_path
     assert report.ops < 200 * layers
     assert [w for w in report.warnings if "computed twice" in w] == []
     assert any("index 0 is read as rows 0:64" in w for w in report.warnings)
-    problem_file, schedule = tmp_path / "p.json", tmp_path / "s.json"
-    problem_file.write_text(problem_text(problem))
-    assert run("mlsys", problem_file, schedule, "--timeout", 3).returncode == 0
-    verified = run("verify", problem_file, schedule, "--strict")
-    assert verified.returncode == 0, verified.stdout + verified.stderr
+    solve_and_verify(problem, tmp_path)
 
 
 def test_concat_and_split_along_features_move_no_data(tmp_path):
