@@ -103,18 +103,18 @@ class GraphLowering:
         else:
             self.fail(node, f"a Concat along axis {axis} of {shape}: only features, or the rows of a token tensor")
         parts, offset = [], 0
-        for n in names:
-            r, c = matrix(n)
-            if g.kinds[n] == og.ACT:
-                view = self.views[n]
-                part = Operand((r, c), view=View.row_major(view.storage, [r, c]) if levels is not None
-                               else view.reshape([r, c]))
-            else:
-                part = Operand((r, c), data=n)
-            extent = c if along == "cols" else r
-            parts.append((part, offset, extent))
-            offset += extent
         try:
+            for n in names:
+                r, c = matrix(n)
+                if g.kinds[n] == og.ACT:
+                    view = self.views[n]
+                    part = Operand((r, c), view=View.row_major(view.storage, [r, c]) if levels is not None
+                                   else view.reshape([r, c]))
+                else:
+                    part = Operand((r, c), data=n)
+                extent = c if along == "cols" else r
+                parts.append((part, offset, extent))
+                offset += extent
             base = ConcatBase(self.lw, parts, along, (rows, cols), out, node.name or out)
         except LayoutError as e:
             self.fail(node, str(e))
