@@ -633,3 +633,23 @@ def test_too_many_ops_predicts_the_count_and_names_the_blocks(tmp_path):
     assert "blocks of 64 (the sequence of 100 padded to 128)" in message
     with pytest.raises(ModelImportError, match=f"more than {5 * 10:,} ops, over --max-ops 10"):
         import_onnx(str(path), "tpu-like-core", max_ops=10)
+
+
+@pytest.mark.parametrize("attributes, message", [
+    ({"kernel_shape": [2, 2], "strides": [2, 2], "pads": [1]}, "pads"),
+    ({"kernel_shape": [2, 2, 2], "strides": [2, 2]}, "kernel"),
+    ({"kernel_shape": [3, 3], "strides": [3, 3]}, "strides [3, 3]"),
+])
+def test_malformed_windows_are_refused_naming_the_node(tmp_path, attributes, message):
+    """A MaxPool over a computed map with attributes the format (or ONNX) cannot take: refused with exit 2,
+    naming the node (or ONNX's shape inference naming it) and why, never a Python traceback."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 12, 12])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+             helper.make_node("MaxPool", ["r"], ["y"], name="pool", **attributes)]
+    path = tmp_path / "pool.onnx"
+    onnx.save(helper.make_model(helper.make_graph(nodes, "g", [x], [y]), opset_imports=[helper.make_opsetid("", 17)]),
+              str(path))
+    cli = run("mlsys-import", path, "-o", tmp_path / "p.json")
+    assert cli.returncode == 2 and "pool" in cli.stderr and message in cli.stderr, cli.stderr
+    assert "Traceback" not in cli.stderr and not (tmp_path / "p.json").exists()

@@ -399,6 +399,8 @@ def window_phases(kernel: Sequence[int], strides: Sequence[int], pads: Sequence[
     window's shift of at most a pixel or two (its halo) is below the format's resolution."""
     r, s = kernel
     (h, w), (oh, ow) = in_hw, out_hw
+    if r <= 0 or s <= 0:
+        return None, "a window that is not 2-D (its kernel_shape, or its kernel's, is not two positive sizes)"
     if list(dilations) == [1, 1]:
         if list(strides) == [1, 1] and (oh, ow) == (h, w):
             return None, ""
@@ -415,8 +417,10 @@ def window_geometry(graph: Graph, node) -> Tuple[Tuple[int, int], list, list, li
         kernel = tuple(graph.shapes[node.input[1]][2:])
     else:
         kernel = tuple(attribute(node, "kernel_shape", [1, 1]))
-    return (kernel, list(attribute(node, "strides", [1, 1])), list(attribute(node, "pads", [0, 0, 0, 0])),
-            list(attribute(node, "dilations", [1, 1])))
+    pads = list(attribute(node, "pads", [0, 0, 0, 0]) or []) + [0, 0, 0, 0]
+    if len(kernel) != 2:  # a hostile or 1-D/3-D window: one that window_phases refuses
+        kernel = (0, 0)
+    return (kernel, list(attribute(node, "strides", [1, 1])), pads[:4], list(attribute(node, "dilations", [1, 1])))
 
 
 def conv_blockers(graph: Graph) -> List[str]:
