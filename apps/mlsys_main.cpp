@@ -132,9 +132,14 @@ int main(int argc, char** argv) {
                        {"interrupted", g_stop.load()}};
       write_file_atomic(stats_path, j.dump(2) + "\n");
     }
-    if (progress)
+    if (progress) {
+      // Which ended the search: a proof (the certified bound met, the exhaustive DP complete) or the clock.
+      const bool proof = stats.stopped_by == "certified bound" || stats.stopped_by == "exhaustive search done";
       std::cerr << "done in " << format_number(std::round(elapsed * 1000) / 1000) << " s, "
-                << stats.evaluations << " evaluations, " << stats.orders << " orders\n";
+                << stats.evaluations << " evaluations, " << stats.orders << " orders; ended by "
+                << stats.stopped_by << (proof ? " (a proof)" : stats.stopped_by == "timeout" ? " (the clock)" : "")
+                << "\n";
+    }
     if (!best) {
       std::cerr << "error: no valid schedule: " << stats.infeasible_reason << "\n";
       if (!output_path.empty()) write_file_atomic(output_path, "{}\n");

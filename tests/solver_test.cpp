@@ -208,18 +208,20 @@ TEST(Solver, SmallGraphsWithNothingToRecomputeEndByTheExhaustiveProof) {
   // search may recompute and the DP does not: its clock ends the search.
   const std::string dir = temp_dir("proof");
   const std::string small = source_path("benchmarks/mlsys-2026-4.json");
-  const CommandResult r = run_command(MLSYS_SOLVER_BIN, small + " " + dir + "/s.json --timeout 30 --json-stats " +
-                                                            dir + "/stats.json");
+  const CommandResult r = run_command(MLSYS_SOLVER_BIN, small + " " + dir + "/s.json --timeout 30 --progress " +
+                                                            "--json-stats " + dir + "/stats.json");
   ASSERT_EQ(0, r.exit_code) << r.err;
   EXPECT_NEAR(14093.31875, verified_total(small, dir + "/s.json"), 1e-9 * 14093.31875);
   const auto stats = read_json(dir + "/stats.json");
   EXPECT_EQ("exhaustive search done", stats.at("stopped_by").get<std::string>());
   EXPECT_TRUE(stats.at("exhaustive_complete").get<bool>());
   EXPECT_LT(stats.at("elapsed").get<double>(), 15.0);
+  EXPECT_NE(std::string::npos, r.err.find("ended by exhaustive search done (a proof)")) << r.err;
   const std::string recomputable = source_path("benchmarks/mlsys-2026-6.json");
   const CommandResult t = run_command(MLSYS_SOLVER_BIN, recomputable + " " + dir + "/s6.json --timeout 1 " +
-                                                            "--json-stats " + dir + "/stats6.json");
+                                                            "--progress --json-stats " + dir + "/stats6.json");
   ASSERT_EQ(0, t.exit_code) << t.err;
+  EXPECT_NE(std::string::npos, t.err.find("ended by timeout (the clock)")) << t.err;
   const auto timed = read_json(dir + "/stats6.json");
   EXPECT_EQ("timeout", timed.at("stopped_by").get<std::string>());
   EXPECT_FALSE(timed.at("exhaustive_complete").get<bool>());
