@@ -653,3 +653,30 @@ def test_malformed_windows_are_refused_naming_the_node(tmp_path, attributes, mes
     cli = run("mlsys-import", path, "-o", tmp_path / "p.json")
     assert cli.returncode == 2 and "pool" in cli.stderr and message in cli.stderr, cli.stderr
     assert "Traceback" not in cli.stderr and not (tmp_path / "p.json").exists()
+
+
+def test_dense_concatenation_is_cut_at_its_parts_up_to_the_classifier(tmp_path):
+    """DenseNet's pattern: every layer reads the channel concat of all earlier features, and the last concat
+    goes through BatchNorm, ReLU and global pooling to a classifier. Every reader cuts the concat at its parts
+    (the pooling too), so no part is taken whole by a selection and nothing is computed twice: MACs are the
+    convolutions', the pooled elements and the classifier's, exactly."""
+    class Dense(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = torch.nn.Conv2d(3, 32, 3, padding=1)
+            self.layers = torch.nn.ModuleList(torch.nn.Conv2d(32 + 16 * i, 16, 1) for i in range(3))
+            self.norm, self.fc = torch.nn.BatchNorm2d(80), torch.nn.Linear(80, 10)
+
+        def forward(self, x):
+            features = [self.stem(x)]
+            for layer in self.layers:
+                features.append(layer(torch.relu(torch.cat(features, 1))))
+            y = torch.relu(self.norm(torch.cat(features, 1)))
+            return self.fc(torch.flatten(torch.nn.functional.adaptive_avg_pool2d(y, 1), 1))
+
+    path = str(tmp_path / "dense.onnx")
+    torch.onnx.export(Dense().eval(), torch.randn(1, 3, 8, 8), path, opset_version=17)
+    report = import_onnx(path, "tpu-like-core", report=True)
+    pixels = 64
+    assert report.macs == pixels * (27 * 32 + 32 * 16 + 48 * 16 + 64 * 16) + pixels * 80 + 80 * 10
+    assert report.warnings == [] and "Concat" not in report.problem["names"]["op_kinds"]

@@ -8,6 +8,7 @@ twice; a request that does not follow them is a LayoutError, not a silent recomp
 
 from __future__ import annotations
 
+import bisect
 from math import gcd
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -190,7 +191,11 @@ class Base:
             self.row_unit = gcd(row_unit or storage.rows, forced[0])
             self.col_unit = gcd(col_unit or storage.cols, forced[1])
         self.memo: Dict[Region, int] = {}
-        self.rows_emitted: Dict[int, Dict[Tuple[int, int], List[Region]]] = {}  # batch -> row range -> blocks
+        # Blocks emitted, by batch: row range -> blocks, the row ranges sorted, and the longest one, so that
+        # finding the blocks a new one overlaps looks at its neighbours only (VGG's thousands of blocks).
+        self.rows_emitted: Dict[int, Dict[Tuple[int, int], List[Region]]] = {}
+        self.row_ranges: Dict[int, List[Tuple[int, int]]] = {}
+        self.longest_range: Dict[int, int] = {}
         lw.bases[storage.key] = self
 
     computed = True  # blocks are ops (an input's blocks are only data, which may overlap freely)
@@ -198,9 +203,7 @@ class Base:
     def emit(self, region: Region) -> int:
         if region in self.memo:
             return self.memo[region]
-        rows = self.rows_emitted.setdefault(region.batch, {})
-        overlapping = [r for (r0, r1), regions in rows.items() if r0 < region.r1 and region.r0 < r1
-                       for r in regions if r.c0 < region.c1 and region.c0 < r.c1]
+        overlapping = self._overlapping(region)
         if overlapping and self.computed:
             # Two consumers cut this value differently (one by rows, one in transposed squares, say). Ask for
             # the finest common blocks in the next pass; should the cuts not converge, say what stays twice.
@@ -214,8 +217,31 @@ class Base:
                 f"{region_label(overlapping[0], st) or '[all]'}, computed twice (its consumers cut it differently)")
         tensor = self._emit(region)
         self.memo[region] = tensor
-        rows.setdefault((region.r0, region.r1), []).append(region)
+        self.record(region)
         return tensor
+
+    def _overlapping(self, region: Region) -> List[Region]:
+        rows = self.rows_emitted.get(region.batch, {})
+        ranges = self.row_ranges.get(region.batch, [])
+        out = []
+        # ranges starting before region.r1, walked back no further than the longest range reaches
+        j = bisect.bisect_left(ranges, (region.r1, -1)) - 1
+        reach = region.r0 - self.longest_range.get(region.batch, 0)
+        while j >= 0 and ranges[j][0] >= reach:
+            r0, r1 = ranges[j]
+            if region.r0 < r1:
+                out += [r for r in rows[(r0, r1)] if r.c0 < region.c1 and region.c0 < r.c1]
+            j -= 1
+        return out
+
+    def record(self, region: Region) -> None:
+        """Notes an emitted block (for the overlap check of later ones)."""
+        rows = self.rows_emitted.setdefault(region.batch, {})
+        key = (region.r0, region.r1)
+        if key not in rows:
+            bisect.insort(self.row_ranges.setdefault(region.batch, []), key)
+            self.longest_range[region.batch] = max(self.longest_range.get(region.batch, 0), region.r1 - region.r0)
+        rows.setdefault(key, []).append(region)
 
     def _emit(self, region: Region) -> int:  # pragma: no cover - abstract
         raise NotImplementedError

@@ -217,6 +217,10 @@ class GraphLowering:
                 b = Operand(b.shape[::-1], view=b.view.transpose([1, 0]) if b.view else None, data=b.data)
         if len(a.shape) < 2 or len(b.shape) < 2:
             self.fail(node, "a MatMul of a vector: export with 2-D operands")
+        if b.view is None and a.view is not None:
+            # Against a weight, the reduction may run in any order: the host lays the weight's rows out in the
+            # order the activation is stored (docs/import.md#ops).
+            a = Operand(a.shape, view=a.view.in_storage_order(len(a.shape) - 1))
         out_shape = list(g.shapes[node.output[0]])
         if b.view is None and len(b.shape) == 2 and len(a.shape) >= 3:
             # A weight: leading dimensions collapse into rows, (batch*seq) x K @ K x N.
@@ -398,7 +402,7 @@ class GraphLowering:
             else:  # pragma: no cover - unsupported_ops() refused the model before
                 self.fail(node, "not lowered")
 
-    MAX_PASSES = 8
+    MAX_PASSES = 16
 
     @classmethod
     def run(cls, graph: og.Graph, profile, passthrough: Dict[str, float], max_ops: int) -> "GraphLowering":
@@ -436,6 +440,11 @@ class GraphLowering:
         blocks = (f"; token rows are cut into blocks of {lw.row_block}" + (
             f" (the sequence of {lw.tokens[0]} padded to {lw.tokens[1]})" if lw.tokens[0] else
             " (the gcd of the sequence and the head dimension)") if lw.row_block else "")
+        emitted = [(min(r.r1 - r.r0 for r in base.memo), base.name) for base in lw.bases.values()
+                   if base.computed and base.memo]
+        if emitted:
+            rows, name = min(emitted)
+            blocks += f"; the finest blocks asked for have {rows} row{'s' if rows > 1 else ''} ({name})"
         return (f"the problem would have {size}, over --max-ops {max_ops:,}{blocks}: raise --max-ops, or import "
                 "a shorter sequence or a smaller batch")
 

@@ -98,7 +98,7 @@ class GroupBase(Base):
              row_wise=self.row_wise)
         for r, t in zip(regions, outs):
             self.memo[r] = t
-            self.rows_emitted.setdefault(r.batch, {}).setdefault((r.r0, r.r1), []).append(r)
+            self.record(r)
         return self.memo[region] if region in self.memo else outs[0]
 
 
@@ -214,7 +214,8 @@ class PoolBase(Base):
         nb, red, feat = x3.shape
         self.x3, self.label_text, self.red = x3, label, red
         self.chunk = lw.unit(x3, 1)
-        super().__init__(lw, lw.storage(1, nb, feat), label, 1 if nb > 1 else None, None)
+        # feature blocks as its input delivers them (a concat of features is cut at its parts)
+        super().__init__(lw, lw.storage(1, nb, feat), label, 1 if nb > 1 else None, lw.unit(x3, 2))
         self.kept_shape = list(kept_shape)
 
     def _emit(self, region: Region) -> int:
@@ -244,8 +245,9 @@ class ConcatBase(Base):
         self.parts, self.axis, self.label_text = parts, axis, label
         storage = lw.storage(1, *shape)
         row_unit, col_unit = lw.row_unit(shape[0]), None
-        if axis == "cols":  # feature blocks never straddle parts: consumers cut at their boundaries
-            col_unit = _gcd_units([shape[1]] + [b for _, off, ext in parts for b in (off, ext)])
+        if axis == "cols":  # feature blocks never straddle parts, nor cut a part otherwise than it is cut
+            col_unit = _gcd_units([shape[1]] + [b for _, off, ext in parts for b in (off, ext)] +
+                                  [part.unit(lw, 1) for part, _, _ in parts if part.view is not None])
         super().__init__(lw, storage, name, row_unit, col_unit)
 
     def _aligned(self, part: Operand, lo: int, hi: int, extent: int) -> bool:

@@ -128,6 +128,14 @@ class View:
             dims.append(tuple(_merge(taken)))
         return View(self.storage, self.offset, tuple(dims))
 
+    def in_storage_order(self, dim: int) -> "View":
+        """The view with one dimension's elements taken in the order they are stored (its sub-dimensions by
+        decreasing stride). Only for a dimension that is contracted against a weight, whose rows the host lays
+        out in the same order: the flatten of a pixel-major map before a classifier (VGG)."""
+        dims = list(self.dims)
+        dims[dim] = tuple(_merge(sorted(dims[dim], key=lambda sd: -sd[1])))
+        return View(self.storage, self.offset, tuple(dims))
+
     def transpose(self, perm: Sequence[int]) -> "View":
         return View(self.storage, self.offset, tuple(self.dims[p] for p in perm))
 
