@@ -680,3 +680,29 @@ def test_dense_concatenation_is_cut_at_its_parts_up_to_the_classifier(tmp_path):
     pixels = 64
     assert report.macs == pixels * (27 * 32 + 32 * 16 + 48 * 16 + 64 * 16) + pixels * 80 + 80 * 10
     assert report.warnings == [] and "Concat" not in report.problem["names"]["op_kinds"]
+
+
+def test_squeeze_and_excite_broadcasts_its_gate_by_a_matmul_of_ones(tmp_path):
+    """Squeeze-and-excite (MobileNetV3, EfficientNet): the pooled, gated [1, C, 1, 1] scales every pixel of
+    the [1, C, H, W] map. The gate is spread over the map's rows by a MatMul of a column of ones by it (K = 1,
+    one MAC per element), so that the scaling is a Pointwise op of one shape. MACs: the two convolutions, the
+    pooled elements, the two 1x1 gate convolutions on one pixel, and the broadcast, exactly."""
+    class SqueezeExcite(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem, self.conv = torch.nn.Conv2d(3, 32, 3, padding=1), torch.nn.Conv2d(32, 32, 3, padding=1)
+            self.fc1, self.fc2 = torch.nn.Conv2d(32, 8, 1), torch.nn.Conv2d(8, 32, 1)
+
+        def forward(self, x):
+            y = torch.relu(self.conv(torch.relu(self.stem(x))))
+            gate = torch.sigmoid(self.fc2(torch.relu(self.fc1(torch.nn.functional.adaptive_avg_pool2d(y, 1)))))
+            return y * gate
+
+    path = str(tmp_path / "se.onnx")
+    torch.onnx.export(SqueezeExcite().eval(), torch.randn(1, 3, 16, 16), path, opset_version=17)
+    report = import_onnx(path, "tpu-like-core", report=True)
+    pixels = 256
+    assert report.macs == pixels * (27 * 32 + 9 * 32 * 32) + pixels * 32 + 32 * 8 + 8 * 32 + pixels * 32
+    kinds = report.problem["names"]["op_kinds"]
+    assert kinds.count("Broadcast") == 1 and report.warnings == []
+    solve_and_verify(report.problem, tmp_path)

@@ -12,7 +12,7 @@ from typing import Dict, List, Optional, Tuple
 
 from . import onnx_graph as og
 from .bases import InputBase, Lowering, MatMulBase, OpLimit, Operand, ProblemBuilder
-from .ops import ConcatBase, ConvBase, GroupBase, PoolBase, WindowBase
+from .ops import BroadcastBase, ConcatBase, ConvBase, GroupBase, PoolBase, WindowBase
 from .views import LayoutError, View, map_levels, pixel_map, split_range, unravel
 
 
@@ -301,7 +301,12 @@ class GraphLowering:
         perm = kept + axes + [feature]
         n_kept, n_red = prod(src.shape[d] for d in kept), prod(src.shape[d] for d in axes)
         try:
-            x3 = src.transpose(perm).reshape([n_kept, n_red, src.shape[feature]])
+            if rank == 4 and sorted(axes) == [2, 3] and feature == 1 and src.shape[0] == 1 and (
+                    map_levels(src, src.shape) is not None):
+                # a whole map of one image: its pixels in whatever order they are stored (a mean ignores it)
+                x3 = View.row_major(src.storage, [1, src.storage.rows, src.storage.cols])
+            else:
+                x3 = src.transpose(perm).reshape([n_kept, n_red, src.shape[feature]])
             base = PoolBase(self.lw, x3, [src.shape[d] for d in kept], node.name or node.output[0])
         except LayoutError as e:
             self.fail(node, str(e))
@@ -323,6 +328,7 @@ class GraphLowering:
         members, stack, seen = [], [node], {out}
         acts: List[str] = []
         data: List[str] = []
+        broadcasts: Dict[str, object] = {}  # computed tensors read with broadcasting, and the member reading them
         out_shape = g.shapes[out]
         while stack:
             member = stack.pop()
@@ -338,8 +344,7 @@ class GraphLowering:
                             stack.append(g.producer[name])
                     elif name not in acts:
                         if g.shapes[name] != out_shape:
-                            self.fail(member, f"broadcasts the computed tensor '{name}' {list(g.shapes[name])} to "
-                                      f"{list(out_shape)}; the problem format's Pointwise ops keep shapes")
+                            broadcasts[name] = member
                         acts.append(name)
                 elif g.shapes.get(name) == out_shape and name not in data:
                     data.append(name)
@@ -357,11 +362,37 @@ class GraphLowering:
         kind = "Passthrough:" + "+".join(passthrough) if passthrough else _group_kind([m.op_type for m in members])
         label = "+".join(m.name or m.output[0] for m in members) if len(members) <= 3 else (
             f"{members[0].name or members[0].output[0]} .. {node.name or out} ({len(members)} ops)")
+        views = [self.views[a] for a in acts]
+        whole = [v for a, v in zip(acts, views) if a not in broadcasts]
+        for i, name in enumerate(acts):
+            if name in broadcasts:
+                views[i] = self._broadcast(broadcasts[name], name, out_shape, whole[0] if whole else None)
         try:
-            base = GroupBase(self.lw, out, kind, op_types, row_wise, [self.views[a] for a in acts], data, label)
+            base = GroupBase(self.lw, out, kind, op_types, row_wise, views, data, label)
         except LayoutError as e:
             self.fail(node, str(e))
         self.views[out] = base.view
+
+    def _broadcast(self, member, name: str, out_shape, like: Optional[View]) -> View:
+        """A computed row of features (squeeze-and-excite's [1, C, 1, 1], a [1, 1, D] gate) spread over the
+        rows of the tensor it scales: a MatMul of a host column of ones by the row, K = 1, laid out like that
+        tensor, so that the elementwise op reads operands of one shape (docs/import.md#elementwise)."""
+        shape = list(self.g.shapes[name])
+        shape = [1] * (len(out_shape) - len(shape)) + shape
+        feature = next((d for d in range(len(out_shape)) if like is not None and like.dims[d]
+                        and like.dims[d][-1][1] == 1), None)
+        varying = [d for d, e in enumerate(shape) if e != 1]
+        if like is None or feature is None or varying != [feature] or shape[feature] != out_shape[feature] or (
+                like.storage.cols != out_shape[feature] or like.storage.batches != 1 or like.offset):
+            self.fail(member, f"broadcasts the computed tensor '{name}' {list(self.g.shapes[name])} to "
+                      f"{list(out_shape)}: only a row of features over the rows of a tensor is lowered (the "
+                      "problem format's Pointwise ops keep shapes)")
+        row = self.views[name].reshape([1, out_shape[feature]])
+        try:
+            base = BroadcastBase(self.lw, row, like, name)
+        except LayoutError as e:
+            self.fail(member, str(e))
+        return base.view
 
     def walk(self) -> None:
         g = self.g

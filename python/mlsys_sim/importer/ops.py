@@ -287,3 +287,25 @@ class ConcatBase(Base):
                  f"{self.label_text}{region_label(region, st)} part {i}")
             partials.append(out)
         return sum_partials(lw, partials, self.label(region), self.label_text)
+
+
+class BroadcastBase(Base):
+    """A computed 1 x C row spread over R rows: per block, a MatMul of the host's R x 1 column of ones by the
+    row's columns (K = 1: one multiply-add per element, a documented extra), laid out like the tensor the row
+    is combined with."""
+
+    def __init__(self, lw: Lowering, row: View, like: View, name: str):
+        self.row, self.label_text = row, f"{name} broadcast"
+        base = lw.bases[like.storage.key]
+        super().__init__(lw, lw.storage_like(like.storage), f"{name}/broadcast", base.row_unit,
+                         _gcd_units([base.col_unit, lw.unit(row, 1)]))
+        self.view = View(self.storage, like.offset, like.dims)
+
+    def _emit(self, region: Region) -> int:
+        lw, b = self.lw, self.lw.builder
+        ones = lw.data_block("ones", (), (0, region.r1 - region.r0), (0, 1), "column of ones")
+        row = lw.block_of(self.row, (), (0, 1), (region.c0, min(region.c1, self.row.shape[-1])))
+        out = b.tensor(*region.shape, self.label(region))
+        b.op("MatMul", "Broadcast", [ones, row], [out], lw.profile.matmul_cost(1),
+             self.label_text + region_label(region, self.storage))
+        return out
