@@ -186,12 +186,11 @@ def test_unsupported_ops_are_listed_once_and_passthrough_is_loud(tmp_path):
     class Blocked(torch.nn.Module):  # every blocker of a model in one error, each with its node
         def __init__(self):
             super().__init__()
-            self.stem = torch.nn.Conv2d(3, 8, 3, padding=1)
-            self.down = torch.nn.Conv2d(8, 8, 3, stride=3, padding=1)
-            self.grouped = torch.nn.Conv2d(8, 8, 3, padding=1, groups=2)
+            self.stem = torch.nn.Conv2d(3, 6, 3, padding=1, groups=3)
+            self.down = torch.nn.Conv2d(6, 8, 3, stride=3, padding=1)
 
         def forward(self, x):
-            return torch.sign(self.grouped(self.down(self.stem(x))))
+            return torch.sign(self.down(self.stem(x)))
 
     path = str(tmp_path / "blocked.onnx")
     torch.onnx.export(Blocked().eval(), (torch.randn(1, 3, 16, 16),), path, opset_version=17)
@@ -200,7 +199,7 @@ def test_unsupported_ops_are_listed_once_and_passthrough_is_loud(tmp_path):
     message = str(refused.value)
     assert "3 blockers" in message and "Sign x1" in message
     assert "strides [3, 3] and dilations [1, 1] over a computed 16x16 map giving 6x6" in message
-    assert "group=2" in message and "pin every" not in message and "--dim" not in message
+    assert "group=3, on the image" in message and "pin every" not in message and "--dim" not in message
 
     class Signed(torch.nn.Module):
         def forward(self, x):
@@ -706,3 +705,28 @@ def test_squeeze_and_excite_broadcasts_its_gate_by_a_matmul_of_ones(tmp_path):
     kinds = report.problem["names"]["op_kinds"]
     assert kinds.count("Broadcast") == 1 and report.warnings == []
     solve_and_verify(report.problem, tmp_path)
+
+
+def test_grouped_convolutions_run_per_group(tmp_path):
+    """A grouped 3x3 convolution (ResNeXt's, here 4 groups of 8 channels) on a computed map, stride 1 and 2:
+    every output block lies in one group and reads only its group's input channels, so the MACs are
+    pixels x 9 x 8 x 32 for each, not the dense convolution's four times as many."""
+    class Grouped(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = torch.nn.Conv2d(3, 32, 3, padding=1)
+            self.grouped = torch.nn.Conv2d(32, 32, 3, padding=1, groups=4)
+            self.down = torch.nn.Conv2d(32, 32, 3, stride=2, padding=1, groups=4)
+
+        def forward(self, x):
+            return self.down(torch.relu(self.grouped(torch.relu(self.stem(x)))))
+
+    path = str(tmp_path / "grouped.onnx")
+    torch.onnx.export(Grouped().eval(), torch.randn(1, 3, 16, 16), path, opset_version=17)
+    report = import_onnx(path, "tpu-like-core", report=True)
+    assert report.macs == 256 * 27 * 32 + 256 * 9 * 8 * 32 + 64 * 9 * 8 * 32
+    problem = report.problem
+    for name, outs in zip(problem["names"]["ops"], problem["outputs"]):
+        if name.startswith(("/grouped", "/down")) and "sum" not in name:
+            assert all(problem["widths"][t] == 8 for t in outs), name
+    solve_and_verify(problem, tmp_path)

@@ -260,9 +260,13 @@ class GraphLowering:
         label = node.name or node.output[0]
         host = isinstance(self.lw.bases.get(self.views[x].storage.key), InputBase)
         try:
-            if group != 1:
-                if group != x_shape[1] or w_shape[0] != x_shape[1]:
-                    self.fail(node, f"grouped convolution, group={group}, is lowered only depthwise")
+            if group != 1 and (group != x_shape[1] or w_shape[0] != x_shape[1]):
+                if host or x_shape[1] % group or w_shape[0] % group:
+                    self.fail(node, f"grouped convolution, group={group}, on the image or not dividing its "
+                              f"{x_shape[1]} input and {w_shape[0]} output channels")
+                _, phases = self._window(node)
+                base = ConvBase(self.lw, self.views[x], x, w, (x_shape, w_shape, y_shape), phases, 0, label, group)
+            elif group != 1:
                 (r, s), phases = self._window(node)
                 base = WindowBase(self.lw, self.views[x], x_shape, y_shape, phases, "DepthwiseConv",
                                   ["Mul", "Add"] * (r * s), label)

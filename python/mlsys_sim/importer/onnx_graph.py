@@ -434,9 +434,13 @@ def conv_blockers(graph: Graph) -> List[str]:
         if x is None or y is None or len(x) != 4 or (node.op_type == "Conv" and graph.shapes.get(node.input[1]) is None):
             continue
         group = attribute(node, "group", 1)
-        if node.op_type == "Conv" and group not in (1, x[1]):
-            out.append(f"{node_label(node)}: grouped convolution, group={group} (neither 1 nor depthwise, "
-                       f"{x[1]}), is not lowered by the graph lowering (mlsys-import --t10 lowers it for T10)")
+        cout = graph.shapes[node.input[1]][0] if node.op_type == "Conv" else 0
+        depthwise = group == x[1] == cout
+        if node.op_type == "Conv" and group != 1 and not depthwise and (
+                x[1] % group or cout % group or origin_is_graph_input(graph, node.input[0])):
+            out.append(f"{node_label(node)}: grouped convolution, group={group}, on the image or not dividing its "
+                       f"{x[1]} input and {cout} output channels, is not lowered by the graph lowering "
+                       "(mlsys-import --t10 lowers it for T10)")
         elif node.op_type != "Conv" or group != 1 or not origin_is_graph_input(graph, node.input[0]):
             _, why = window_phases(*window_geometry(graph, node), x[2:], y[2:])
             if why:

@@ -133,14 +133,17 @@ class ConvBase(Base):
     On a graph input the im2col matrix is what the host provides (one MatMul, any stride and padding). On a
     computed tensor the format has no gather, so the reduction is cut into the R*S kernel offsets, each a
     MatMul of K = C that reads the input tensor itself (implicit GEMM): every offset reads the whole map at
-    stride 1, and the phase of its parity at stride 2 (og.window_phases); other strides are refused."""
+    stride 1, and the phase of its parity at stride 2 (og.window_phases); other strides are refused. A grouped
+    convolution (ResNeXt, RegNet) does this per group: its output columns are cut at the groups, and each
+    block reads only its group's input columns."""
 
     def __init__(self, lw: Lowering, x_view: Optional[View], x_name: str, w_name: str, shapes, phases,
-                 host_levels: int, label: str):
+                 host_levels: int, label: str, groups: int = 1):
         (n, c, h, w), (cout, cin, r, s), (_, _, oh, ow) = shapes
         self.label_text, self.w_name = label, w_name
         self.offsets = r * s
         self.cin, self.cout = c, cout
+        self.groups, self.cin_g, self.cout_g = groups, c // groups, cout // groups
         self.host = x_view is None
         self.phases = phases
         rows = n * oh * ow
@@ -152,8 +155,9 @@ class ConvBase(Base):
         else:
             self.x, levels = _map_operand(lw, x_view, (n, c, h, w), phases, label)
             x_rows, self.chunk = _operand_units(lw, self.x)
+            self.chunk = gcd(self.chunk, self.cin_g)
             row_unit = gcd(row_unit, x_rows)
-        super().__init__(lw, lw.storage(1, rows, cout), label, row_unit, None)
+        super().__init__(lw, lw.storage(1, rows, cout), label, row_unit, self.cout_g if groups > 1 else None)
         self.view = pixel_map(self.storage, [n, cout, oh, ow], levels)
 
     def _emit(self, region: Region) -> int:
@@ -167,10 +171,14 @@ class ConvBase(Base):
             out = b.tensor(*region.shape, self.label(region))
             b.op("MatMul", "Conv", [lhs, rhs], [out], lw.profile.matmul_cost(k), self.label(region))
             return out
+        group = region.c0 // self.cout_g
+        if (region.c1 - 1) // self.cout_g != group:
+            raise LayoutError(f"{self.label_text}: a block across its groups of {self.cout_g} output channels")
+        first = group * self.cin_g  # the group's input channels
         for offset in range(self.offsets):
             phase = () if self.phases is None else (self.phases[offset][0] * 2 + self.phases[offset][1],)
-            for k0, k1 in split_range(self.cin, self.chunk):
-                lhs = self.x.block(lw, phase, rows, (k0, k1))
+            for k0, k1 in split_range(self.cin_g, self.chunk):
+                lhs = self.x.block(lw, phase, rows, (first + k0, first + k1))
                 rhs = lw.data_block(self.w_name, (offset,), (k0, k1), cols, f"{self.w_name} offset")
                 out = b.tensor(*region.shape, f"{self.label(region)}/offset{offset}/k{k0}:{k1}")
                 b.op("MatMul", "Conv", [lhs, rhs], [out], lw.profile.matmul_cost(k1 - k0),
