@@ -289,7 +289,8 @@ class Operand:
         return lw.unit(self.view, dim) if self.view is not None else None
 
 
-def _gcd_all(*values: Optional[int]) -> Optional[int]:
+def gcd_of(*values: Optional[int]) -> Optional[int]:
+    """The gcd of the block sizes given (None or 0: no constraint), or None if none is given."""
     out = 0
     for v in values:
         if v:
@@ -310,8 +311,8 @@ class MatMulBase(Base):
         batches = 1
         for e in out_batch:
             batches *= e
-        chunk = _gcd_all(a.unit(lw, -1), b.unit(lw, -2)) or k
-        row_unit = _gcd_all(a.unit(lw, -2), lw.row_unit(m)) or m
+        chunk = gcd_of(a.unit(lw, -1), b.unit(lw, -2)) or k
+        row_unit = gcd_of(a.unit(lw, -2), lw.row_unit(m)) or m
         col_unit = b.unit(lw, -1)
         for operand, which in ((a, "A"), (b, "B")):
             if operand.view is None:
@@ -322,7 +323,7 @@ class MatMulBase(Base):
             if orientation == "transposed":
                 # A transposed block is a Transpose op, and those keep shapes: cut both sides alike.
                 other = row_unit if which == "A" else (col_unit or n)
-                square = _gcd_all(chunk, other, lw.row_unit(m if which == "A" else n))
+                square = gcd_of(chunk, other, lw.row_unit(m if which == "A" else n))
                 chunk = square
                 if which == "A":
                     row_unit = square

@@ -6,16 +6,8 @@ from __future__ import annotations
 from math import gcd
 from typing import List, Optional, Sequence, Tuple
 
-from .bases import Base, Lowering, Operand, region_label, sum_partials
+from .bases import Base, Lowering, Operand, gcd_of, region_label, sum_partials
 from .views import LayoutError, Region, View, locate, map_levels, pixel_map, split_range
-
-
-def _gcd_units(units) -> Optional[int]:
-    out = 0
-    for u in units:
-        if u:
-            out = gcd(out, u)
-    return out or None
 
 
 class GroupBase(Base):
@@ -41,8 +33,8 @@ class GroupBase(Base):
         # Blocks every input can deliver: the finest of their units (a residual Add of a tensor that another
         # consumer cuts into columns is cut alike, rather than computing that tensor twice).
         same = [lw.bases[v.storage.key] for v in act_views if self._same_layout(v, v0)]
-        col_unit = _gcd_units(b.col_unit for b in same)
-        row_unit = _gcd_units(b.row_unit for b in same)
+        col_unit = gcd_of(*(b.col_unit for b in same))
+        row_unit = gcd_of(*(b.row_unit for b in same))
         if any(view is not None for _, view in self.inputs):
             square = 0
             for v in act_views:
@@ -254,8 +246,8 @@ class ConcatBase(Base):
         storage = lw.storage(1, *shape)
         row_unit, col_unit = lw.row_unit(shape[0]), None
         if axis == "cols":  # feature blocks never straddle parts, nor cut a part otherwise than it is cut
-            col_unit = _gcd_units([shape[1]] + [b for _, off, ext in parts for b in (off, ext)] +
-                                  [part.unit(lw, 1) for part, _, _ in parts if part.view is not None])
+            col_unit = gcd_of(shape[1], *(b for _, off, ext in parts for b in (off, ext)),
+                              *(part.unit(lw, 1) for part, _, _ in parts if part.view is not None))
         super().__init__(lw, storage, name, row_unit, col_unit)
 
     def _aligned(self, part: Operand, lo: int, hi: int, extent: int) -> bool:
@@ -306,7 +298,7 @@ class BroadcastBase(Base):
         self.row, self.label_text = row, f"{name} broadcast"
         base = lw.bases[like.storage.key]
         super().__init__(lw, lw.storage_like(like.storage), f"{name}/broadcast", base.row_unit,
-                         _gcd_units([base.col_unit, lw.unit(row, 1)]))
+                         gcd_of(base.col_unit, lw.unit(row, 1)))
         self.view = View(self.storage, like.offset, like.dims)
 
     def _emit(self, region: Region) -> int:
