@@ -16,9 +16,8 @@ build = os.path.abspath(args.build)
 sys.path.insert(0, os.path.join(build, "python"))
 sys.path.insert(0, "examples")
 
-import torch  # noqa: E402
 
-from models.zoo import build_network, networks  # noqa: E402
+from models.zoo import export_network, networks  # noqa: E402
 
 MARKER = "<!-- t10 whole models -->"
 env = dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1")
@@ -40,10 +39,8 @@ rows = []
 with tempfile.TemporaryDirectory() as work:
     for name in names:
         print(f"t10-zoo: {name}: exporting", file=sys.stderr, flush=True)
-        module, inputs = build_network(name)
         onnx_path = os.path.join(work, name + ".onnx")
-        torch.onnx.export(module.eval(), inputs, onnx_path, opset_version=17, do_constant_folding=True)
-        del module
+        export_network(name, onnx_path)
         model = os.path.join(work, name + ".t10.json")
         imported, import_s, import_mib = timed(os.path.join(build, "mlsys-import"), "--t10", onnx_path, "-o", model)
         if imported.returncode:

@@ -64,3 +64,10 @@ def build_network(name: str, seed: int = 0):
 
     torch.manual_seed(seed)
     return getattr(torchvision.models, name)(weights=None), (torch.randn(1, 3, 224, 224),)
+
+
+def export_network(name: str, path: str, opset: int = 17) -> None:
+    """Writes any entry of networks(), at full size, as an ONNX file (eval mode, constants folded), as the
+    benchmarks import it; the module is freed before returning (GPT-2 medium's weights are 1.6 GB)."""
+    module, inputs = build_network(name)
+    torch.onnx.export(module.eval(), inputs, path, opset_version=opset, do_constant_folding=True)
