@@ -177,7 +177,6 @@ void run_order_search(Incumbent& inc, OracleCache& cache, OrderKind kind, int ma
 // Every schedule without recomputation whose subgraphs have at most `max_length` ops, by sets of done ops
 // (solver/downset_search.cpp). Returns false if the deadline or a signal cut it short.
 bool run_downset_search(Incumbent& inc, OracleCache& cache, int max_length, bool exhaustive);
-// Why the sets of done ops are too many to enumerate, or nullopt.
 // Why the DP over sets of done ops cannot run on this graph (too many such sets: at most `max_downsets`, 0 for
 // the exhaustive search's own limit), or nullopt.
 std::optional<std::string> downsets_unaffordable(const Problem& p, const Graph& g, size_t max_downsets = 0);
