@@ -26,6 +26,19 @@ int main(int argc, char** argv) {
                  "seconds; past it the best bound found so far is printed (still valid)")
       ->check(CLI::PositiveNumber)
       ->default_val(60);
+  double cover_seconds = 10;
+  int64_t cover_sets = CoverLimits{}.max_subgraphs;
+  bool progress = false;
+  app.add_option("--cover-seconds", cover_seconds,
+                 "seconds for the cover bound (docs/bounds.md#theorem-6); 0 skips it. Past them the best "
+                 "cover bound proven so far is kept (still valid)")
+      ->check(CLI::NonNegativeNumber)
+      ->default_val(10);
+  app.add_option("--cover-max-sets", cover_sets,
+                 "the cover bound is not attempted on graphs with more connected sets of ops than this")
+      ->check(CLI::PositiveNumber)
+      ->default_val(CoverLimits{}.max_subgraphs);
+  app.add_flag("--progress", progress, "report the cover bound's rounds on stderr");
   ModelFlags model_flags;
   model_flags.add_model_to(app);
   try {
@@ -38,8 +51,15 @@ int main(int argc, char** argv) {
     const Graph graph = analyze_graph(problem, problem_path);
     const ModelOptions options = model_flags.model();
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);
-    const CertifiedBound bound =
+    CertifiedBound bound =
         certified_bound(problem, graph, options, [&] { return std::chrono::steady_clock::now() > deadline; });
+    if (cover_seconds > 0) {
+      const CoverLimits limits{std::min(cover_seconds, timeout), cover_sets};
+      auto report = [&](const std::string& line) {
+        if (progress) std::cerr << line << "\n";
+      };
+      add_cover_bound(bound, cover_bound(problem, graph, options, limits, report));
+    }
     if (json_out) {
       std::cout << certified_bound_to_json(bound).dump(2) << "\n";
     } else {

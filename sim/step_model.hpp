@@ -124,10 +124,24 @@ class SubgraphModel {
   bool counts_tile_classes() const { return checks_.empty() && !(aliasing_ && aliased_forms_can_coincide()); }
   bool reads_a_tensor_in_two_forms() const { return aliasing_; }
 
+  // The elements of each external, not retained-in input that every traversal order loads at the current
+  // granularity (M19, M21), in first-read order. A lower bound for any order, used by the cover bound
+  // (docs/bounds.md#theorem-6): each element read is loaded at least once, and a slice read in one form
+  // along a split reduction (nk >= 2) never repeats the previous step's, so every step loads it again.
+  struct TensorLoads {
+    int tensor;
+    int64_t elements;
+  };
+  std::vector<TensorLoads> loads_every_order_pays() const;
+
   // Facts the schedule-level rules and the drivers need.
   int index() const { return index_; }
   const std::vector<int>& ops() const { return ops_; }
   int64_t tiles() const { return nrows_ * ncols_; }
+  int64_t grid_height() const { return grid_h_; }  // H_g, W_g (M10): fixed by the structure
+  int64_t grid_width() const { return grid_w_; }
+  int64_t sliced_depth() const { return facts_.K_s; }  // K_s (M12); 0 without a MatMul
+  const std::vector<int>& nonephemeral_outputs() const { return nonephemeral_; }
   int64_t grid_rows() const { return nrows_; }
   int64_t grid_cols() const { return ncols_; }
   int64_t k_steps() const { return nk_; }

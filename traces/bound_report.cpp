@@ -14,12 +14,33 @@ nlohmann::json certified_bound_to_json(const CertifiedBound& b) {
                      {"compute", t.compute},
                      {"traffic", t.traffic},
                      {"reason", t.reason}});
-  return {{"bound", b.bound},
+  nlohmann::json out = {{"bound", b.bound},
+          {"lambda_bound", b.lambda_bound},
           {"lambda", b.lambda},
           {"compute", b.compute},
           {"traffic", b.traffic},
           {"rule_book_bound", b.rule_book},
           {"terms", terms}};
+  if (b.cover) out["cover"] = cover_bound_to_json(*b.cover);
+  return out;
+}
+
+nlohmann::json cover_bound_to_json(const CoverBound& c) {
+  nlohmann::json binding = nlohmann::json::array();
+  for (const CoverBound::Binding& s : c.binding) {
+    nlohmann::json entry = {{"ops", s.ops}, {"floor", s.floor.value}, {"exact", s.exact}};
+    if (s.exact)
+      entry.update({{"compute", s.floor.compute},
+                    {"memory", s.floor.memory},
+                    {"granularity", {s.floor.granularity.w, s.floor.granularity.h, s.floor.granularity.k}}});
+    binding.push_back(entry);
+  }
+  return {{"attempted", c.attempted},     {"complete", c.complete},
+          {"status", c.status},           {"bound", c.bound},
+          {"op_prices", c.op_prices},     {"sets", c.subgraphs},
+          {"priced_exactly", c.priced_exactly}, {"never_fit", c.never_fit},
+          {"lp_rounds", c.lp_rounds},     {"seconds", c.seconds},
+          {"binding_sets", binding}};
 }
 
 void print_certified_bound(std::ostream& out, const CertifiedBound& b) {
@@ -35,6 +56,32 @@ void print_certified_bound(std::ostream& out, const CertifiedBound& b) {
     out << std::left << std::setw(12) << t.subject << std::setw(18) << t.rule << std::right << std::setw(18)
         << format_display(t.compute) << std::setw(18) << format_display(t.traffic) << "  " << t.reason
         << "\n";
+  if (!b.cover) return;
+  const CoverBound& c = *b.cover;
+  out << "cover bound (every subgraph pays its own roofline, docs/bounds.md#theorem-6): ";
+  if (!c.attempted) {
+    out << c.status << "\n";
+    return;
+  }
+  out << format_number(c.bound) << " (" << c.status << "; " << c.subgraphs << " connected sets, "
+      << c.priced_exactly << " priced by the step model, " << c.never_fit << " never fit; "
+      << format_number(c.seconds) << " s)\n"
+      << "  op prices (no set's prices add up to more than its floor; their sum is the bound):";
+  for (size_t o = 0; o < c.op_prices.size(); ++o)
+    if (c.op_prices[o] > 0) out << " op " << o << " " << format_number(c.op_prices[o]) << ";";
+  out << "\n  tightest sets (floor = max(compute, unavoidable memory) at the granularity shown):\n";
+  for (const CoverBound::Binding& s : c.binding) {
+    out << "    {";
+    for (size_t i = 0; i < s.ops.size(); ++i) out << (i ? " " : "") << s.ops[i];
+    out << "} floor " << format_number(s.floor.value);
+    if (s.exact)
+      out << " = max(compute " << format_number(s.floor.compute) << ", memory " << format_number(s.floor.memory)
+          << ") at [" << s.floor.granularity.w << ", " << s.floor.granularity.h << ", " << s.floor.granularity.k
+          << "]";
+    else
+      out << " (cheap floor: compute floors, graph inputs and outputs)";
+    out << "\n";
+  }
 }
 
 }  // namespace mlsys

@@ -9,6 +9,7 @@
 namespace mlsys {
 
 nlohmann::json certified_bound_to_json(const CertifiedBound& bound);
+nlohmann::json cover_bound_to_json(const CoverBound& cover);
 void print_certified_bound(std::ostream& out, const CertifiedBound& bound);
 
 }  // namespace mlsys

@@ -467,7 +467,13 @@ CertifiedBound certified_bound(const Problem& p, const Graph& g, const ModelOpti
   out.terms = std::move(base.terms);
   describe_terms(out, charges, tensor_terms);
   out.bound = std::max(out.bound, out.rule_book);
+  out.lambda_bound = out.bound;
   return out;
+}
+
+void add_cover_bound(CertifiedBound& bound, CoverBound cover) {
+  if (cover.attempted) bound.bound = std::max(bound.lambda_bound, cover.bound);
+  bound.cover = std::move(cover);
 }
 
 }  // namespace mlsys

@@ -5,12 +5,14 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "sim/graph.hpp"
 #include "sim/problem.hpp"
 #include "sim/step_model.hpp"
+#include "verifier/cover_bound.hpp"
 
 namespace mlsys {
 
@@ -30,7 +32,14 @@ struct CertifiedBound {
   double compute = 0, traffic = 0;  // the sums of the terms at that lambda
   double rule_book = 0;             // section 8's bound, for comparison (the certified one is never lower)
   std::vector<BoundTerm> terms;
+  // The cover bound (docs/bounds.md#theorem-6), when asked for: `bound` is the larger of the two, and
+  // `lambda_bound` keeps the lambda combination's value.
+  double lambda_bound = 0;
+  std::optional<CoverBound> cover;
 };
+
+// Attaches a cover bound and keeps the larger of the two bounds (each is valid on its own).
+void add_cover_bound(CertifiedBound& bound, CoverBound cover);
 
 // `expired`, if given, is asked between values of lambda: once it says yes, the best lambda so far is kept
 // (the bound stays valid, only less tight). The whole computation takes milliseconds on the 24 benchmarks.

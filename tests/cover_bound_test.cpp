@@ -1,0 +1,128 @@
+// The cover bound (verifier/cover_bound, docs/bounds.md#theorem-6): its traffic floor is below what every
+// traversal order loads, it is never above the exact optimum of random tiny problems, and its certificate
+// holds: no connected set's prices exceed the floor the step model gives it.
+#include "verifier/cover_bound.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <iostream>
+#include <numeric>
+
+#include "sim/json_io.hpp"
+#include "support.hpp"
+#include "tests/brute_force.hpp"
+#include "verifier/bound.hpp"
+
+namespace mlsys {
+namespace {
+
+// Loads of the subgraph at one order, summed over its steps (the step model's own walk); -1 if a step breaks
+// a rule (the walk stops there).
+int64_t loads_at(const SubgraphModel& model) {
+  int64_t loads = 0;
+  const SubgraphResult r = model.simulate([&](const StepDetail& step) { loads += step.load_elements; });
+  return r.violation ? -1 : loads;
+}
+
+TEST(CoverBound, UnavoidableLoadsAreBelowEveryTraversalOrder) {
+  // Random tiny problems, every connected prefix of their ops, every granularity, every permutation of a
+  // grid of up to 6 tiles: the loads the model says every order pays never exceed an order's loads.
+  std::mt19937 rng(20261125u);
+  int checked = 0, above_footprint = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const Problem p = trial % 2 ? testing::random_matmul_chain(rng, 4) : testing::random_tiny_problem(rng, 4);
+    const Graph g = analyze_graph(p, "tiny");
+    for (size_t n = 1; n <= g.topological_order.size(); ++n) {
+      const std::vector<int> ops(g.topological_order.begin(), g.topological_order.begin() + n);
+      auto structure = SubgraphModel::compile_structure(p, g, ops, {}, 0, {}, ModelOptions{});
+      if (std::holds_alternative<RuleViolation>(structure)) continue;
+      SubgraphModel& model = std::get<SubgraphModel>(structure);
+      for (int64_t w = 1; w <= p.native_w; ++w)
+        for (int64_t h = 1; h <= p.native_h; ++h)
+          for (int64_t k = 1; k <= p.native_w; ++k) {
+            if (model.set_granularity({w, h, k}) || model.tiles() > 6) continue;
+            int64_t floor = 0, footprint = 0;
+            for (const auto& t : model.loads_every_order_pays()) {
+              floor += t.elements;
+              footprint += p.size(t.tensor);
+            }
+            std::vector<int64_t> order(model.tiles());
+            std::iota(order.begin(), order.end(), 0);
+            do {
+              if (model.set_traversal(order)) continue;
+              const int64_t loads = loads_at(model);
+              if (loads < 0) continue;
+              ASSERT_LE(floor, loads) << "ops " << n << " of " << problem_to_json(p).dump() << " at [" << w
+                                      << ", " << h << ", " << k << "]";
+              ++checked;
+            } while (std::next_permutation(order.begin(), order.end()));
+            model.set_traversal(std::nullopt);
+            if (floor > footprint) ++above_footprint;
+          }
+    }
+  }
+  // The split-reduction argument must fire, or this only tested footprints.
+  EXPECT_GT(checked, 10000);
+  EXPECT_GT(above_footprint, 100);
+  std::cout << "[ cover    ] " << checked << " orders checked; the floor exceeded the footprint at "
+            << above_footprint << " granularities\n";
+}
+
+TEST(CoverBound, NeverAboveTheExactOptimumOfRandomTinyProblems) {
+  // MLSYS_COVER_TRIALS and MLSYS_COVER_SEED run longer campaigns (docs/bounds.md#soundness).
+  const char* trials_env = std::getenv("MLSYS_COVER_TRIALS");
+  const char* seed_env = std::getenv("MLSYS_COVER_SEED");
+  const int trials = trials_env ? std::atoi(trials_env) : 1000;
+  std::mt19937 rng(seed_env ? static_cast<unsigned>(std::atol(seed_env)) : 20261125u);
+  int checked = 0, above_lambda = 0, tight = 0, incomplete = 0;
+  while (checked < trials) {
+    const int kind = checked % 4;
+    const Problem p = kind == 0   ? testing::random_matmul_chain(rng, 4)
+                      : kind == 1 ? testing::random_tiny_problem(rng, 4)
+                                  : testing::random_link_pair(rng, kind == 3);
+    const Graph g = analyze_graph(p, "tiny");
+    const ModelOptions options;
+    const testing::BruteForceResult exact = testing::brute_force_optimum(p, g, options);
+    ASSERT_TRUE(exact.exhaustive);
+    if (!exact.feasible) continue;
+    const CoverBound cover = cover_bound(p, g, options, CoverLimits{});
+    ASSERT_TRUE(cover.attempted) << cover.status;
+    if (!cover.complete) ++incomplete;
+    ASSERT_LE(cover.bound, exact.optimum * (1 + 1e-9))
+        << "cover bound " << cover.bound << " above the optimum " << exact.optimum << " of problem "
+        << problem_to_json(p).dump();
+    const double lambda = certified_bound(p, g, options).bound;
+    if (cover.bound > lambda * (1 + 1e-9)) ++above_lambda;
+    if (cover.bound >= exact.optimum * (1 - 1e-9)) ++tight;
+    ++checked;
+  }
+  EXPECT_GT(above_lambda, checked / 20) << "of " << checked;
+  EXPECT_EQ(incomplete, 0);
+  std::cout << "[ cover    ] " << checked << " tiny problems: the cover bound beat the lambda bound on "
+            << above_lambda << " and equalled the optimum on " << tight << "\n";
+}
+
+TEST(CoverBound, CertificatePricesNoSetAboveItsFloor) {
+  // Benchmark 7 (15 ops, 345 connected sets): re-derive every set's floor and check the printed prices.
+  const std::string path = test::source_path("benchmarks/mlsys-2026-7.json");
+  const Problem p = load_problem(path);
+  const Graph g = analyze_graph(p, path);
+  const CoverBound cover = cover_bound(p, g, ModelOptions{}, CoverLimits{});
+  ASSERT_TRUE(cover.complete) << cover.status;
+  EXPECT_NEAR(std::accumulate(cover.op_prices.begin(), cover.op_prices.end(), 0.0), cover.bound,
+              1e-9 * cover.bound);
+  for (const CoverBound::Binding& s : cover.binding) {
+    if (!s.exact) continue;
+    const auto floor = subgraph_floor(p, g, ModelOptions{}, s.ops);
+    ASSERT_TRUE(floor.has_value());
+    double prices = 0;
+    for (int o : s.ops) prices += cover.op_prices[o];
+    EXPECT_LE(prices, floor->value * (1 + 1e-9));
+    EXPECT_NEAR(floor->value, std::max(floor->compute, floor->memory), 1e-9 * floor->value);
+  }
+}
+
+}  // namespace
+}  // namespace mlsys
