@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -145,7 +146,15 @@ TEST(BoundProgram, PrintsTheCertificateAndExitsTwoOnBadInput) {
   const nlohmann::json certificate = nlohmann::json::parse(json_run.out);
   const Problem p = load_problem(problem);
   const CertifiedBound direct = certified_bound(p, analyze_graph(p, problem), ModelOptions{});
-  EXPECT_DOUBLE_EQ(direct.bound, certificate["bound"].get<double>());
+  // The lambda combination's certificate adds up to lambda_bound; the cover bound's prices to its own; the
+  // bound printed is the larger.
+  EXPECT_DOUBLE_EQ(direct.bound, certificate["lambda_bound"].get<double>());
+  const nlohmann::json& cover = certificate["cover"];
+  ASSERT_TRUE(cover["complete"].get<bool>());
+  double prices = 0;
+  for (const auto& price : cover["op_prices"]) prices += price.get<double>();
+  EXPECT_NEAR(prices, cover["bound"].get<double>(), 1e-9 * prices);
+  EXPECT_DOUBLE_EQ(std::max(direct.bound, cover["bound"].get<double>()), certificate["bound"].get<double>());
   EXPECT_GT(certificate["bound"].get<double>(), certificate["rule_book_bound"].get<double>());
   double compute = 0, traffic = 0;
   bool reload_term = false;
@@ -158,12 +167,13 @@ TEST(BoundProgram, PrintsTheCertificateAndExitsTwoOnBadInput) {
   }
   EXPECT_TRUE(reload_term);
   const double lambda = certificate["lambda"].get<double>();
-  EXPECT_NEAR(lambda * compute + (1 - lambda) * traffic, certificate["bound"].get<double>(), 1e-6);
+  EXPECT_NEAR(lambda * compute + (1 - lambda) * traffic, certificate["lambda_bound"].get<double>(), 1e-6);
 
   const CommandResult text = run_command(MLSYS_BOUND_BIN, problem);
   EXPECT_EQ(0, text.exit_code);
   EXPECT_NE(text.out.find("certified bound: "), std::string::npos);
   EXPECT_NE(text.out.find("M21 M6 M14"), std::string::npos);
+  EXPECT_NE(text.out.find("cover bound (every subgraph pays its own roofline"), std::string::npos);
 
   const CommandResult missing = run_command(MLSYS_BOUND_BIN, "/no/such/problem.json");
   EXPECT_EQ(2, missing.exit_code);

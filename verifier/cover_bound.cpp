@@ -19,11 +19,12 @@ using Clock = std::chrono::steady_clock;
 
 // Tile sizes of one axis grouped by the tile count they give, fewest tiles first. Within a count, only the
 // smallest size (the least working set; compute and unavoidable traffic depend on the count alone) and the
-// sizes a rule may demand (M13's w = K, M14's w or h >= K: the reduction depths) are worth trying.
+// sizes a rule may demand (M13's w = K, M14's w or h >= K: the reduction depths, which may exceed the
+// extent) are worth trying.
 std::vector<std::vector<int64_t>> size_classes(int64_t extent, int64_t native, const std::vector<int64_t>& depths) {
   std::vector<std::vector<int64_t>> classes;
   std::vector<int64_t> counts;
-  for (int64_t s = std::min(native, extent); s >= 1; --s) {
+  for (int64_t s = native; s >= 1; --s) {  // sizes above the extent are legal (M6) and give one tile
     const int64_t count = (extent + s - 1) / s;
     if (counts.empty() || counts.back() != count) {
       counts.push_back(count);
@@ -42,83 +43,162 @@ std::vector<std::vector<int64_t>> size_classes(int64_t extent, int64_t native, c
   return classes;
 }
 
-// The traffic every order and every retention pays at the model's granularity (docs/bounds.md#theorem-6): the
-// unavoidable loads of inputs that cannot be retained-in (graph inputs, M9; tensors over the capacity, M20)
-// and the stores of outputs that cannot be retained (graph outputs, M9; over the capacity, M20).
-double unavoidable_memory_time(const Problem& p, const Graph& graph, const SubgraphModel& model) {
-  auto must_move = [&](int t) {
-    return graph.is_graph_input[t] || graph.is_graph_output[t] ||
-           static_cast<double>(p.size(t)) > p.fast_memory_capacity;
-  };
+// Tensors whose traffic no retention avoids: graph inputs (never retained, M9), graph outputs (never
+// retained, M9) and tensors over the capacity (a retained tensor is whole in fast memory, M20).
+bool must_move(const Problem& p, const Graph& graph, int t) {
+  return graph.is_graph_input[t] || graph.is_graph_output[t] ||
+         static_cast<double>(p.size(t)) > p.fast_memory_capacity;
+}
+
+// The traffic at the model's granularity that every order pays (loads_every_order_pays) for the inputs it
+// loads, and the stores of outputs that cannot be retained. `loaded_anyway` are the inputs that could have
+// been retained-in and are not in this model: they are charged too.
+double unavoidable_memory_time(const Problem& p, const Graph& graph, const SubgraphModel& model,
+                               const std::vector<int>& loaded_anyway) {
   double elements = 0;
   for (const auto& load : model.loads_every_order_pays())
-    if (must_move(load.tensor)) elements += static_cast<double>(load.elements);
+    if (must_move(p, graph, load.tensor) ||
+        std::find(loaded_anyway.begin(), loaded_anyway.end(), load.tensor) != loaded_anyway.end())
+      elements += static_cast<double>(load.elements);
   for (int t : model.nonephemeral_outputs())
-    if (must_move(t)) elements += static_cast<double>(p.size(t));
+    if (must_move(p, graph, t)) elements += static_cast<double>(p.size(t));
   return elements / p.slow_memory_bandwidth;
+}
+
+struct FloorSearch {
+  const Problem& p;
+  const Graph& graph;
+  const ModelOptions& options;
+  std::vector<int64_t> depths;  // the MatMuls' K: sizes M13 and M14 may demand
+  double compute_floor_sum = 0;
+};
+
+// The least legal size of each count on both axes at reduction step `k` (0: none legal), or two empty lists
+// when no granularity with this k is legal.
+std::pair<std::vector<int64_t>, std::vector<int64_t>> least_legal_sizes(SubgraphModel& model,
+                                                                        const std::vector<std::vector<int64_t>>& rows,
+                                                                        const std::vector<std::vector<int64_t>>& cols,
+                                                                        int64_t k) {
+  // The largest h is the most permissive (M14 asks h >= K), so some w is legal with it if any is at all.
+  std::optional<Granularity> any;
+  const int64_t h_max = rows.front().back();
+  for (size_t ci = 0; ci < cols.size() && !any; ++ci)
+    for (int64_t w : cols[ci])
+      if (!model.set_granularity({w, h_max, k})) {
+        any = Granularity{w, h_max, k};
+        break;
+      }
+  if (!any) return {};
+  std::vector<int64_t> legal_w(cols.size(), 0), legal_h(rows.size(), 0);
+  for (size_t ci = 0; ci < cols.size(); ++ci)
+    for (int64_t w : cols[ci])
+      if (!model.set_granularity({w, any->h, k})) {
+        legal_w[ci] = w;
+        break;
+      }
+  for (size_t ri = 0; ri < rows.size(); ++ri)
+    for (int64_t h : rows[ri])
+      if (!model.set_granularity({any->w, h, k})) {
+        legal_h[ri] = h;
+        break;
+      }
+  return {legal_w, legal_h};
+}
+
+// The least floor over every granularity of one compiled structure (with its retained-in tensors), charging
+// the loads of `loaded_anyway` as well as the unavoidable traffic.
+std::optional<SubgraphFloor> least_over_granularities(const FloorSearch& f, SubgraphModel& model,
+                                                      const std::vector<int>& loaded_anyway) {
+  const auto rows = size_classes(model.grid_height(), f.p.native_h, f.depths);
+  const auto cols = size_classes(model.grid_width(), f.p.native_w, f.depths);
+  // k: 1 stands for every split reduction (compute and unavoidable traffic do not depend on k once nk >= 2,
+  // and k = 1 holds the least); K_s for the unsplit one.
+  std::vector<int64_t> ks{1};
+  const int64_t K_s = model.sliced_depth();
+  if (K_s > 1 && (K_s <= f.p.native_w || f.options.allow_supernative_k)) ks.push_back(K_s);
+  constexpr int64_t kWalkBudget = 4096;
+
+  std::optional<SubgraphFloor> best;
+  auto consider = [&](const Granularity& g, double compute) {
+    const double memory = unavoidable_memory_time(f.p, f.graph, model, loaded_anyway);
+    const double value = std::max(compute, memory);
+    if (!best || value < best->value) best = SubgraphFloor{value, compute, memory, g};
+  };
+  for (int64_t k : ks) {
+    // The granularity rules factor: M6 and M13 constrain w and k, M14 w or h alone (apply_granularity), so
+    // the least legal size of each count is found once per axis, against one legal size of the other.
+    const auto [legal_w, legal_h] = least_legal_sizes(model, rows, cols, k);
+    if (legal_w.empty()) continue;
+    // Most sets of a small fast memory fit at no granularity: the smallest tiles tell at once.
+    if (legal_w.back() && legal_h.back() && !model.set_granularity({legal_w.back(), legal_h.back(), k})) {
+      const SubgraphResult smallest = model.evaluate_fast(SubgraphModel::Violations::Summarize, kWalkBudget);
+      if (smallest.violation && smallest.violation->rule == "M20") continue;
+    }
+    // Rows from the most tiles (smallest h) to the fewest. For each, the fewest column tiles that fit: more
+    // tiles only cost more. `first_open` is the first column count not yet out of memory at a smaller h,
+    // which stays out of memory at every larger one (the working set grows with h).
+    size_t first_open = 0;
+    for (size_t ri = rows.size(); ri-- > 0 && first_open < cols.size();) {
+      if (!legal_h[ri]) continue;
+      for (size_t ci = first_open; ci < cols.size(); ++ci) {
+        if (!legal_w[ci]) continue;
+        const std::optional<Granularity> legal = Granularity{legal_w[ci], legal_h[ri], k};
+        if (model.set_granularity(*legal)) continue;  // cannot happen while the rules factor
+        const SubgraphResult r = model.evaluate_fast(SubgraphModel::Violations::Summarize, kWalkBudget);
+        if (r.violation && r.violation->rule == "M20") {  // so is every larger size of this count
+          if (ci == first_open) ++first_open;
+          continue;
+        }
+        // Unpriced (a walk too long), or rejected by a rule that depends on the exact sizes (M17), which a
+        // larger size of the same counts might pass: only every op's compute floor is certain.
+        consider(*legal, r.walk_refused || r.violation ? f.compute_floor_sum : r.compute_time);
+        break;
+      }
+    }
+  }
+  return best;
 }
 
 }  // namespace
 
 std::optional<SubgraphFloor> subgraph_floor(const Problem& p, const Graph& graph, const ModelOptions& options,
                                             const std::vector<int>& ops) {
-  // Nothing retained in or out: the fewest tensors in fast memory and the fewest region checks, so a
-  // granularity rejected here is rejected in every context.
-  auto compiled = SubgraphModel::compile_structure(p, graph, ops, {}, 0, {}, options);
-  if (std::holds_alternative<RuleViolation>(compiled)) return std::nullopt;
-  SubgraphModel& model = std::get<SubgraphModel>(compiled);
-  std::vector<int64_t> depths;
-  double compute_floor_sum = 0;
+  FloorSearch f{p, graph, options, {}, 0};
   for (int o : ops) {
-    if (p.is_matmul(o)) depths.push_back(graph.reduction_depth[o]);
-    compute_floor_sum += compute_floor(p, graph, o, options.matmul_compute);
+    if (p.is_matmul(o)) f.depths.push_back(graph.reduction_depth[o]);
+    f.compute_floor_sum += compute_floor(p, graph, o, options.matmul_compute);
   }
-  const auto rows = size_classes(model.grid_height(), p.native_h, depths);
-  const auto cols = size_classes(model.grid_width(), p.native_w, depths);
-  // k: 1 stands for every split reduction (compute and unavoidable traffic do not depend on k once nk >= 2,
-  // and k = 1 holds the least); K_s for the unsplit one.
-  std::vector<int64_t> ks{1};
-  const int64_t K_s = model.sliced_depth();
-  if (K_s > 1 && (K_s <= p.native_w || options.allow_supernative_k)) ks.push_back(K_s);
-  constexpr int64_t kWalkBudget = 4096;
-
+  // Inputs made outside that may arrive retained: each is either loaded (its unavoidable loads count) or
+  // whole in fast memory at every step (M20 A), which shrinks the granularities that fit. Up to
+  // kRetainedChoices of them are tried both ways; beyond that they are all taken as free, which is what a
+  // retained tensor costs in traffic, with the least working set: still below every context.
+  constexpr size_t kRetainedChoices = 4;
+  std::vector<int> choices;
+  for (int o : ops)
+    for (int t : p.inputs[o])
+      if (graph.producer[t] >= 0 && std::find(ops.begin(), ops.end(), graph.producer[t]) == ops.end() &&
+          !must_move(p, graph, t) && std::find(choices.begin(), choices.end(), t) == choices.end())
+        choices.push_back(t);
+  const bool try_choices = choices.size() <= kRetainedChoices;
   std::optional<SubgraphFloor> best;
-  auto consider = [&](const Granularity& g, double compute) {
-    const double memory = unavoidable_memory_time(p, graph, model);
-    const double value = std::max(compute, memory);
-    if (!best || value < best->value) best = SubgraphFloor{value, compute, memory, g};
-  };
-  for (int64_t k : ks) {
-    // Rows from the most tiles (smallest h) to the fewest. For each, the fewest column tiles that fit: more
-    // tiles only cost more. `first_open` is the first column count not yet out of memory at a smaller h,
-    // which stays out of memory at every larger one (the working set grows with h).
-    size_t first_open = 0;
-    for (size_t ri = rows.size(); ri-- > 0 && first_open < cols.size();) {
-      for (size_t ci = first_open; ci < cols.size(); ++ci) {
-        std::optional<Granularity> legal;  // the least legal sizes of these counts
-        for (int64_t h : rows[ri]) {
-          for (int64_t w : cols[ci])
-            if (!model.set_granularity({w, h, k})) {
-              legal = Granularity{w, h, k};
-              break;
-            }
-          if (legal) break;
-        }
-        if (!legal) continue;
-        const SubgraphResult r = model.evaluate_fast(SubgraphModel::Violations::Summarize, kWalkBudget);
-        const Granularity& g = *legal;
-        if (r.walk_refused) {  // unpriced: its compute is at least every op's floor
-          consider(g, compute_floor_sum);
-          break;
-        }
-        if (r.violation) {
-          if (r.violation->rule == "M20" && ci == first_open) ++first_open;
-          continue;
-        }
-        consider(g, r.compute_time);
-        break;
+  for (uint32_t mask = 0; mask < (try_choices ? 1u << choices.size() : 1u); ++mask) {
+    std::vector<int> retained_in, loaded_anyway;
+    int64_t resident = 0;
+    for (size_t i = 0; i < choices.size() && try_choices; ++i)
+      if (mask >> i & 1) {
+        retained_in.push_back(choices[i]);
+        resident += p.size(choices[i]);
+      } else {
+        loaded_anyway.push_back(choices[i]);
       }
-    }
+    if (static_cast<double>(resident) > p.fast_memory_capacity) continue;
+    // Nothing retained out: the fewest tensors in fast memory and the fewest region checks, so a
+    // granularity rejected here is rejected in every context with these retained-in tensors.
+    auto compiled = SubgraphModel::compile_structure(p, graph, ops, {}, 0, retained_in, options);
+    if (std::holds_alternative<RuleViolation>(compiled)) return std::nullopt;  // the structure, in any context
+    const auto floor = least_over_granularities(f, std::get<SubgraphModel>(compiled), loaded_anyway);
+    if (!floor && mask == 0) return std::nullopt;  // with more resident, nothing fits either
+    if (floor && (!best || floor->value < best->value)) best = floor;
   }
   return best;
 }
@@ -204,15 +284,11 @@ class SetEnumerator {
 double cheap_floor(const Problem& p, const Graph& graph, const ModelOptions& options, const std::vector<int>& ops) {
   double compute = 0, elements = 0;
   auto inside = [&](int o) { return std::find(ops.begin(), ops.end(), o) != ops.end(); };
-  auto must_move = [&](int t) {
-    return graph.is_graph_input[t] || graph.is_graph_output[t] ||
-           static_cast<double>(p.size(t)) > p.fast_memory_capacity;
-  };
   std::vector<int> seen;
   for (int o : ops) {
     compute += compute_floor(p, graph, o, options.matmul_compute);
     for (int t : p.inputs[o])
-      if ((graph.producer[t] < 0 || !inside(graph.producer[t])) && must_move(t) &&
+      if ((graph.producer[t] < 0 || !inside(graph.producer[t])) && must_move(p, graph, t) &&
           std::find(seen.begin(), seen.end(), t) == seen.end()) {
         seen.push_back(t);
         elements += static_cast<double>(p.size(t));
@@ -220,7 +296,7 @@ double cheap_floor(const Problem& p, const Graph& graph, const ModelOptions& opt
     for (int t : p.outputs[o]) {
       const bool read_inside =
           std::any_of(graph.consumers[t].begin(), graph.consumers[t].end(), [&](const Consumer& c) { return inside(c.op); });
-      if (!read_inside && must_move(t)) elements += static_cast<double>(p.size(t));
+      if (!read_inside && must_move(p, graph, t)) elements += static_cast<double>(p.size(t));
     }
   }
   return std::max(compute, elements / p.slow_memory_bandwidth);
@@ -234,34 +310,33 @@ struct GlpkDeleter {
 
 namespace {
 
-// The LP over the sets: maximize the sum of op prices y >= 0 subject to, for every set S, the sum of its
-// prices <= its floor. Rows start at the cheap floor and are replaced by the exact one (or dropped, when the
-// set never fits) as the LP leans on them; every value used is a valid floor, so every round's prices are a
-// valid certificate.
+// The LP over the sets, solved in its covering form: minimize the floors of a fractional cover of the ops
+// (one row per op, one column per set) whose row duals are the op prices. It has as many rows as ops, so its
+// bases stay small however many sets there are. Columns start at the cheap floor and are replaced by the
+// exact one (or fixed at zero, when the set never fits) as the LP leans on them; every value used is a valid
+// floor, so every round's prices are a valid certificate.
 class CoverLp {
  public:
   CoverLp(int ops, const std::vector<std::vector<int>>& sets, const std::vector<double>& values)
       : lp_(glp_create_prob()), ops_(ops) {
-    glp_set_obj_dir(lp_.get(), GLP_MAX);
-    glp_add_cols(lp_.get(), ops);
-    for (int j = 1; j <= ops; ++j) {
-      glp_set_col_bnds(lp_.get(), j, GLP_LO, 0, 0);
-      glp_set_obj_coef(lp_.get(), j, 1);
-    }
-    glp_add_rows(lp_.get(), static_cast<int>(sets.size()));
+    glp_set_obj_dir(lp_.get(), GLP_MIN);
+    glp_add_rows(lp_.get(), ops);
+    for (int o = 1; o <= ops; ++o) glp_set_row_bnds(lp_.get(), o, GLP_LO, 1, 0);
+    glp_add_cols(lp_.get(), static_cast<int>(sets.size()));
     std::vector<int> ia{0}, ja{0};
     std::vector<double> ar{0};
     for (size_t i = 0; i < sets.size(); ++i) {
-      glp_set_row_bnds(lp_.get(), static_cast<int>(i + 1), GLP_UP, 0, values[i]);
+      glp_set_col_bnds(lp_.get(), static_cast<int>(i + 1), GLP_LO, 0, 0);
+      glp_set_obj_coef(lp_.get(), static_cast<int>(i + 1), values[i]);
       for (int o : sets[i]) {
-        ia.push_back(static_cast<int>(i + 1));
-        ja.push_back(o + 1);
+        ia.push_back(o + 1);
+        ja.push_back(static_cast<int>(i + 1));
         ar.push_back(1);
       }
     }
     glp_load_matrix(lp_.get(), static_cast<int>(ia.size() - 1), ia.data(), ja.data(), ar.data());
   }
-  // False when the simplex fails or runs out of `seconds`.
+  // False when the simplex fails, finds no cover, or runs out of `seconds`.
   bool solve(double seconds) {
     glp_smcp parm;
     glp_init_smcp(&parm);
@@ -269,13 +344,13 @@ class CoverLp {
     parm.tm_lim = static_cast<int>(std::clamp(seconds * 1000, 1.0, 2.0e9));
     return glp_simplex(lp_.get(), &parm) == 0 && glp_get_status(lp_.get()) == GLP_OPT;
   }
-  void set_floor(int row, double value) { glp_set_row_bnds(lp_.get(), row + 1, GLP_UP, 0, value); }
-  void drop(int row) { glp_set_row_bnds(lp_.get(), row + 1, GLP_FR, 0, 0); }
-  double activity(int row) const { return glp_get_row_prim(lp_.get(), row + 1); }
-  double dual(int row) const { return glp_get_row_dual(lp_.get(), row + 1); }
+  void set_floor(int set, double value) { glp_set_obj_coef(lp_.get(), set + 1, value); }
+  void drop(int set) { glp_set_col_bnds(lp_.get(), set + 1, GLP_FX, 0, 0); }
+  double reduced_cost(int set) const { return glp_get_col_dual(lp_.get(), set + 1); }
+  double weight(int set) const { return glp_get_col_prim(lp_.get(), set + 1); }
   std::vector<double> prices() const {
     std::vector<double> y(ops_);
-    for (int j = 0; j < ops_; ++j) y[j] = std::max(0.0, glp_get_col_prim(lp_.get(), j + 1));
+    for (int o = 0; o < ops_; ++o) y[o] = std::max(0.0, glp_get_row_dual(lp_.get(), o + 1));
     return y;
   }
 
@@ -308,17 +383,26 @@ CoverBound cover_bound(const Problem& p, const Graph& graph, const ModelOptions&
   while (left() > 0 && lp.solve(left())) {
     ++out.lp_rounds;
     y = lp.prices();
-    std::vector<std::pair<double, int>> leaned_on;  // (dual, row) of the cheap rows the optimum meets
+    // Each round prices every cheap set whose prices meet its floor, not only those in the cover: degenerate
+    // optima would otherwise take one LP solve per few sets. When the cover uses no cheap set, it is a cover
+    // of exact floors as cheap as the prices: pricing the rest cannot raise the optimum.
+    std::vector<std::pair<double, int>> leaned_on;  // (weight in the cover, set)
+    bool cheap_in_cover = false;
     for (int i = 0; i < m; ++i)
-      if (!exact[i] && !never[i] && lp.activity(i) >= value[i] * (1 - 1e-9) - 1e-12)
-        leaned_on.push_back({lp.dual(i), i});
-    if (leaned_on.empty()) {
+      if (!exact[i] && !never[i] && lp.reduced_cost(i) <= value[i] * 1e-9 + 1e-12) {
+        leaned_on.push_back({lp.weight(i), i});
+        cheap_in_cover = cheap_in_cover || lp.weight(i) > 1e-12;
+      }
+    if (!cheap_in_cover) {
       out.complete = true;
       break;
     }
     std::sort(leaned_on.rbegin(), leaned_on.rend());
-    for (const auto& [dual, i] : leaned_on) {
-      if (left() <= 0) break;
+    // Sets in the cover first; after a second of pricing the LP is solved again, so that a long round cannot
+    // spend the whole time limit before the prices improve.
+    const auto round_end = Clock::now() + std::chrono::seconds(1);
+    for (const auto& [weight, i] : leaned_on) {
+      if (left() <= 0 || (weight <= 1e-12 && Clock::now() > round_end)) break;
       const auto f = subgraph_floor(p, graph, options, sets[i]);
       ++out.priced_exactly;
       if (!f) {
