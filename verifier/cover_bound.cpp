@@ -311,43 +311,42 @@ struct GlpkDeleter {
 namespace {
 
 // The LP over the sets, solved in its covering form: minimize the floors of a fractional cover of the ops
-// (one row per op, one column per set) whose row duals are the op prices. It has as many rows as ops, so its
-// bases stay small however many sets there are. Columns start at the cheap floor and are replaced by the
-// exact one (or fixed at zero, when the set never fits) as the LP leans on them; every value used is a valid
-// floor, so every round's prices are a valid certificate.
+// (one row per op, one column per set) whose row duals are the op prices. Columns are generated: the LP
+// holds only the sets added so far, and the caller adds those whose floor is below their prices.
 class CoverLp {
  public:
-  CoverLp(int ops, const std::vector<std::vector<int>>& sets, const std::vector<double>& values)
-      : lp_(glp_create_prob()), ops_(ops) {
+  explicit CoverLp(int ops) : lp_(glp_create_prob()), ops_(ops) {
     glp_set_obj_dir(lp_.get(), GLP_MIN);
     glp_add_rows(lp_.get(), ops);
     for (int o = 1; o <= ops; ++o) glp_set_row_bnds(lp_.get(), o, GLP_LO, 1, 0);
-    glp_add_cols(lp_.get(), static_cast<int>(sets.size()));
-    std::vector<int> ia{0}, ja{0};
-    std::vector<double> ar{0};
-    for (size_t i = 0; i < sets.size(); ++i) {
-      glp_set_col_bnds(lp_.get(), static_cast<int>(i + 1), GLP_LO, 0, 0);
-      glp_set_obj_coef(lp_.get(), static_cast<int>(i + 1), values[i]);
-      for (int o : sets[i]) {
-        ia.push_back(o + 1);
-        ja.push_back(static_cast<int>(i + 1));
-        ar.push_back(1);
-      }
+  }
+  void add(int set, const std::vector<int>& ops, double value) {
+    const int column = glp_add_cols(lp_.get(), 1);
+    std::vector<int> rows{0};
+    std::vector<double> ones{0};
+    for (int o : ops) {
+      rows.push_back(o + 1);
+      ones.push_back(1);
     }
-    glp_load_matrix(lp_.get(), static_cast<int>(ia.size() - 1), ia.data(), ja.data(), ar.data());
+    glp_set_mat_col(lp_.get(), column, static_cast<int>(ops.size()), rows.data(), ones.data());
+    glp_set_col_bnds(lp_.get(), column, GLP_LO, 0, 0);
+    glp_set_obj_coef(lp_.get(), column, value);
+    sets_.push_back(set);
   }
   // False when the simplex fails, finds no cover, or runs out of `seconds`.
   bool solve(double seconds) {
     glp_smcp parm;
     glp_init_smcp(&parm);
     parm.msg_lev = GLP_MSG_OFF;
+    parm.presolve = GLP_OFF;
     parm.tm_lim = static_cast<int>(std::clamp(seconds * 1000, 1.0, 2.0e9));
     return glp_simplex(lp_.get(), &parm) == 0 && glp_get_status(lp_.get()) == GLP_OPT;
   }
-  void set_floor(int set, double value) { glp_set_obj_coef(lp_.get(), set + 1, value); }
-  void drop(int set) { glp_set_col_bnds(lp_.get(), set + 1, GLP_FX, 0, 0); }
-  double reduced_cost(int set) const { return glp_get_col_dual(lp_.get(), set + 1); }
-  double weight(int set) const { return glp_get_col_prim(lp_.get(), set + 1); }
+  int columns() const { return static_cast<int>(sets_.size()); }
+  int set_of(int column) const { return sets_[column]; }
+  double weight(int column) const { return glp_get_col_prim(lp_.get(), column + 1); }
+  void set_floor(int column, double value) { glp_set_obj_coef(lp_.get(), column + 1, value); }
+  void drop(int column) { glp_set_col_bnds(lp_.get(), column + 1, GLP_FX, 0, 0); }
   std::vector<double> prices() const {
     std::vector<double> y(ops_);
     for (int o = 0; o < ops_; ++o) y[o] = std::max(0.0, glp_get_row_dual(lp_.get(), o + 1));
@@ -357,7 +356,99 @@ class CoverLp {
  private:
   std::unique_ptr<glp_prob, GlpkDeleter> lp_;
   int ops_;
+  std::vector<int> sets_;  // per column
 };
+
+// The sets and their floors while the LP runs: cheap until priced by the step model.
+struct SetFloors {
+  const Problem& p;
+  const Graph& graph;
+  const ModelOptions& options;
+  std::vector<std::vector<int>> sets;
+  std::vector<double> value;
+  std::vector<char> exact, never, in_lp;
+  std::vector<SubgraphFloor> floors;
+  CoverBound& out;
+
+  // Prices set `i` by the step model; false if it never fits.
+  bool price(int i) {
+    if (exact[i] || never[i]) return !never[i];
+    const auto f = subgraph_floor(p, graph, options, sets[i]);
+    ++out.priced_exactly;
+    if (!f) {
+      never[i] = 1;
+      ++out.never_fit;
+      return false;
+    }
+    exact[i] = 1;
+    floors[i] = *f;
+    value[i] = std::max(value[i], f->value);
+    return true;
+  }
+  double reduced_cost(int i, const std::vector<double>& y) const {
+    double sum = 0;
+    for (int o : sets[i]) sum += y[o];
+    return value[i] - sum;
+  }
+};
+
+// One round of column generation after an LP solve: the sets of the cover that are still cheap are priced
+// (true if any was), or else the sets whose floor is below their prices are priced and the violated ones
+// added (false when there are none: the LP optimum is then the optimum over every set).
+bool next_round(SetFloors& f, CoverLp& lp, const std::vector<double>& y, const std::function<double()>& left) {
+  bool repriced = false;
+  for (int c = 0; c < lp.columns(); ++c) {
+    const int i = lp.set_of(c);
+    if (lp.weight(c) <= 1e-12 || f.exact[i] || f.never[i]) continue;
+    if (left() <= 0) return true;
+    repriced = true;
+    if (f.price(i))
+      lp.set_floor(c, f.value[i]);
+    else
+      lp.drop(c);
+  }
+  if (repriced) return true;
+  constexpr size_t kColumnsPerRound = 256;
+  std::vector<std::pair<double, int>> violated;
+  for (int i = 0; i < static_cast<int>(f.sets.size()); ++i)
+    if (!f.in_lp[i] && !f.never[i]) {
+      const double rc = f.reduced_cost(i, y);
+      if (rc < -1e-9 * std::max(1.0, f.value[i])) violated.push_back({rc, i});
+    }
+  if (violated.empty()) return false;
+  std::sort(violated.begin(), violated.end());
+  size_t added = 0;
+  for (const auto& [rc, i] : violated) {
+    if (added >= kColumnsPerRound || left() <= 0) break;
+    // Priced before it enters: most sets of a small fast memory never fit, and keeping them out keeps the
+    // LP small.
+    if (!f.price(i) || f.reduced_cost(i, y) >= 0) continue;
+    f.in_lp[i] = 1;
+    lp.add(i, f.sets[i], f.value[i]);
+    ++added;
+  }
+  return true;
+}
+
+// Before a solve, every op needs a column that fits: the first set holding it (its singleton, as the sets are
+// enumerated) that the step model does not reject. Returns an op no set can hold.
+std::optional<int> cover_every_op(SetFloors& f, CoverLp& lp) {
+  std::vector<char> covered(f.p.num_ops(), 0);
+  for (int c = 0; c < lp.columns(); ++c)
+    if (!f.never[lp.set_of(c)])
+      for (int o : f.sets[lp.set_of(c)]) covered[o] = 1;
+  for (int o = 0; o < f.p.num_ops(); ++o) {
+    for (int i = 0; i < static_cast<int>(f.sets.size()) && !covered[o]; ++i) {
+      const auto& set = f.sets[i];
+      if (f.in_lp[i] || std::find(set.begin(), set.end(), o) == set.end() || !f.price(i)) continue;
+      f.in_lp[i] = 1;
+      lp.add(i, set, f.value[i]);
+      for (int member : set) covered[member] = 1;
+    }
+    if (!covered[o]) return o;
+  }
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -366,60 +457,44 @@ CoverBound cover_bound(const Problem& p, const Graph& graph, const ModelOptions&
   CoverBound out;
   const auto start = Clock::now();
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limits.seconds));
-  auto left = [&] { return std::chrono::duration<double>(deadline - Clock::now()).count(); };
-  std::vector<std::vector<int>> sets;
-  if (!SetEnumerator(p, graph, limits.max_subgraphs).run(sets)) {
+  std::function<double()> left = [&] { return std::chrono::duration<double>(deadline - Clock::now()).count(); };
+  SetFloors f{p, graph, options, {}, {}, {}, {}, {}, {}, out};
+  if (!SetEnumerator(p, graph, limits.max_subgraphs).run(f.sets)) {
     out.status = "more than " + std::to_string(limits.max_subgraphs) + " connected sets of ops: not attempted";
     return out;
   }
-  const int m = static_cast<int>(sets.size());
+  const int m = static_cast<int>(f.sets.size());
   out.subgraphs = m;
-  std::vector<double> value(m);
-  std::vector<char> exact(m, 0), never(m, 0);
-  std::vector<SubgraphFloor> floors(m);
-  for (int i = 0; i < m; ++i) value[i] = cheap_floor(p, graph, options, sets[i]);
-  CoverLp lp(p.num_ops(), sets, value);
+  f.value.resize(m);
+  f.exact.assign(m, 0);
+  f.never.assign(m, 0);
+  f.in_lp.assign(m, 0);
+  f.floors.resize(m);
+  for (int i = 0; i < m; ++i) f.value[i] = cheap_floor(p, graph, options, f.sets[i]);
+  CoverLp lp(p.num_ops());
   std::vector<double> y;
-  while (left() > 0 && lp.solve(left())) {
+  while (left() > 0) {
+    if (const auto uncovered = cover_every_op(f, lp)) {
+      out.status = "op " + std::to_string(*uncovered) +
+                   " fits in no subgraph at any granularity: no schedule exists (M20)";
+      return out;
+    }
+    if (!lp.solve(left())) break;
     ++out.lp_rounds;
     y = lp.prices();
-    // Each round prices every cheap set whose prices meet its floor, not only those in the cover: degenerate
-    // optima would otherwise take one LP solve per few sets. When the cover uses no cheap set, it is a cover
-    // of exact floors as cheap as the prices: pricing the rest cannot raise the optimum.
-    std::vector<std::pair<double, int>> leaned_on;  // (weight in the cover, set)
-    bool cheap_in_cover = false;
-    for (int i = 0; i < m; ++i)
-      if (!exact[i] && !never[i] && lp.reduced_cost(i) <= value[i] * 1e-9 + 1e-12) {
-        leaned_on.push_back({lp.weight(i), i});
-        cheap_in_cover = cheap_in_cover || lp.weight(i) > 1e-12;
-      }
-    if (!cheap_in_cover) {
+    if (!next_round(f, lp, y, left)) {
       out.complete = true;
       break;
     }
-    std::sort(leaned_on.rbegin(), leaned_on.rend());
-    // Sets in the cover first; after a second of pricing the LP is solved again, so that a long round cannot
-    // spend the whole time limit before the prices improve.
-    const auto round_end = Clock::now() + std::chrono::seconds(1);
-    for (const auto& [weight, i] : leaned_on) {
-      if (left() <= 0 || (weight <= 1e-12 && Clock::now() > round_end)) break;
-      const auto f = subgraph_floor(p, graph, options, sets[i]);
-      ++out.priced_exactly;
-      if (!f) {
-        never[i] = 1;
-        ++out.never_fit;
-        lp.drop(i);
-        continue;
-      }
-      exact[i] = 1;
-      floors[i] = *f;
-      value[i] = std::max(value[i], f->value);
-      lp.set_floor(i, value[i]);
-    }
-    if (progress)
+    if (progress && out.lp_rounds % 50 == 0)
       progress("cover bound: round " + std::to_string(out.lp_rounds) + ", " + std::to_string(out.priced_exactly) +
-               " of " + std::to_string(m) + " sets priced");
+               " of " + std::to_string(m) + " sets priced, " + std::to_string(lp.columns()) + " in the LP");
   }
+  std::vector<double>& value = f.value;
+  std::vector<char>& never = f.never;
+  std::vector<char>& exact = f.exact;
+  std::vector<SubgraphFloor>& floors = f.floors;
+  const std::vector<std::vector<int>>& sets = f.sets;
   out.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (y.empty()) {
     out.status = "the LP was not solved within the time limit";
