@@ -15,6 +15,8 @@
 
 namespace mlsys {
 
+inline constexpr int kCoverMaxOps = 64;
+
 struct SolveOptions {
   double timeout_seconds = 2;
   int threads = 2;
@@ -29,6 +31,11 @@ struct SolveOptions {
   bool exhaustive = false;
   // Called with one line of text as a long phase advances (the exhaustive search, after each op count).
   std::function<void(const std::string&)> on_progress;
+  // The cover bound (docs/bounds.md#theorem-6) runs beside the search, for at most half its time, on graphs
+  // of up to kCoverMaxOps ops and this many connected sets of ops (0: never); when it beats the lambda
+  // bound, the search stops there instead. Larger graphs would spend the time listing sets: a set's floor
+  // is not interruptible, and one of hundreds of ops takes long.
+  int64_t cover_bound_sets = 100'000;
   ModelOptions model;
 };
 
@@ -43,6 +50,8 @@ struct SolveStats {
   std::string infeasible_reason;  // set when no schedule was found
   std::string stopped_by;  // "certified bound" (a proven optimum), "order budget", "signal", "timeout" or "exhaustive search done"
   bool exhaustive_complete = false;  // the exhaustive search finished: no schedule of its space is cheaper
+  double certified_bound = 0;        // the larger of the lambda and cover bounds known when the search ended
+  std::string certified_by;          // "lambda" or "cover"
 };
 
 // Called (serialized) on every verified improvement; the schedule carries its exact subgraph latencies.

@@ -228,9 +228,10 @@ class SetEnumerator {
     for (size_t i = 0; i < graph.topological_order.size(); ++i) rank_[graph.topological_order[i]] = static_cast<int>(i);
   }
 
-  // False when there are more than `limit` sets.
-  bool run(std::vector<std::vector<int>>& sets) {
+  // False when there are more than `limit` sets, or `expired` says so (asked every 4,096 sets).
+  bool run(std::vector<std::vector<int>>& sets, const std::function<bool()>& expired) {
     sets_ = &sets;
+    expired_ = &expired;
     std::vector<int> members;
     std::vector<char> in_set(n_, 0), near(n_, 0);
     for (int root = 0; root < n_; ++root) {
@@ -248,6 +249,7 @@ class SetEnumerator {
  private:
   bool grow(int root, std::vector<int>& members, std::vector<int> extension, std::vector<char>& in_set) {
     if (static_cast<int64_t>(sets_->size()) >= limit_) return false;
+    if ((sets_->size() & 4095) == 4095 && (*expired_)()) return false;
     std::vector<int> ordered = members;
     std::sort(ordered.begin(), ordered.end(), [&](int a, int b) { return rank_[a] < rank_[b]; });
     sets_->push_back(std::move(ordered));
@@ -277,6 +279,7 @@ class SetEnumerator {
   std::vector<std::vector<int>> adjacent_;
   std::vector<int> rank_;
   std::vector<std::vector<int>>* sets_ = nullptr;
+  const std::function<bool()>* expired_ = nullptr;
 };
 
 // A floor every set has without compiling it: each op's compute floor, and the traffic of graph inputs,
@@ -457,10 +460,15 @@ CoverBound cover_bound(const Problem& p, const Graph& graph, const ModelOptions&
   CoverBound out;
   const auto start = Clock::now();
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limits.seconds));
-  std::function<double()> left = [&] { return std::chrono::duration<double>(deadline - Clock::now()).count(); };
+  std::function<double()> left = [&] {
+    if (limits.cancel && limits.cancel->load()) return 0.0;
+    return std::chrono::duration<double>(deadline - Clock::now()).count();
+  };
   SetFloors f{p, graph, options, {}, {}, {}, {}, {}, {}, out};
-  if (!SetEnumerator(p, graph, limits.max_subgraphs).run(f.sets)) {
-    out.status = "more than " + std::to_string(limits.max_subgraphs) + " connected sets of ops: not attempted";
+  if (!SetEnumerator(p, graph, limits.max_subgraphs).run(f.sets, [&] { return left() <= 0; })) {
+    out.status = left() <= 0 ? "the time limit came before every connected set of ops was listed"
+                             : "more than " + std::to_string(limits.max_subgraphs) +
+                                   " connected sets of ops: not attempted";
     return out;
   }
   const int m = static_cast<int>(f.sets.size());

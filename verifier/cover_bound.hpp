@@ -7,6 +7,7 @@
 // schedule, this sees that a compute-bound subgraph and a memory-bound one each pay their larger side.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -33,6 +34,7 @@ std::optional<SubgraphFloor> subgraph_floor(const Problem& problem, const Graph&
 struct CoverLimits {
   double seconds = 10;              // then the best bound proven so far is returned
   int64_t max_subgraphs = 400'000;  // connected sets of ops; above it the bound is not attempted
+  const std::atomic<bool>* cancel = nullptr;  // if set and true, stop as at the time limit
 };
 
 struct CoverBound {
