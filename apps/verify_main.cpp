@@ -55,7 +55,7 @@ extern "C" int sc_main(int argc, char** argv) {
     const Problem problem = load_problem(problem_path);
     const Graph graph = analyze_graph(problem, problem_path);
     LowerBound lb = lower_bound(problem, graph);
-    lb.certified = certified_bound(problem, graph, options.model).bound;
+    lb.certified = certified_bound_with_cover(problem, graph, options.model, kReportCoverSeconds).bound;
     if (bound_only) {
       if (json_out) {
         std::cout << nlohmann::json{{"compute_full_k", lb.compute_full_k},

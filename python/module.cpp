@@ -337,19 +337,25 @@ PYBIND11_MODULE(_core, m) {
       "No valid schedule of the problem is cheaper (rule book section 8).");
   m.def(
       "bound",
-      [](const py::object& problem, const std::string& matmul_compute, bool allow_supernative_k) {
+      [](const py::object& problem, const std::string& matmul_compute, bool allow_supernative_k,
+         double cover_seconds) {
         const auto loaded = as_problem(problem);
         const ModelOptions model = model_options(matmul_compute, allow_supernative_k);
         CertifiedBound bound;
         {
           py::gil_scoped_release release;
           bound = certified_bound(loaded->problem, loaded->graph, model);
+          if (cover_seconds > 0)
+            add_cover_bound(bound, cover_bound(loaded->problem, loaded->graph, model, CoverLimits{cover_seconds}));
         }
         return to_python(certified_bound_to_json(bound));
       },
       py::arg("problem"), py::arg("matmul_compute") = "full-k", py::arg("allow_supernative_k") = false,
-      "The certified lower bound on every schedule (docs/bounds.md), as `bound --json` prints it: bound, lambda, "
-      "compute, traffic, rule_book_bound and the terms (subject, rule, compute, traffic, reason).");
+      py::arg("cover_seconds") = 10.0,
+      "The certified lower bound on every schedule (docs/bounds.md), as `bound --json` prints it: bound (the larger "
+      "of lambda_bound and the cover bound), lambda_bound, lambda, compute, traffic, rule_book_bound, the terms "
+      "(subject, rule, compute, traffic, reason) and cover (op prices and the tightest sets; cover_seconds=0 "
+      "skips it).");
 
   py::class_<WorkingSetTerm>(m, "WorkingSetTerm", "One term of a working set (M20).")
       .def_property_readonly(

@@ -164,7 +164,7 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
   std::atomic<double> floor{certified_bound(problem, graph, options.model).bound};
   std::atomic<bool> cover_raised{false}, search_over{false};
   std::thread cover_thread;
-  if (options.cover_bound_sets > 0 && problem.num_ops() <= kCoverMaxOps)
+  if (options.cover_bound_sets > 0 && problem.num_ops() <= kCoverBoundMaxOps)
     cover_thread = std::thread([&] {
       const CoverLimits limits{options.timeout_seconds / 2, options.cover_bound_sets, &search_over};
       const CoverBound cover = cover_bound(problem, graph, options.model, limits);

@@ -15,8 +15,6 @@
 
 namespace mlsys {
 
-inline constexpr int kCoverMaxOps = 64;
-
 struct SolveOptions {
   double timeout_seconds = 2;
   int threads = 2;
@@ -32,9 +30,8 @@ struct SolveOptions {
   // Called with one line of text as a long phase advances (the exhaustive search, after each op count).
   std::function<void(const std::string&)> on_progress;
   // The cover bound (docs/bounds.md#theorem-6) runs beside the search, for at most half its time, on graphs
-  // of up to kCoverMaxOps ops and this many connected sets of ops (0: never); when it beats the lambda
-  // bound, the search stops there instead. Larger graphs would spend the time listing sets: a set's floor
-  // is not interruptible, and one of hundreds of ops takes long.
+  // of up to kCoverBoundMaxOps ops and this many connected sets of ops (0: never); when it beats the lambda
+  // bound, the search stops there instead.
   int64_t cover_bound_sets = 100'000;
   ModelOptions model;
 };

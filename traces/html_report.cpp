@@ -259,7 +259,7 @@ void write_schedule_report(const std::string& path, const std::string& problem_n
   page.schedule = &schedule;
   page.report = &report;
   page.bound = lower_bound(problem, graph);
-  page.bound.certified = certified_bound(problem, graph, model).bound;
+  page.bound.certified = certified_bound_with_cover(problem, graph, model, kReportCoverSeconds).bound;
   page.model = model;
   page.docs = docs_location(path);
   const int64_t steps = count_steps(problem, graph, schedule, model);

@@ -476,4 +476,15 @@ void add_cover_bound(CertifiedBound& bound, CoverBound cover) {
   bound.cover = std::move(cover);
 }
 
+CertifiedBound certified_bound_with_cover(const Problem& problem, const Graph& graph, const ModelOptions& options,
+                                          double cover_seconds) {
+  CertifiedBound bound = certified_bound(problem, graph, options);
+  if (cover_seconds <= 0 || problem.num_ops() > kCoverBoundMaxOps) return bound;
+  // Only a complete cover bound counts here, so that the same files give the same report: a partial one
+  // depends on how far the clock let it go.
+  CoverBound cover = cover_bound(problem, graph, options, CoverLimits{cover_seconds, kReportCoverSets});
+  if (cover.complete) add_cover_bound(bound, std::move(cover));
+  return bound;
+}
+
 }  // namespace mlsys

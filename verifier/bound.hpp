@@ -41,6 +41,16 @@ struct CertifiedBound {
 // Attaches a cover bound and keeps the larger of the two bounds (each is valid on its own).
 void add_cover_bound(CertifiedBound& bound, CoverBound cover);
 
+// What verify and the HTML report give the cover bound: a proven gap in passing must not slow them down.
+inline constexpr double kReportCoverSeconds = 1;
+inline constexpr int64_t kReportCoverSets = 100'000;
+
+// The certified bound the programs report in passing (verify, report, mlsys_sim's verify): the lambda bound,
+// raised by the cover bound when it completes within `cover_seconds` on graphs of up to kCoverBoundMaxOps
+// ops and kReportCoverSets connected sets.
+CertifiedBound certified_bound_with_cover(const Problem& problem, const Graph& graph, const ModelOptions& options,
+                                          double cover_seconds);
+
 // `expired`, if given, is asked between values of lambda: once it says yes, the best lambda so far is kept
 // (the bound stays valid, only less tight). The whole computation takes milliseconds on the 24 benchmarks.
 CertifiedBound certified_bound(const Problem& problem, const Graph& graph, const ModelOptions& options,

@@ -31,6 +31,10 @@ struct SubgraphFloor {
 std::optional<SubgraphFloor> subgraph_floor(const Problem& problem, const Graph& graph,
                                             const ModelOptions& options, const std::vector<int>& ops);
 
+// Programs that report a proven gap in passing (verify, report, mlsys) run the cover bound only on graphs of
+// up to this many ops: a set's floor cannot be interrupted, and one of hundreds of ops takes long.
+inline constexpr int kCoverBoundMaxOps = 64;
+
 struct CoverLimits {
   double seconds = 10;              // then the best bound proven so far is returned
   int64_t max_subgraphs = 400'000;  // connected sets of ops; above it the bound is not attempted
