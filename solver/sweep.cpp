@@ -56,7 +56,7 @@ bool price_at_point(const Problem& base, const Graph& graph, const ModelOptions&
   }
   point.compute_bound_share = report.total_latency > 0 ? compute_bound / report.total_latency : 0;
   point.lower_bound = lower_bound(problem, graph).bound(model.matmul_compute);
-  point.certified_bound = certified_bound(problem, graph, model).bound;
+  point.certified_bound = certified_bound_with_cover(problem, graph, model, kReportCoverSeconds).bound;
   point.schedule = priced;
   return true;
 }
@@ -123,7 +123,7 @@ std::vector<SweepPoint> run_sweep(const Problem& problem, const Graph& graph, co
     point.bandwidth = options.bandwidths[point.bandwidth_index];
     const Problem at = problem_at(problem, point.capacity, point.bandwidth);
     point.lower_bound = lower_bound(at, graph).bound(options.solve.model.matmul_compute);
-    point.certified_bound = certified_bound(at, graph, options.solve.model).bound;
+    point.certified_bound = certified_bound_with_cover(at, graph, options.solve.model, kReportCoverSeconds).bound;
     const auto t0 = std::chrono::steady_clock::now();
     SolveStats stats;
     const std::optional<Schedule> best = solve(at, graph, options.solve, stop, nullptr, &stats);

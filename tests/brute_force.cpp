@@ -190,6 +190,32 @@ struct TinyProblem {
 
 }  // namespace
 
+Problem random_diamond(std::mt19937& rng) {
+  // x -> a = f(x) -> b = g(a) -> c = h(a, b) [-> d = k(c)]: the set {a's op, c's op} reads back, through b's
+  // op, what its own first op made. f and g are MatMuls with a square weight or Pointwise ops.
+  TinyProblem tiny(rng);
+  Problem& p = tiny.p;
+  auto pick = [&](int lo, int hi) { return tiny.pick(lo, hi); };
+  const int64_t rows = pick(1, 2), cols = pick(1, 3);
+  auto stage = [&](int in) {
+    const int out = tiny.add_tensor(rows, cols);
+    if (pick(0, 1))
+      tiny.add_op(OpType::MatMul, {in, tiny.add_tensor(cols, cols)}, out, pick(1, 40));
+    else
+      tiny.add_op(OpType::Pointwise, {in}, out, pick(1, 20));
+    return out;
+  };
+  const int x = tiny.add_tensor(rows, cols);
+  const int a = stage(x);
+  const int b = stage(a);
+  const int c = tiny.add_tensor(rows, cols);
+  tiny.add_op(OpType::Pointwise, {a, b}, c, pick(1, 20));
+  if (pick(0, 1)) stage(c);
+  p.fast_memory_capacity = pick(3, 16);
+  p.slow_memory_bandwidth = std::uniform_real_distribution<double>(0.25, 2.0)(rng);
+  return p;
+}
+
 Problem random_tiny_problem(std::mt19937& rng, int max_ops) {
   TinyProblem tiny(rng);
   Problem& p = tiny.p;

@@ -29,6 +29,11 @@ BruteForceResult brute_force_optimum(const Problem& problem, const Graph& graph,
 // native granularity 1 or 2 per side, reductions up to 4 deep, a small fast memory.
 Problem random_tiny_problem(std::mt19937& rng, int max_ops = 4);
 
+// A diamond: one op's output read by a second op and, with the second's output, by a third (and sometimes a
+// fourth op after it). Sets holding the first and third op but not the second read back through an op
+// outside them what they made: the cover bound's first-computation rule is about them.
+Problem random_diamond(std::mt19937& rng);
+
 // A random chain of MatMuls (and Pointwise ops between them) whose reductions are deeper than native and
 // whose tensors exceed the fast memory: the structures the bound's reload and recompute terms are about.
 Problem random_matmul_chain(std::mt19937& rng, int max_ops = 4);

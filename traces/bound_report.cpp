@@ -28,7 +28,7 @@ nlohmann::json certified_bound_to_json(const CertifiedBound& b) {
 nlohmann::json cover_bound_to_json(const CoverBound& c) {
   nlohmann::json binding = nlohmann::json::array();
   for (const CoverBound::Binding& s : c.binding) {
-    nlohmann::json entry = {{"ops", s.ops}, {"floor", s.floor.value}, {"exact", s.exact}};
+    nlohmann::json entry = {{"ops", s.ops}, {"charged", s.charged}, {"floor", s.floor.value}, {"exact", s.exact}};
     if (s.exact)
       entry.update({{"compute", s.floor.compute},
                     {"memory", s.floor.memory},
@@ -38,7 +38,7 @@ nlohmann::json cover_bound_to_json(const CoverBound& c) {
   return {{"attempted", c.attempted},     {"complete", c.complete},
           {"status", c.status},           {"bound", c.bound},
           {"op_prices", c.op_prices},     {"sets", c.subgraphs},
-          {"priced_exactly", c.priced_exactly}, {"never_fit", c.never_fit},
+          {"priced_exactly", c.priced_exactly}, {"never_fit", c.never_fit}, {"reentrant", c.reentrant},
           {"lp_rounds", c.lp_rounds},     {"seconds", c.seconds},
           {"binding_sets", binding}};
 }
@@ -73,7 +73,13 @@ void print_certified_bound(std::ostream& out, const CertifiedBound& b) {
   for (const CoverBound::Binding& s : c.binding) {
     out << "    {";
     for (size_t i = 0; i < s.ops.size(); ++i) out << (i ? " " : "") << s.ops[i];
-    out << "} floor " << format_number(s.floor.value);
+    out << "}";
+    if (s.charged.size() < s.ops.size()) {
+      out << " (first computation of {";
+      for (size_t i = 0; i < s.charged.size(); ++i) out << (i ? " " : "") << s.charged[i];
+      out << "} only: the others feed an op outside it that it reads again)";
+    }
+    out << " floor " << format_number(s.floor.value);
     if (s.exact)
       out << " = max(compute " << format_number(s.floor.compute) << ", memory " << format_number(s.floor.memory)
           << ") at [" << s.floor.granularity.w << ", " << s.floor.granularity.h << ", " << s.floor.granularity.k

@@ -363,11 +363,60 @@ class CoverLp {
 };
 
 // The sets and their floors while the LP runs: cheap until priced by the step model.
+// The ops a set can compute for the first time. If an op o of S has a descendant outside S that has a
+// descendant in S, that outside op ran before S (S reads what it leads to), and so did o before it: S is
+// not o's first computation. Every op's first computation is in a set where it counts, so covering only
+// the counted ops is still a relaxation of every schedule (docs/bounds.md#theorem-6).
+std::vector<std::vector<int>> first_computations(const Problem& p, const Graph& graph,
+                                                 const std::vector<std::vector<int>>& sets) {
+  const int n = p.num_ops();
+  const size_t words = (static_cast<size_t>(n) + 63) / 64;
+  using Bits = std::vector<uint64_t>;
+  auto set_bit = [](Bits& b, int i) { b[i / 64] |= uint64_t{1} << (i % 64); };
+  std::vector<Bits> below(n, Bits(words, 0)), above(n, Bits(words, 0));  // descendants, ancestors
+  const std::vector<int>& order = graph.topological_order;
+  for (auto it = order.rbegin(); it != order.rend(); ++it)
+    for (int t : p.outputs[*it])
+      for (const Consumer& c : graph.consumers[t]) {
+        set_bit(below[*it], c.op);
+        for (size_t w = 0; w < words; ++w) below[*it][w] |= below[c.op][w];
+      }
+  for (int o : order)
+    for (int t : p.inputs[o])
+      if (const int q = graph.producer[t]; q >= 0) {
+        set_bit(above[o], q);
+        for (size_t w = 0; w < words; ++w) above[o][w] |= above[q][w];
+      }
+  std::vector<std::vector<int>> counted(sets.size());
+  for (size_t i = 0; i < sets.size(); ++i) {
+    Bits members(words, 0), gap(words, 0), down(words, 0), up(words, 0);
+    for (int o : sets[i]) {
+      set_bit(members, o);
+      for (size_t w = 0; w < words; ++w) {
+        down[w] |= below[o][w];
+        up[w] |= above[o][w];
+      }
+    }
+    bool any_gap = false;
+    for (size_t w = 0; w < words; ++w) {
+      gap[w] = down[w] & up[w] & ~members[w];
+      any_gap = any_gap || gap[w];
+    }
+    for (int o : sets[i]) {
+      bool reaches_gap = false;
+      for (size_t w = 0; w < words && any_gap; ++w) reaches_gap = reaches_gap || (below[o][w] & gap[w]);
+      if (!reaches_gap) counted[i].push_back(o);
+    }
+  }
+  return counted;
+}
+
 struct SetFloors {
   const Problem& p;
   const Graph& graph;
   const ModelOptions& options;
   std::vector<std::vector<int>> sets;
+  std::vector<std::vector<int>> counted;  // first_computations: the ops each set's column covers
   std::vector<double> value;
   std::vector<char> exact, never, in_lp;
   std::vector<SubgraphFloor> floors;
@@ -390,7 +439,7 @@ struct SetFloors {
   }
   double reduced_cost(int i, const std::vector<double>& y) const {
     double sum = 0;
-    for (int o : sets[i]) sum += y[o];
+    for (int o : counted[i]) sum += y[o];
     return value[i] - sum;
   }
 };
@@ -414,7 +463,7 @@ bool next_round(SetFloors& f, CoverLp& lp, const std::vector<double>& y, const s
   constexpr size_t kColumnsPerRound = 256;
   std::vector<std::pair<double, int>> violated;
   for (int i = 0; i < static_cast<int>(f.sets.size()); ++i)
-    if (!f.in_lp[i] && !f.never[i]) {
+    if (!f.in_lp[i] && !f.never[i] && !f.counted[i].empty()) {
       const double rc = f.reduced_cost(i, y);
       if (rc < -1e-9 * std::max(1.0, f.value[i])) violated.push_back({rc, i});
     }
@@ -427,7 +476,7 @@ bool next_round(SetFloors& f, CoverLp& lp, const std::vector<double>& y, const s
     // LP small.
     if (!f.price(i) || f.reduced_cost(i, y) >= 0) continue;
     f.in_lp[i] = 1;
-    lp.add(i, f.sets[i], f.value[i]);
+    lp.add(i, f.counted[i], f.value[i]);
     ++added;
   }
   return true;
@@ -439,10 +488,10 @@ std::optional<int> cover_every_op(SetFloors& f, CoverLp& lp) {
   std::vector<char> covered(f.p.num_ops(), 0);
   for (int c = 0; c < lp.columns(); ++c)
     if (!f.never[lp.set_of(c)])
-      for (int o : f.sets[lp.set_of(c)]) covered[o] = 1;
+      for (int o : f.counted[lp.set_of(c)]) covered[o] = 1;
   for (int o = 0; o < f.p.num_ops(); ++o) {
     for (int i = 0; i < static_cast<int>(f.sets.size()) && !covered[o]; ++i) {
-      const auto& set = f.sets[i];
+      const auto& set = f.counted[i];
       if (f.in_lp[i] || std::find(set.begin(), set.end(), o) == set.end() || !f.price(i)) continue;
       f.in_lp[i] = 1;
       lp.add(i, set, f.value[i]);
@@ -464,7 +513,7 @@ CoverBound cover_bound(const Problem& p, const Graph& graph, const ModelOptions&
     if (limits.cancel && limits.cancel->load()) return 0.0;
     return std::chrono::duration<double>(deadline - Clock::now()).count();
   };
-  SetFloors f{p, graph, options, {}, {}, {}, {}, {}, {}, out};
+  SetFloors f{p, graph, options, {}, {}, {}, {}, {}, {}, {}, out};
   if (!SetEnumerator(p, graph, limits.max_subgraphs).run(f.sets, [&] { return left() <= 0; })) {
     out.status = left() <= 0 ? "the time limit came before every connected set of ops was listed"
                              : "more than " + std::to_string(limits.max_subgraphs) +
@@ -473,6 +522,8 @@ CoverBound cover_bound(const Problem& p, const Graph& graph, const ModelOptions&
   }
   const int m = static_cast<int>(f.sets.size());
   out.subgraphs = m;
+  f.counted = first_computations(p, graph, f.sets);
+  for (int i = 0; i < m; ++i) out.reentrant += f.counted[i].size() < f.sets[i].size();
   f.value.resize(m);
   f.exact.assign(m, 0);
   f.never.assign(m, 0);
@@ -513,7 +564,7 @@ CoverBound cover_bound(const Problem& p, const Graph& graph, const ModelOptions&
   for (int i = 0; i < m; ++i) {
     if (never[i]) continue;
     double sum = 0;
-    for (int o : sets[i]) sum += y[o];
+    for (int o : f.counted[i]) sum += y[o];
     if (sum > value[i]) scale = std::min(scale, value[i] / sum);
   }
   for (double& price : y) price *= scale;
@@ -525,13 +576,14 @@ CoverBound cover_bound(const Problem& p, const Graph& graph, const ModelOptions&
   for (int i = 0; i < m; ++i) {
     if (never[i]) continue;
     double sum = 0;
-    for (int o : sets[i]) sum += y[o];
+    for (int o : f.counted[i]) sum += y[o];
     if (sum >= value[i] * (1 - 1e-6) && sum > 0) tight.push_back({sum, i});
   }
   std::sort(tight.rbegin(), tight.rend());
   for (size_t k = 0; k < tight.size() && k < 12; ++k) {
     const int i = tight[k].second;
-    out.binding.push_back({sets[i], exact[i] != 0, exact[i] ? floors[i] : SubgraphFloor{value[i], 0, 0, {}}});
+    out.binding.push_back(
+        {sets[i], f.counted[i], exact[i] != 0, exact[i] ? floors[i] : SubgraphFloor{value[i], 0, 0, {}}});
   }
   return out;
 }

@@ -46,14 +46,17 @@ struct CoverBound {
   bool complete = false;   // every set the LP leans on was priced exactly (else the time limit struck)
   std::string status;
   double bound = 0;
-  std::vector<double> op_prices;  // the certificate: per op, sum = bound
+  std::vector<double> op_prices;  // the certificate: per op, sum = bound; a set's floor bounds the prices of
+                                  // the ops it can compute first (first_computations in the .cpp)
   int64_t subgraphs = 0;          // connected sets checked against the prices
   int64_t priced_exactly = 0;     // by subgraph_floor (the others by their cheap floor)
   int64_t never_fit = 0;          // sets that no granularity makes legal and fitting
+  int64_t reentrant = 0;          // sets that read back what an op outside them made from theirs
   int64_t lp_rounds = 0;
   double seconds = 0;
   struct Binding {  // a set whose prices add up to its floor
     std::vector<int> ops;
+    std::vector<int> charged;  // the ops it can compute first, whose prices count against its floor
     bool exact = false;
     SubgraphFloor floor;
   };
