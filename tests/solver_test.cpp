@@ -201,6 +201,22 @@ TEST(Solver, ExhaustiveSearchFinishesAndSaysSo) {
   EXPECT_FALSE(std::filesystem::exists(dir + "/wide.json"));
 }
 
+// mlsys --progress --json-stats on `problem` for `timeout` seconds, writing DIR/NAME.json: the process, and the
+// statistics it wrote.
+struct ProgressRun {
+  CommandResult process;
+  nlohmann::json stats;
+};
+ProgressRun solve_with_progress(const std::string& problem, const std::string& dir, const std::string& name,
+                                int timeout) {
+  ProgressRun run;
+  run.process = run_command(MLSYS_SOLVER_BIN, problem + " " + dir + "/" + name + ".json --timeout " +
+                                                  std::to_string(timeout) + " --progress --json-stats " + dir + "/" +
+                                                  name + ".stats.json");
+  if (run.process.exit_code == 0) run.stats = read_json(dir + "/" + name + ".stats.json");
+  return run;
+}
+
 TEST(Solver, SmallGraphsWithNothingToRecomputeEndByTheExhaustiveProof) {
   // Benchmark 4 (11 sets of done ops, no Pointwise output read twice): the default search runs the exhaustive
   // DP within the deadline and ends when it completes, not at the clock, with the hand-derived optimum of
@@ -208,23 +224,18 @@ TEST(Solver, SmallGraphsWithNothingToRecomputeEndByTheExhaustiveProof) {
   // search may recompute and the DP does not: its clock ends the search.
   const std::string dir = temp_dir("proof");
   const std::string small = source_path("benchmarks/mlsys-2026-4.json");
-  const CommandResult r = run_command(MLSYS_SOLVER_BIN, small + " " + dir + "/s.json --timeout 30 --progress " +
-                                                            "--json-stats " + dir + "/stats.json");
-  ASSERT_EQ(0, r.exit_code) << r.err;
-  EXPECT_NEAR(14093.31875, verified_total(small, dir + "/s.json"), 1e-9 * 14093.31875);
-  const auto stats = read_json(dir + "/stats.json");
-  EXPECT_EQ("exhaustive search done", stats.at("stopped_by").get<std::string>());
-  EXPECT_TRUE(stats.at("exhaustive_complete").get<bool>());
-  EXPECT_LT(stats.at("elapsed").get<double>(), 15.0);
-  EXPECT_NE(std::string::npos, r.err.find("ended by exhaustive search done (a proof)")) << r.err;
-  const std::string recomputable = source_path("benchmarks/mlsys-2026-6.json");
-  const CommandResult t = run_command(MLSYS_SOLVER_BIN, recomputable + " " + dir + "/s6.json --timeout 1 " +
-                                                            "--progress --json-stats " + dir + "/stats6.json");
-  ASSERT_EQ(0, t.exit_code) << t.err;
-  EXPECT_NE(std::string::npos, t.err.find("ended by timeout (the clock)")) << t.err;
-  const auto timed = read_json(dir + "/stats6.json");
-  EXPECT_EQ("timeout", timed.at("stopped_by").get<std::string>());
-  EXPECT_FALSE(timed.at("exhaustive_complete").get<bool>());
+  const ProgressRun r = solve_with_progress(small, dir, "s4", 30);
+  ASSERT_EQ(0, r.process.exit_code) << r.process.err;
+  EXPECT_NEAR(14093.31875, verified_total(small, dir + "/s4.json"), 1e-9 * 14093.31875);
+  EXPECT_EQ("exhaustive search done", r.stats.at("stopped_by").get<std::string>());
+  EXPECT_TRUE(r.stats.at("exhaustive_complete").get<bool>());
+  EXPECT_LT(r.stats.at("elapsed").get<double>(), 15.0);
+  EXPECT_NE(std::string::npos, r.process.err.find("ended by exhaustive search done (a proof)")) << r.process.err;
+  const ProgressRun t = solve_with_progress(source_path("benchmarks/mlsys-2026-6.json"), dir, "s6", 1);
+  ASSERT_EQ(0, t.process.exit_code) << t.process.err;
+  EXPECT_NE(std::string::npos, t.process.err.find("ended by timeout (the clock)")) << t.process.err;
+  EXPECT_EQ("timeout", t.stats.at("stopped_by").get<std::string>());
+  EXPECT_FALSE(t.stats.at("exhaustive_complete").get<bool>());
 }
 
 TEST(Solver, TheCoverBoundProvesBenchmark3OptimalWithinItsDeadline) {
@@ -234,16 +245,15 @@ TEST(Solver, TheCoverBoundProvesBenchmark3OptimalWithinItsDeadline) {
   // ends by the certified bound, and says which bound it was.
   const std::string dir = temp_dir("cover");
   const std::string problem = source_path("benchmarks/mlsys-2026-3.json");
-  const CommandResult r = run_command(MLSYS_SOLVER_BIN, problem + " " + dir + "/s.json --timeout 2 --progress " +
-                                                            "--json-stats " + dir + "/stats.json");
-  ASSERT_EQ(0, r.exit_code) << r.err;
-  EXPECT_NEAR(65536.0, verified_total(problem, dir + "/s.json"), 1e-9 * 65536.0);
-  const auto stats = read_json(dir + "/stats.json");
-  EXPECT_EQ("certified bound", stats.at("stopped_by").get<std::string>());
-  EXPECT_EQ("cover", stats.at("certified_by").get<std::string>());
-  EXPECT_NEAR(65536.0, stats.at("certified_bound").get<double>(), 1e-6);
-  EXPECT_NE(std::string::npos, r.err.find("raised to 65536 by the cover bound")) << r.err;
-  EXPECT_NE(std::string::npos, r.err.find("proven gap 0 % to the certified bound 65536 (cover)")) << r.err;
+  const ProgressRun r = solve_with_progress(problem, dir, "s3", 2);
+  ASSERT_EQ(0, r.process.exit_code) << r.process.err;
+  EXPECT_NEAR(65536.0, verified_total(problem, dir + "/s3.json"), 1e-9 * 65536.0);
+  EXPECT_EQ("certified bound", r.stats.at("stopped_by").get<std::string>());
+  EXPECT_EQ("cover", r.stats.at("certified_by").get<std::string>());
+  EXPECT_NEAR(65536.0, r.stats.at("certified_bound").get<double>(), 1e-6);
+  EXPECT_NE(std::string::npos, r.process.err.find("raised to 65536 by the cover bound")) << r.process.err;
+  EXPECT_NE(std::string::npos, r.process.err.find("proven gap 0 % to the certified bound 65536 (cover)"))
+      << r.process.err;
 }
 
 // Search quality on benchmarks with a reference value (release pass only: slow under the sanitizers). Where
