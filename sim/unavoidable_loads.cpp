@@ -2,7 +2,6 @@
 // The cover bound (verifier/cover_bound.cpp) asks for it instead of pricing orders one by one: the proof is
 // in docs/bounds.md#theorem-6, and tests/cover_bound_test.cpp checks it against every order of small grids.
 #include <algorithm>
-#include <array>
 #include <climits>
 
 #include "sim/step_model.hpp"
@@ -32,52 +31,61 @@ int64_t saturate(__int128 v) { return v > static_cast<__int128>(INT64_MAX) ? INT
 }  // namespace
 
 std::vector<SubgraphModel::TensorLoads> SubgraphModel::loads_every_order_pays() const {
-  // Lengths an axis takes at each value of the index it follows (one entry for a Full axis).
-  auto lengths = [&](const Axis& a) {
-    std::vector<int64_t> out;
-    for (const auto& [first, last] : axis_ranges(a)) out.push_back(std::max<int64_t>(0, last - first));
-    return out;
-  };
-  auto footprint = [&](const Form& f) {
-    __int128 rows = 0, cols = 0;
-    for (int64_t l : lengths(f.rows)) rows += l;  // the ranges of one axis are disjoint
-    for (int64_t l : lengths(f.cols)) cols += l;
-    return rows * cols;
-  };
-  // Sum over the steps where the form is active of its slice's area: the rows, columns and k-steps are
-  // independent indices, and each axis follows at most one of them.
-  auto every_activation = [&](const SliceForm& s) {
-    std::vector<int64_t> active_ks;
-    for (int64_t ks = 0; ks < nk_; ++ks) {
-      const bool on = (s.runs_at & kEveryStep) || (ks == 0 && (s.runs_at & kFirstKStep)) ||
-                      (ks == nk_ - 1 && (s.runs_at & kLastKStep));
-      if (on) active_ks.push_back(ks);
+  // Sums in closed form, never by listing tiles or k-steps: a grid may have 2^45 tiles and a reduction 2^30
+  // k-steps. An axis's ranges are disjoint and cover [0, extent) up to the grid or the last k-step.
+  auto total_length = [&](const Axis& a) -> __int128 {
+    switch (a.kind) {
+      case AxisKind::TileRows:
+        return grid_h_;
+      case AxisKind::TileCols:
+        return grid_w_;
+      case AxisKind::Reduction:
+        return std::min<__int128>(a.extent, static_cast<__int128>(nk_) * k_);
+      case AxisKind::Full:
+        break;
     }
-    const std::array<int64_t, 3> counts{nrows_, ncols_, static_cast<int64_t>(active_ks.size())};
+    return a.extent;
+  };
+  auto footprint = [&](const Form& f) { return total_length(f.rows) * total_length(f.cols); };
+  // Length of a reduction axis at k-step ks (clipped at its extent, empty past it).
+  auto k_length = [&](const Axis& a, int64_t ks) {
+    return std::max<__int128>(0, std::min<__int128>(static_cast<__int128>(ks) * k_ + k_, a.extent) -
+                                     static_cast<__int128>(ks) * k_);
+  };
+  // Sum over the steps where the form is active of its slice's area: rows, columns and k-steps are independent
+  // indices and each axis follows at most one. Two axes on one index would need per-value products: then only
+  // the footprint is claimed (-1).
+  auto every_activation = [&](const SliceForm& s) -> __int128 {
+    const bool every = s.runs_at & kEveryStep;
+    const bool first = every || (s.runs_at & kFirstKStep), last = every || (s.runs_at & kLastKStep);
+    const __int128 active_steps = every ? nk_ : (first ? 1 : 0) + (last && nk_ > 1 ? 1 : 0);
     const Axis* axes[2] = {&s.form.rows, &s.form.cols};
+    if (index_of(axes[0]->kind) == index_of(axes[1]->kind) && index_of(axes[0]->kind) != kNone) return -1;
     __int128 total = 1;
-    for (int d = kRow; d <= kStep; ++d) {
-      std::vector<__int128> per_value;  // product of the lengths of the axes following index d
-      for (const Axis* a : axes) {
-        if (index_of(a->kind) != d) continue;
-        std::vector<int64_t> l = lengths(*a);
-        if (d == kStep) {  // only the active k-steps
-          std::vector<int64_t> active;
-          for (int64_t ks : active_ks) active.push_back(l[ks]);
-          l = std::move(active);
-        }
-        if (per_value.empty()) per_value.assign(l.size(), 1);
-        for (size_t v = 0; v < l.size(); ++v) per_value[v] *= l[v];
+    bool rows_seen = false, cols_seen = false, steps_seen = false;
+    for (const Axis* a : axes) {
+      switch (index_of(a->kind)) {
+        case kRow:
+          total *= grid_h_;
+          rows_seen = true;
+          break;
+        case kCol:
+          total *= grid_w_;
+          cols_seen = true;
+          break;
+        case kStep:
+          total *= every ? total_length(*a)
+                         : (first ? k_length(*a, 0) : 0) + (last && nk_ > 1 ? k_length(*a, nk_ - 1) : 0);
+          steps_seen = true;
+          break;
+        case kNone:
+          total *= a->extent;
+          break;
       }
-      __int128 sum = 0;
-      if (per_value.empty())
-        sum = counts[d];
-      else
-        for (__int128 x : per_value) sum += x;
-      total *= sum;
     }
-    for (const Axis* a : axes)
-      if (index_of(a->kind) == kNone) total *= a->extent;
+    if (!rows_seen) total *= nrows_;
+    if (!cols_seen) total *= ncols_;
+    if (!steps_seen) total *= active_steps;
     return total;
   };
 
@@ -90,7 +98,7 @@ std::vector<SubgraphModel::TensorLoads> SubgraphModel::loads_every_order_pays() 
       // last k-step only). So every activation loads (M21).
       const bool reduction = s.form.rows.kind == AxisKind::Reduction || s.form.cols.kind == AxisKind::Reduction;
       const bool once_per_tile = s.runs_at == kFirstKStep || s.runs_at == kLastKStep;
-      if (reduction || once_per_tile) elements = std::max(elements, every_activation(s));
+      if (reduction || once_per_tile) elements = std::max(elements, every_activation(s));  // -1: footprint
     }
     auto same = std::find_if(out.begin(), out.end(), [&](const TensorLoads& t) { return t.tensor == s.tensor; });
     if (same == out.end())

@@ -69,8 +69,10 @@ struct FloorSearch {
   const Problem& p;
   const Graph& graph;
   const ModelOptions& options;
+  const std::function<bool()>& expired;
   std::vector<int64_t> depths;  // the MatMuls' K: sizes M13 and M14 may demand
   double compute_floor_sum = 0;
+  bool interrupted = false;  // the clock stopped the search over granularities
 };
 
 // The least legal size of each count on both axes at reduction step `k` (0: none legal), or two empty lists
@@ -107,7 +109,7 @@ std::pair<std::vector<int64_t>, std::vector<int64_t>> least_legal_sizes(Subgraph
 
 // The least floor over every granularity of one compiled structure (with its retained-in tensors), charging
 // the loads of `loaded_anyway` as well as the unavoidable traffic.
-std::optional<SubgraphFloor> least_over_granularities(const FloorSearch& f, SubgraphModel& model,
+std::optional<SubgraphFloor> least_over_granularities(FloorSearch& f, SubgraphModel& model,
                                                       const std::vector<int>& loaded_anyway) {
   const auto rows = size_classes(model.grid_height(), f.p.native_h, f.depths);
   const auto cols = size_classes(model.grid_width(), f.p.native_w, f.depths);
@@ -142,6 +144,10 @@ std::optional<SubgraphFloor> least_over_granularities(const FloorSearch& f, Subg
       if (!legal_h[ri]) continue;
       for (size_t ci = first_open; ci < cols.size(); ++ci) {
         if (!legal_w[ci]) continue;
+        if (f.expired && f.expired()) {
+          f.interrupted = true;
+          return best;
+        }
         const std::optional<Granularity> legal = Granularity{legal_w[ci], legal_h[ri], k};
         if (model.set_granularity(*legal)) continue;  // cannot happen while the rules factor
         const SubgraphResult r = model.evaluate_fast(SubgraphModel::Violations::Summarize, kWalkBudget);
@@ -162,8 +168,8 @@ std::optional<SubgraphFloor> least_over_granularities(const FloorSearch& f, Subg
 }  // namespace
 
 std::optional<SubgraphFloor> subgraph_floor(const Problem& p, const Graph& graph, const ModelOptions& options,
-                                            const std::vector<int>& ops) {
-  FloorSearch f{p, graph, options, {}, 0};
+                                            const std::vector<int>& ops, const std::function<bool()>& expired) {
+  FloorSearch f{p, graph, options, expired, {}, 0};
   for (int o : ops) {
     if (p.is_matmul(o)) f.depths.push_back(graph.reduction_depth[o]);
     f.compute_floor_sum += compute_floor(p, graph, o, options.matmul_compute);
@@ -197,9 +203,13 @@ std::optional<SubgraphFloor> subgraph_floor(const Problem& p, const Graph& graph
     auto compiled = SubgraphModel::compile_structure(p, graph, ops, {}, 0, retained_in, options);
     if (std::holds_alternative<RuleViolation>(compiled)) return std::nullopt;  // the structure, in any context
     const auto floor = least_over_granularities(f, std::get<SubgraphModel>(compiled), loaded_anyway);
+    if (f.interrupted) break;
     if (!floor && mask == 0) return std::nullopt;  // with more resident, nothing fits either
     if (floor && (!best || floor->value < best->value)) best = floor;
   }
+  // Stopped before every granularity was priced: only the ops' compute floors are certain for the rest.
+  if (f.interrupted && (!best || f.compute_floor_sum < best->value))
+    best = SubgraphFloor{f.compute_floor_sum, f.compute_floor_sum, 0, {}};
   return best;
 }
 
@@ -421,11 +431,12 @@ struct SetFloors {
   std::vector<char> exact, never, in_lp;
   std::vector<SubgraphFloor> floors;
   CoverBound& out;
+  std::function<bool()> expired;
 
   // Prices set `i` by the step model; false if it never fits.
   bool price(int i) {
     if (exact[i] || never[i]) return !never[i];
-    const auto f = subgraph_floor(p, graph, options, sets[i]);
+    const auto f = subgraph_floor(p, graph, options, sets[i], expired);
     ++out.priced_exactly;
     if (!f) {
       never[i] = 1;
@@ -513,7 +524,12 @@ CoverBound cover_bound(const Problem& p, const Graph& graph, const ModelOptions&
     if (limits.cancel && limits.cancel->load()) return 0.0;
     return std::chrono::duration<double>(deadline - Clock::now()).count();
   };
-  SetFloors f{p, graph, options, {}, {}, {}, {}, {}, {}, {}, out};
+  SetFloors f{p, graph, options, {}, {}, {}, {}, {}, {}, {}, out, [&] { return left() <= 0; }};
+  // Tile sizes are tried one count at a time: with a native tile of thousands, that is too many to price.
+  if (p.native_w > kCoverMaxNative || p.native_h > kCoverMaxNative) {
+    out.status = "native granularity above " + std::to_string(kCoverMaxNative) + ": not attempted";
+    return out;
+  }
   if (!SetEnumerator(p, graph, limits.max_subgraphs).run(f.sets, [&] { return left() <= 0; })) {
     out.status = left() <= 0 ? "the time limit came before every connected set of ops was listed"
                              : "more than " + std::to_string(limits.max_subgraphs) +

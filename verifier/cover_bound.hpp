@@ -27,9 +27,15 @@ struct SubgraphFloor {
   Granularity granularity;
 };
 
-// nullopt: at no granularity is the set a legal subgraph that fits, whatever it retains or receives.
+// nullopt: at no granularity is the set a legal subgraph that fits, whatever it retains or receives. Once
+// `expired` says so, the granularities not yet priced count at the ops' compute floors (still a floor).
 std::optional<SubgraphFloor> subgraph_floor(const Problem& problem, const Graph& graph,
-                                            const ModelOptions& options, const std::vector<int>& ops);
+                                            const ModelOptions& options, const std::vector<int>& ops,
+                                            const std::function<bool()>& expired = {});
+
+// Native tiles larger than this (on either side) make the cover bound decline: it tries tile sizes count by
+// count, up to the native size.
+inline constexpr int64_t kCoverMaxNative = 1024;
 
 // Programs that report a proven gap in passing (verify, report, mlsys) run the cover bound only on graphs of
 // up to this many ops: a set's floor cannot be interrupted, and one of hundreds of ops takes long.
