@@ -26,7 +26,9 @@ Index index_of(AxisKind kind) {
   return kNone;
 }
 
-int64_t saturate(__int128 v) { return v > static_cast<__int128>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(v); }
+int64_t saturate(__int128 v) {
+  return v > static_cast<__int128>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(v);
+}
 
 }  // namespace
 
@@ -52,9 +54,9 @@ std::vector<SubgraphModel::TensorLoads> SubgraphModel::loads_every_order_pays() 
     return std::max<__int128>(0, std::min<__int128>(static_cast<__int128>(ks) * k_ + k_, a.extent) -
                                      static_cast<__int128>(ks) * k_);
   };
-  // Sum over the steps where the form is active of its slice's area: rows, columns and k-steps are independent
-  // indices and each axis follows at most one. Two axes on one index would need per-value products: then only
-  // the footprint is claimed (-1).
+  // Sum over the steps where the form is active of its slice's area: rows, columns and k-steps are
+  // independent indices and each axis follows at most one. Two axes on one index would need per-value
+  // products: then only the footprint is claimed (-1).
   auto every_activation = [&](const SliceForm& s) -> __int128 {
     const bool every = s.runs_at & kEveryStep;
     const bool first = every || (s.runs_at & kFirstKStep), last = every || (s.runs_at & kLastKStep);
@@ -93,14 +95,16 @@ std::vector<SubgraphModel::TensorLoads> SubgraphModel::loads_every_order_pays() 
   for (const SliceForm& s : forms_) {
     __int128 elements = footprint(s.form);
     if (!s.may_alias && nk_ >= 2) {
-      // With the reduction split, the previous step's slice of this form differs from this step's: its k-range
-      // differs (a reduction axis), or the form is not active there at all (active at the first or at the
-      // last k-step only). So every activation loads (M21).
-      const bool reduction = s.form.rows.kind == AxisKind::Reduction || s.form.cols.kind == AxisKind::Reduction;
+      // With the reduction split, the previous step's slice of this form differs from this step's: its
+      // k-range differs (a reduction axis), or the form is not active there at all (active at the first or at
+      // the last k-step only). So every activation loads (M21).
+      const bool reduction =
+          s.form.rows.kind == AxisKind::Reduction || s.form.cols.kind == AxisKind::Reduction;
       const bool once_per_tile = s.runs_at == kFirstKStep || s.runs_at == kLastKStep;
       if (reduction || once_per_tile) elements = std::max(elements, every_activation(s));  // -1: footprint
     }
-    auto same = std::find_if(out.begin(), out.end(), [&](const TensorLoads& t) { return t.tensor == s.tensor; });
+    auto same =
+        std::find_if(out.begin(), out.end(), [&](const TensorLoads& t) { return t.tensor == s.tensor; });
     if (same == out.end())
       out.push_back({s.tensor, saturate(elements)});
     else  // a tensor read in several forms: each element at least once, whichever form reads it

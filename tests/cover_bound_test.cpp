@@ -12,9 +12,9 @@
 #include <numeric>
 
 #include "sim/json_io.hpp"
+#include "solver/search.hpp"
 #include "support.hpp"
 #include "tests/brute_force.hpp"
-#include "solver/search.hpp"
 #include "verifier/bound.hpp"
 
 namespace mlsys {

@@ -14,13 +14,9 @@ nlohmann::json certified_bound_to_json(const CertifiedBound& b) {
                      {"compute", t.compute},
                      {"traffic", t.traffic},
                      {"reason", t.reason}});
-  nlohmann::json out = {{"bound", b.bound},
-          {"lambda_bound", b.lambda_bound},
-          {"lambda", b.lambda},
-          {"compute", b.compute},
-          {"traffic", b.traffic},
-          {"rule_book_bound", b.rule_book},
-          {"terms", terms}};
+  nlohmann::json out = {
+      {"bound", b.bound},     {"lambda_bound", b.lambda_bound}, {"lambda", b.lambda}, {"compute", b.compute},
+      {"traffic", b.traffic}, {"rule_book_bound", b.rule_book}, {"terms", terms}};
   if (b.cover) out["cover"] = cover_bound_to_json(*b.cover);
   return out;
 }
@@ -28,18 +24,25 @@ nlohmann::json certified_bound_to_json(const CertifiedBound& b) {
 nlohmann::json cover_bound_to_json(const CoverBound& c) {
   nlohmann::json binding = nlohmann::json::array();
   for (const CoverBound::Binding& s : c.binding) {
-    nlohmann::json entry = {{"ops", s.ops}, {"charged", s.charged}, {"floor", s.floor.value}, {"exact", s.exact}};
+    nlohmann::json entry = {
+        {"ops", s.ops}, {"charged", s.charged}, {"floor", s.floor.value}, {"exact", s.exact}};
     if (s.exact)
       entry.update({{"compute", s.floor.compute},
                     {"memory", s.floor.memory},
                     {"granularity", {s.floor.granularity.w, s.floor.granularity.h, s.floor.granularity.k}}});
     binding.push_back(entry);
   }
-  return {{"attempted", c.attempted},     {"complete", c.complete},
-          {"status", c.status},           {"bound", c.bound},
-          {"op_prices", c.op_prices},     {"sets", c.subgraphs},
-          {"priced_exactly", c.priced_exactly}, {"never_fit", c.never_fit}, {"reentrant", c.reentrant},
-          {"lp_rounds", c.lp_rounds},     {"seconds", c.seconds},
+  return {{"attempted", c.attempted},
+          {"complete", c.complete},
+          {"status", c.status},
+          {"bound", c.bound},
+          {"op_prices", c.op_prices},
+          {"sets", c.subgraphs},
+          {"priced_exactly", c.priced_exactly},
+          {"never_fit", c.never_fit},
+          {"reentrant", c.reentrant},
+          {"lp_rounds", c.lp_rounds},
+          {"seconds", c.seconds},
           {"binding_sets", binding}};
 }
 
@@ -81,9 +84,9 @@ void print_certified_bound(std::ostream& out, const CertifiedBound& b) {
     }
     out << " floor " << format_number(s.floor.value);
     if (s.exact)
-      out << " = max(compute " << format_number(s.floor.compute) << ", memory " << format_number(s.floor.memory)
-          << ") at [" << s.floor.granularity.w << ", " << s.floor.granularity.h << ", " << s.floor.granularity.k
-          << "]";
+      out << " = max(compute " << format_number(s.floor.compute) << ", memory "
+          << format_number(s.floor.memory) << ") at [" << s.floor.granularity.w << ", "
+          << s.floor.granularity.h << ", " << s.floor.granularity.k << "]";
     else
       out << " (cheap floor: compute floors, graph inputs and outputs)";
     out << "\n";

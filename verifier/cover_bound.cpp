@@ -21,7 +21,8 @@ using Clock = std::chrono::steady_clock;
 // smallest size (the least working set; compute and unavoidable traffic depend on the count alone) and the
 // sizes a rule may demand (M13's w = K, M14's w or h >= K: the reduction depths, which may exceed the
 // extent) are worth trying.
-std::vector<std::vector<int64_t>> size_classes(int64_t extent, int64_t native, const std::vector<int64_t>& depths) {
+std::vector<std::vector<int64_t>> size_classes(int64_t extent, int64_t native,
+                                               const std::vector<int64_t>& depths) {
   std::vector<std::vector<int64_t>> classes;
   std::vector<int64_t> counts;
   for (int64_t s = native; s >= 1; --s) {  // sizes above the extent are legal (M6) and give one tile
@@ -77,10 +78,9 @@ struct FloorSearch {
 
 // The least legal size of each count on both axes at reduction step `k` (0: none legal), or two empty lists
 // when no granularity with this k is legal.
-std::pair<std::vector<int64_t>, std::vector<int64_t>> least_legal_sizes(SubgraphModel& model,
-                                                                        const std::vector<std::vector<int64_t>>& rows,
-                                                                        const std::vector<std::vector<int64_t>>& cols,
-                                                                        int64_t k) {
+std::pair<std::vector<int64_t>, std::vector<int64_t>> least_legal_sizes(
+    SubgraphModel& model, const std::vector<std::vector<int64_t>>& rows,
+    const std::vector<std::vector<int64_t>>& cols, int64_t k) {
   // The largest h is the most permissive (M14 asks h >= K), so some w is legal with it if any is at all.
   std::optional<Granularity> any;
   const int64_t h_max = rows.front().back();
@@ -168,7 +168,8 @@ std::optional<SubgraphFloor> least_over_granularities(FloorSearch& f, SubgraphMo
 }  // namespace
 
 std::optional<SubgraphFloor> subgraph_floor(const Problem& p, const Graph& graph, const ModelOptions& options,
-                                            const std::vector<int>& ops, const std::function<bool()>& expired) {
+                                            const std::vector<int>& ops,
+                                            const std::function<bool()>& expired) {
   FloorSearch f{p, graph, options, expired, {}, 0};
   for (int o : ops) {
     if (p.is_matmul(o)) f.depths.push_back(graph.reduction_depth[o]);
@@ -201,7 +202,8 @@ std::optional<SubgraphFloor> subgraph_floor(const Problem& p, const Graph& graph
     // Nothing retained out: the fewest tensors in fast memory and the fewest region checks, so a
     // granularity rejected here is rejected in every context with these retained-in tensors.
     auto compiled = SubgraphModel::compile_structure(p, graph, ops, {}, 0, retained_in, options);
-    if (std::holds_alternative<RuleViolation>(compiled)) return std::nullopt;  // the structure, in any context
+    if (std::holds_alternative<RuleViolation>(compiled))
+      return std::nullopt;  // the structure, in any context
     const auto floor = least_over_granularities(f, std::get<SubgraphModel>(compiled), loaded_anyway);
     if (f.interrupted) break;
     if (!floor && mask == 0) return std::nullopt;  // with more resident, nothing fits either
@@ -235,7 +237,8 @@ class SetEnumerator {
       a.erase(std::unique(a.begin(), a.end()), a.end());
     }
     rank_.assign(n_, 0);
-    for (size_t i = 0; i < graph.topological_order.size(); ++i) rank_[graph.topological_order[i]] = static_cast<int>(i);
+    for (size_t i = 0; i < graph.topological_order.size(); ++i)
+      rank_[graph.topological_order[i]] = static_cast<int>(i);
   }
 
   // False when there are more than `limit` sets, or `expired` says so (asked every 4,096 sets).
@@ -294,7 +297,8 @@ class SetEnumerator {
 
 // A floor every set has without compiling it: each op's compute floor, and the traffic of graph inputs,
 // graph outputs and tensors over the capacity that cross its boundary (each at least once).
-double cheap_floor(const Problem& p, const Graph& graph, const ModelOptions& options, const std::vector<int>& ops) {
+double cheap_floor(const Problem& p, const Graph& graph, const ModelOptions& options,
+                   const std::vector<int>& ops) {
   double compute = 0, elements = 0;
   auto inside = [&](int o) { return std::find(ops.begin(), ops.end(), o) != ops.end(); };
   std::vector<int> seen;
@@ -307,8 +311,8 @@ double cheap_floor(const Problem& p, const Graph& graph, const ModelOptions& opt
         elements += static_cast<double>(p.size(t));
       }
     for (int t : p.outputs[o]) {
-      const bool read_inside =
-          std::any_of(graph.consumers[t].begin(), graph.consumers[t].end(), [&](const Consumer& c) { return inside(c.op); });
+      const bool read_inside = std::any_of(graph.consumers[t].begin(), graph.consumers[t].end(),
+                                           [&](const Consumer& c) { return inside(c.op); });
       if (!read_inside && must_move(p, graph, t)) elements += static_cast<double>(p.size(t));
     }
   }
@@ -458,7 +462,8 @@ struct SetFloors {
 // One round of column generation after an LP solve: the sets of the cover that are still cheap are priced
 // (true if any was), or else the sets whose floor is below their prices are priced and the violated ones
 // added (false when there are none: the LP optimum is then the optimum over every set).
-bool next_round(SetFloors& f, CoverLp& lp, const std::vector<double>& y, const std::function<double()>& left) {
+bool next_round(SetFloors& f, CoverLp& lp, const std::vector<double>& y,
+                const std::function<double()>& left) {
   bool repriced = false;
   for (int c = 0; c < lp.columns(); ++c) {
     const int i = lp.set_of(c);
@@ -515,11 +520,12 @@ std::optional<int> cover_every_op(SetFloors& f, CoverLp& lp) {
 
 }  // namespace
 
-CoverBound cover_bound(const Problem& p, const Graph& graph, const ModelOptions& options, const CoverLimits& limits,
-                       const std::function<void(const std::string&)>& progress) {
+CoverBound cover_bound(const Problem& p, const Graph& graph, const ModelOptions& options,
+                       const CoverLimits& limits, const std::function<void(const std::string&)>& progress) {
   CoverBound out;
   const auto start = Clock::now();
-  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limits.seconds));
+  const auto deadline =
+      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limits.seconds));
   std::function<double()> left = [&] {
     if (limits.cancel && limits.cancel->load()) return 0.0;
     return std::chrono::duration<double>(deadline - Clock::now()).count();
@@ -562,8 +568,9 @@ CoverBound cover_bound(const Problem& p, const Graph& graph, const ModelOptions&
       break;
     }
     if (progress && out.lp_rounds % 50 == 0)
-      progress("cover bound: round " + std::to_string(out.lp_rounds) + ", " + std::to_string(out.priced_exactly) +
-               " of " + std::to_string(m) + " sets priced, " + std::to_string(lp.columns()) + " in the LP");
+      progress("cover bound: round " + std::to_string(out.lp_rounds) + ", " +
+               std::to_string(out.priced_exactly) + " of " + std::to_string(m) + " sets priced, " +
+               std::to_string(lp.columns()) + " in the LP");
   }
   std::vector<double>& value = f.value;
   std::vector<char>& never = f.never;

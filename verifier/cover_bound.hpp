@@ -1,10 +1,10 @@
 // The cover bound (docs/bounds.md#theorem-6): every subgraph of a schedule pays its own roofline. Each
-// connected set of ops that could be a subgraph gets a floor: the least, over every granularity at which it is
-// legal and fits in fast memory, of max(its compute, the traffic every traversal order and every retention
+// connected set of ops that could be a subgraph gets a floor: the least, over every granularity at which it
+// is legal and fits in fast memory, of max(its compute, the traffic every traversal order and every retention
 // pays). A schedule's subgraphs cover every op, so it costs at least the cheapest cover of the ops by such
-// sets. Its linear-programming dual (GLPK) gives the certificate: a price per op such that no set's prices add
-// up to more than its floor; the prices' sum is the bound. Unlike certified_bound's one lambda for the whole
-// schedule, this sees that a compute-bound subgraph and a memory-bound one each pay their larger side.
+// sets. Its linear-programming dual (GLPK) gives the certificate: a price per op such that no set's prices
+// add up to more than its floor; the prices' sum is the bound. Unlike certified_bound's one lambda for the
+// whole schedule, this sees that a compute-bound subgraph and a memory-bound one each pay their larger side.
 #pragma once
 
 #include <atomic>
@@ -42,8 +42,8 @@ inline constexpr int64_t kCoverMaxNative = 1024;
 inline constexpr int kCoverBoundMaxOps = 64;
 
 struct CoverLimits {
-  double seconds = 10;              // then the best bound proven so far is returned
-  int64_t max_subgraphs = 400'000;  // connected sets of ops; above it the bound is not attempted
+  double seconds = 10;                        // then the best bound proven so far is returned
+  int64_t max_subgraphs = 400'000;            // connected sets of ops; above it the bound is not attempted
   const std::atomic<bool>* cancel = nullptr;  // if set and true, stop as at the time limit
 };
 
@@ -70,6 +70,7 @@ struct CoverBound {
 };
 
 CoverBound cover_bound(const Problem& problem, const Graph& graph, const ModelOptions& options,
-                       const CoverLimits& limits, const std::function<void(const std::string&)>& progress = {});
+                       const CoverLimits& limits,
+                       const std::function<void(const std::string&)>& progress = {});
 
 }  // namespace mlsys
