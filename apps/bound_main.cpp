@@ -26,14 +26,14 @@ int main(int argc, char** argv) {
                  "seconds; past it the best bound found so far is printed (still valid)")
       ->check(CLI::PositiveNumber)
       ->default_val(60);
-  double cover_seconds = 10;
+  double cover_seconds = 60;
   int64_t cover_sets = CoverLimits{}.max_subgraphs;
   bool progress = false;
   app.add_option("--cover-seconds", cover_seconds,
                  "seconds for the cover bound (docs/bounds.md#theorem-6); 0 skips it. Past them the best "
                  "cover bound proven so far is kept (still valid)")
       ->check(CLI::NonNegativeNumber)
-      ->default_val(10);
+      ->default_val(60);
   app.add_option("--cover-max-sets", cover_sets,
                  "the cover bound is not attempted on graphs with more connected sets of ops than this")
       ->check(CLI::PositiveNumber)

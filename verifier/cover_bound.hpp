@@ -43,7 +43,7 @@ inline constexpr int kCoverBoundMaxOps = 64;
 
 struct CoverLimits {
   double seconds = 10;                        // then the best bound proven so far is returned
-  int64_t max_subgraphs = 400'000;            // connected sets of ops; above it the bound is not attempted
+  int64_t max_subgraphs = 1'000'000;          // connected sets of ops; above it the bound is not attempted
   const std::atomic<bool>* cancel = nullptr;  // if set and true, stop as at the time limit
 };
 
