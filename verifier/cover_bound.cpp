@@ -148,8 +148,8 @@ std::optional<SubgraphFloor> least_over_granularities(FloorSearch& f, SubgraphMo
           f.interrupted = true;
           return best;
         }
-        const std::optional<Granularity> legal = Granularity{legal_w[ci], legal_h[ri], k};
-        if (model.set_granularity(*legal)) continue;  // cannot happen while the rules factor
+        const Granularity legal{legal_w[ci], legal_h[ri], k};
+        if (model.set_granularity(legal)) continue;  // cannot happen while the rules factor
         const SubgraphResult r = model.evaluate_fast(SubgraphModel::Violations::Summarize, kWalkBudget);
         if (r.violation && r.violation->rule == "M20") {  // so is every larger size of this count
           if (ci == first_open) ++first_open;
@@ -157,7 +157,7 @@ std::optional<SubgraphFloor> least_over_granularities(FloorSearch& f, SubgraphMo
         }
         // Unpriced (a walk too long), or rejected by a rule that depends on the exact sizes (M17), which a
         // larger size of the same counts might pass: only every op's compute floor is certain.
-        consider(*legal, r.walk_refused || r.violation ? f.compute_floor_sum : r.compute_time);
+        consider(legal, r.walk_refused || r.violation ? f.compute_floor_sum : r.compute_time);
         break;
       }
     }
@@ -452,11 +452,13 @@ struct SetFloors {
     value[i] = std::max(value[i], f->value);
     return true;
   }
-  double reduced_cost(int i, const std::vector<double>& y) const {
+  // What set i's column is charged at prices y: the prices of the ops it can compute first.
+  double charged(int i, const std::vector<double>& y) const {
     double sum = 0;
     for (int o : counted[i]) sum += y[o];
-    return value[i] - sum;
+    return sum;
   }
+  double reduced_cost(int i, const std::vector<double>& y) const { return value[i] - charged(i, y); }
 };
 
 // One round of column generation after an LP solve: the sets of the cover that are still cheap are priced
@@ -572,23 +574,18 @@ CoverBound cover_bound(const Problem& p, const Graph& graph, const ModelOptions&
                std::to_string(out.priced_exactly) + " of " + std::to_string(m) + " sets priced, " +
                std::to_string(lp.columns()) + " in the LP");
   }
-  std::vector<double>& value = f.value;
-  std::vector<char>& never = f.never;
-  std::vector<char>& exact = f.exact;
-  std::vector<SubgraphFloor>& floors = f.floors;
-  const std::vector<std::vector<int>>& sets = f.sets;
   out.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (y.empty()) {
     out.status = "the LP was not solved within the time limit";
     return out;
   }
   // Prices from a floating-point simplex may exceed a floor by a rounding error: scale them until none does.
+  std::vector<double> charged(m, 0);
   double scale = 1;
   for (int i = 0; i < m; ++i) {
-    if (never[i]) continue;
-    double sum = 0;
-    for (int o : f.counted[i]) sum += y[o];
-    if (sum > value[i]) scale = std::min(scale, value[i] / sum);
+    if (f.never[i]) continue;
+    charged[i] = f.charged(i, y);
+    if (charged[i] > f.value[i]) scale = std::min(scale, f.value[i] / charged[i]);
   }
   for (double& price : y) price *= scale;
   out.op_prices = y;
@@ -597,16 +594,14 @@ CoverBound cover_bound(const Problem& p, const Graph& graph, const ModelOptions&
   out.status = out.complete ? "complete" : "time limit";
   std::vector<std::pair<double, int>> tight;
   for (int i = 0; i < m; ++i) {
-    if (never[i]) continue;
-    double sum = 0;
-    for (int o : f.counted[i]) sum += y[o];
-    if (sum >= value[i] * (1 - 1e-6) && sum > 0) tight.push_back({sum, i});
+    const double sum = charged[i] * scale;
+    if (!f.never[i] && sum >= f.value[i] * (1 - 1e-6) && sum > 0) tight.push_back({sum, i});
   }
   std::sort(tight.rbegin(), tight.rend());
   for (size_t k = 0; k < tight.size() && k < 12; ++k) {
     const int i = tight[k].second;
-    out.binding.push_back(
-        {sets[i], f.counted[i], exact[i] != 0, exact[i] ? floors[i] : SubgraphFloor{value[i], 0, 0, {}}});
+    out.binding.push_back({f.sets[i], f.counted[i], f.exact[i] != 0,
+                           f.exact[i] ? f.floors[i] : SubgraphFloor{f.value[i], 0, 0, {}}});
   }
   return out;
 }
