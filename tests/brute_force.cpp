@@ -216,6 +216,29 @@ Problem random_diamond(std::mt19937& rng) {
   return p;
 }
 
+Problem random_retention_chain(std::mt19937& rng, int max_ops) {
+  // x -> f1 -> f2 -> ... : MatMuls with a square weight or Pointwise ops over equal intermediates, in a
+  // fast memory that holds one intermediate whole beside a step's slices but not two (benchmark 15's shape).
+  TinyProblem tiny(rng);
+  Problem& p = tiny.p;
+  auto pick = [&](int lo, int hi) { return tiny.pick(lo, hi); };
+  const int64_t rows = pick(1, 2), cols = rows == 1 ? pick(4, 6) : pick(2, 3);
+  int current = tiny.add_tensor(rows, cols);
+  const int ops = pick(3, std::max(3, max_ops));
+  for (int o = 0; o < ops; ++o) {
+    const int out = tiny.add_tensor(rows, cols);
+    if (pick(0, 1))
+      tiny.add_op(OpType::MatMul, {current, tiny.add_tensor(cols, cols)}, out, pick(1, 40));
+    else
+      tiny.add_op(OpType::Pointwise, {current}, out, pick(1, 20));
+    current = out;
+  }
+  const int size = static_cast<int>(rows * cols);
+  p.fast_memory_capacity = pick(size + 2, std::max(size + 2, 2 * size - 1));
+  p.slow_memory_bandwidth = std::uniform_real_distribution<double>(0.2, 0.8)(rng);  // loads matter
+  return p;
+}
+
 Problem random_tiny_problem(std::mt19937& rng, int max_ops) {
   TinyProblem tiny(rng);
   Problem& p = tiny.p;

@@ -34,6 +34,11 @@ Problem random_tiny_problem(std::mt19937& rng, int max_ops = 4);
 // outside them what they made: the cover bound's first-computation rule is about them.
 Problem random_diamond(std::mt19937& rng);
 
+// A chain of 3 to max(3, `max_ops`) MatMuls with square weights and Pointwise ops over equal intermediates,
+// in a fast memory that can hold one of them whole beside a step's slices but not two: which subgraph may
+// receive a tensor retained depends on what the one before it kept (the cover bound's Theorem 7).
+Problem random_retention_chain(std::mt19937& rng, int max_ops = 4);
+
 // A random chain of MatMuls (and Pointwise ops between them) whose reductions are deeper than native and
 // whose tensors exceed the fast memory: the structures the bound's reload and recompute terms are about.
 Problem random_matmul_chain(std::mt19937& rng, int max_ops = 4);

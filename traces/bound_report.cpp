@@ -24,25 +24,27 @@ nlohmann::json certified_bound_to_json(const CertifiedBound& b) {
 nlohmann::json cover_bound_to_json(const CoverBound& c) {
   nlohmann::json binding = nlohmann::json::array();
   for (const CoverBound::Binding& s : c.binding) {
-    nlohmann::json entry = {
-        {"ops", s.ops}, {"charged", s.charged}, {"floor", s.floor.value}, {"exact", s.exact}};
+    nlohmann::json entry = {{"ops", s.ops},
+                            {"charged", s.charged},
+                            {"retained_in", s.retained_in},
+                            {"retained_out", s.retained_out},
+                            {"floor", s.floor.value},
+                            {"exact", s.exact}};
     if (s.exact)
       entry.update({{"compute", s.floor.compute},
                     {"memory", s.floor.memory},
                     {"granularity", {s.floor.granularity.w, s.floor.granularity.h, s.floor.granularity.k}}});
     binding.push_back(entry);
   }
-  return {{"attempted", c.attempted},
-          {"complete", c.complete},
-          {"status", c.status},
-          {"bound", c.bound},
-          {"op_prices", c.op_prices},
-          {"sets", c.subgraphs},
-          {"priced_exactly", c.priced_exactly},
-          {"never_fit", c.never_fit},
-          {"reentrant", c.reentrant},
-          {"lp_rounds", c.lp_rounds},
-          {"seconds", c.seconds},
+  nlohmann::json credits = nlohmann::json::object();
+  for (size_t t = 0; t < c.tensor_credits.size(); ++t)
+    if (c.tensor_credits[t] > 0) credits[std::to_string(t)] = c.tensor_credits[t];
+  return {{"attempted", c.attempted}, {"complete", c.complete},
+          {"status", c.status},       {"bound", c.bound},
+          {"op_prices", c.op_prices}, {"tensor_credits", credits},
+          {"sets", c.subgraphs},      {"priced_exactly", c.priced_exactly},
+          {"never_fit", c.never_fit}, {"reentrant", c.reentrant},
+          {"lp_rounds", c.lp_rounds}, {"seconds", c.seconds},
           {"binding_sets", binding}};
 }
 
@@ -72,6 +74,15 @@ void print_certified_bound(std::ostream& out, const CertifiedBound& b) {
       << "  op prices (no set's prices add up to more than its floor; their sum is the bound):";
   for (size_t o = 0; o < c.op_prices.size(); ++o)
     if (c.op_prices[o] > 0) out << " op " << o << " " << format_number(c.op_prices[o]) << ";";
+  bool any_credit = false;
+  for (size_t t = 0; t < c.tensor_credits.size(); ++t)
+    if (c.tensor_credits[t] > 0) {
+      if (!any_credit)
+        out << "\n  tensor credits (earned by a set that keeps the tensor, paid by the next, which receives "
+               "it):";
+      any_credit = true;
+      out << " tensor " << t << " " << format_number(c.tensor_credits[t]) << ";";
+    }
   out << "\n  tightest sets (floor = max(compute, unavoidable memory) at the granularity shown):\n";
   for (const CoverBound::Binding& s : c.binding) {
     out << "    {";
@@ -82,6 +93,14 @@ void print_certified_bound(std::ostream& out, const CertifiedBound& b) {
       for (size_t i = 0; i < s.charged.size(); ++i) out << (i ? " " : "") << s.charged[i];
       out << "} only: the others feed an op outside it that it reads again)";
     }
+    auto list = [&](const char* what, const std::vector<int>& tensors) {
+      if (tensors.empty()) return;
+      out << " " << what << " {";
+      for (size_t i = 0; i < tensors.size(); ++i) out << (i ? " " : "") << tensors[i];
+      out << "}";
+    };
+    list("receiving", s.retained_in);
+    list("keeping", s.retained_out);
     out << " floor " << format_number(s.floor.value);
     if (s.exact)
       out << " = max(compute " << format_number(s.floor.compute) << ", memory "

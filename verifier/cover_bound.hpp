@@ -1,10 +1,13 @@
-// The cover bound (docs/bounds.md#theorem-6): every subgraph of a schedule pays its own roofline. Each
-// connected set of ops that could be a subgraph gets a floor: the least, over every granularity at which it
-// is legal and fits in fast memory, of max(its compute, the traffic every traversal order and every retention
-// pays). A schedule's subgraphs cover every op, so it costs at least the cheapest cover of the ops by such
-// sets. Its linear-programming dual (GLPK) gives the certificate: a price per op such that no set's prices
-// add up to more than its floor; the prices' sum is the bound. Unlike certified_bound's one lambda for the
-// whole schedule, this sees that a compute-bound subgraph and a memory-bound one each pay their larger side.
+// The cover bound (docs/bounds.md#theorem-6 and #theorem-7): every subgraph of a schedule pays its own
+// roofline. Each connected set of ops that could be a subgraph gets a floor in each retention context
+// (subgraph_floor.hpp): the least, over every granularity at which it is legal and fits in fast memory, of
+// max(its compute, the traffic every traversal order pays). A schedule's subgraphs cover every op, and a
+// subgraph receives a tensor retained only right after one that kept it, so the schedule costs at least the
+// cheapest fractional cover of the ops by such sets in which each tensor is received no more often than
+// kept. Its linear-programming dual (GLPK) is the certificate: a price per op and a credit per tensor such
+// that no set's prices, plus the credits of what it keeps, minus those of what it receives, exceed its floor
+// in that context; the prices' sum is the bound. Unlike certified_bound's one lambda for the whole schedule,
+// this sees that a compute-bound subgraph and a memory-bound one each pay their larger side.
 #pragma once
 
 #include <atomic>
@@ -17,21 +20,9 @@
 #include "sim/graph.hpp"
 #include "sim/problem.hpp"
 #include "sim/step_model.hpp"
+#include "verifier/subgraph_floor.hpp"
 
 namespace mlsys {
-
-// The floor of one set of ops, with the granularity that attains it.
-struct SubgraphFloor {
-  double value = 0;  // max(compute, memory)
-  double compute = 0, memory = 0;
-  Granularity granularity;
-};
-
-// nullopt: at no granularity is the set a legal subgraph that fits, whatever it retains or receives. Once
-// `expired` says so, the granularities not yet priced count at the ops' compute floors (still a floor).
-std::optional<SubgraphFloor> subgraph_floor(const Problem& problem, const Graph& graph,
-                                            const ModelOptions& options, const std::vector<int>& ops,
-                                            const std::function<bool()>& expired = {});
 
 // Native tiles larger than this (on either side) make the cover bound decline: it tries tile sizes count by
 // count, up to the native size.
@@ -54,15 +45,17 @@ struct CoverBound {
   double bound = 0;
   std::vector<double> op_prices;  // the certificate: per op, sum = bound; a set's floor bounds the prices of
                                   // the ops it can compute first (first_computations in the .cpp)
-  int64_t subgraphs = 0;          // connected sets checked against the prices
-  int64_t priced_exactly = 0;     // by subgraph_floor (the others by their cheap floor)
-  int64_t never_fit = 0;          // sets that no granularity makes legal and fitting
-  int64_t reentrant = 0;          // sets that read back what an op outside them made from theirs
+  std::vector<double> tensor_credits;  // per tensor: earned by a set that keeps it, paid by one receiving it
+  int64_t subgraphs = 0;               // connected sets checked against the prices
+  int64_t priced_exactly = 0;          // by subgraph_floor (the others by their cheap floor)
+  int64_t never_fit = 0;               // sets that no granularity makes legal and fitting
+  int64_t reentrant = 0;               // sets that read back what an op outside them made from theirs
   int64_t lp_rounds = 0;
   double seconds = 0;
   struct Binding {  // a set whose prices add up to its floor
     std::vector<int> ops;
     std::vector<int> charged;  // the ops it can compute first, whose prices count against its floor
+    std::vector<int> retained_in, retained_out;  // its context, whose credits count too
     bool exact = false;
     SubgraphFloor floor;
   };

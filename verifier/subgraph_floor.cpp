@@ -1,0 +1,297 @@
+// Floors of connected sets of ops from the step model, in each retention context (docs/bounds.md#theorem-6
+// and #theorem-7). tests/cover_bound_test.cpp checks them against the brute-force optimum.
+#include "verifier/subgraph_floor.hpp"
+
+#include <algorithm>
+#include <cstdint>
+
+namespace mlsys {
+
+namespace {
+
+bool contains(const std::vector<int>& v, int x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+// Tile sizes of one axis grouped by the tile count they give, fewest tiles first. Within a count, only the
+// smallest size (the least working set; compute and unavoidable traffic depend on the count alone) and the
+// sizes a rule may demand (M13's w = K, M14's w or h >= K: the reduction depths, which may exceed the
+// extent) are worth trying.
+std::vector<std::vector<int64_t>> size_classes(int64_t extent, int64_t native,
+                                               const std::vector<int64_t>& depths) {
+  std::vector<std::vector<int64_t>> classes;
+  std::vector<int64_t> counts;
+  for (int64_t s = native; s >= 1; --s) {  // sizes above the extent are legal (M6) and give one tile
+    const int64_t count = (extent + s - 1) / s;
+    if (counts.empty() || counts.back() != count) {
+      counts.push_back(count);
+      classes.emplace_back();
+    }
+    classes.back().insert(classes.back().begin(), s);  // ascending: the smallest size of the count first
+  }
+  for (auto& sizes : classes) {
+    std::vector<int64_t> kept{sizes.front()};
+    for (int64_t d : depths)
+      if (std::binary_search(sizes.begin(), sizes.end(), d) && d > kept.front()) kept.push_back(d);
+    std::sort(kept.begin(), kept.end());
+    kept.erase(std::unique(kept.begin(), kept.end()), kept.end());
+    sizes = std::move(kept);
+  }
+  return classes;
+}
+
+// The traffic at the model's granularity that every order pays (loads_every_order_pays) for the inputs it
+// loads, and the stores of outputs that cannot be retained. `loaded_anyway` are the inputs that could have
+// been retained-in and are not in this model: they are charged too.
+double unavoidable_memory_time(const Problem& p, const Graph& graph, const SubgraphModel& model,
+                               const std::vector<int>& loaded_anyway) {
+  double elements = 0;
+  for (const auto& load : model.loads_every_order_pays())
+    if (always_moves(p, graph, load.tensor) ||
+        std::find(loaded_anyway.begin(), loaded_anyway.end(), load.tensor) != loaded_anyway.end())
+      elements += static_cast<double>(load.elements);
+  for (int t : model.nonephemeral_outputs())
+    if (always_moves(p, graph, t)) elements += static_cast<double>(p.size(t));
+  return elements / p.slow_memory_bandwidth;
+}
+
+struct FloorSearch {
+  const Problem& p;
+  const Graph& graph;
+  const ModelOptions& options;
+  const std::function<bool()>& expired;
+  std::vector<int64_t> depths;  // the MatMuls' K: sizes M13 and M14 may demand
+  double compute_floor_sum = 0;
+  bool interrupted = false;  // the clock stopped the search over granularities
+};
+
+// The least legal size of each count on both axes at reduction step `k` (0: none legal), or two empty lists
+// when no granularity with this k is legal.
+std::pair<std::vector<int64_t>, std::vector<int64_t>> least_legal_sizes(
+    SubgraphModel& model, const std::vector<std::vector<int64_t>>& rows,
+    const std::vector<std::vector<int64_t>>& cols, int64_t k) {
+  // The largest h is the most permissive (M14 asks h >= K), so some w is legal with it if any is at all.
+  std::optional<Granularity> any;
+  const int64_t h_max = rows.front().back();
+  for (size_t ci = 0; ci < cols.size() && !any; ++ci)
+    for (int64_t w : cols[ci])
+      if (!model.set_granularity({w, h_max, k})) {
+        any = Granularity{w, h_max, k};
+        break;
+      }
+  if (!any) return {};
+  std::vector<int64_t> legal_w(cols.size(), 0), legal_h(rows.size(), 0);
+  for (size_t ci = 0; ci < cols.size(); ++ci)
+    for (int64_t w : cols[ci])
+      if (!model.set_granularity({w, any->h, k})) {
+        legal_w[ci] = w;
+        break;
+      }
+  for (size_t ri = 0; ri < rows.size(); ++ri)
+    for (int64_t h : rows[ri])
+      if (!model.set_granularity({any->w, h, k})) {
+        legal_h[ri] = h;
+        break;
+      }
+  return {legal_w, legal_h};
+}
+
+// The granularities worth pricing of one compiled structure (with its retained-in tensors), each with its
+// compute and the unavoidable traffic plus the loads of `loaded_anyway`: per k and row count, the fewest
+// column tiles that fit. The least floor is among them whatever constant traffic a context adds.
+std::vector<SubgraphFloor> granularity_floors(FloorSearch& f, SubgraphModel& model,
+                                              const std::vector<int>& loaded_anyway) {
+  const auto rows = size_classes(model.grid_height(), f.p.native_h, f.depths);
+  const auto cols = size_classes(model.grid_width(), f.p.native_w, f.depths);
+  // k: 1 stands for every split reduction (compute and unavoidable traffic do not depend on k once nk >= 2,
+  // and k = 1 holds the least); K_s for the unsplit one.
+  std::vector<int64_t> ks{1};
+  const int64_t K_s = model.sliced_depth();
+  if (K_s > 1 && (K_s <= f.p.native_w || f.options.allow_supernative_k)) ks.push_back(K_s);
+  constexpr int64_t kWalkBudget = 4096;
+
+  std::vector<SubgraphFloor> priced;
+  auto consider = [&](const Granularity& g, double compute) {
+    const double memory = unavoidable_memory_time(f.p, f.graph, model, loaded_anyway);
+    priced.push_back(SubgraphFloor{std::max(compute, memory), compute, memory, g});
+  };
+  for (int64_t k : ks) {
+    // The granularity rules factor: M6 and M13 constrain w and k, M14 w or h alone (apply_granularity), so
+    // the least legal size of each count is found once per axis, against one legal size of the other.
+    const auto [legal_w, legal_h] = least_legal_sizes(model, rows, cols, k);
+    if (legal_w.empty()) continue;
+    // Most sets of a small fast memory fit at no granularity: the smallest tiles tell at once.
+    if (legal_w.back() && legal_h.back() && !model.set_granularity({legal_w.back(), legal_h.back(), k})) {
+      const SubgraphResult smallest = model.evaluate_fast(SubgraphModel::Violations::Summarize, kWalkBudget);
+      if (smallest.violation && smallest.violation->rule == "M20") continue;
+    }
+    // Rows from the most tiles (smallest h) to the fewest. For each, the fewest column tiles that fit: more
+    // tiles only cost more. `first_open` is the first column count not yet out of memory at a smaller h,
+    // which stays out of memory at every larger one (the working set grows with h).
+    size_t first_open = 0;
+    for (size_t ri = rows.size(); ri-- > 0 && first_open < cols.size();) {
+      if (!legal_h[ri]) continue;
+      for (size_t ci = first_open; ci < cols.size(); ++ci) {
+        if (!legal_w[ci]) continue;
+        if (f.expired && f.expired()) {
+          f.interrupted = true;
+          return priced;
+        }
+        const Granularity legal{legal_w[ci], legal_h[ri], k};
+        if (model.set_granularity(legal)) continue;  // cannot happen while the rules factor
+        const SubgraphResult r = model.evaluate_fast(SubgraphModel::Violations::Summarize, kWalkBudget);
+        if (r.violation && r.violation->rule == "M20") {  // so is every larger size of this count
+          if (ci == first_open) ++first_open;
+          continue;
+        }
+        // Unpriced (a walk too long), or rejected by a rule that depends on the exact sizes (M17), which a
+        // larger size of the same counts might pass: only every op's compute floor is certain.
+        consider(legal, r.walk_refused || r.violation ? f.compute_floor_sum : r.compute_time);
+        break;
+      }
+    }
+  }
+  return priced;
+}
+
+// The least of max(compute, memory + extra) over the priced granularities.
+std::optional<SubgraphFloor> least_with_extra(const std::vector<SubgraphFloor>& priced, double extra) {
+  std::optional<SubgraphFloor> best;
+  for (const SubgraphFloor& g : priced) {
+    const double memory = g.memory + extra;
+    const double value = std::max(g.compute, memory);
+    if (!best || value < best->value) best = SubgraphFloor{value, g.compute, memory, g.granularity};
+  }
+  return best;
+}
+
+bool subset(const std::vector<int>& a, const std::vector<int>& b) {
+  return std::all_of(a.begin(), a.end(), [&](int x) { return contains(b, x); });
+}
+
+// `a` serves wherever `b` does: no higher floor, no more received, as much kept.
+bool dominates(const RetentionFloor& a, const RetentionFloor& b) {
+  return a.floor.value <= b.floor.value && subset(a.retained_in, b.retained_in) &&
+         subset(b.retained_out, a.retained_out);
+}
+
+void keep_undominated(std::vector<RetentionFloor>& contexts) {
+  std::vector<RetentionFloor> kept;
+  for (size_t i = 0; i < contexts.size(); ++i) {
+    bool dominated = false;
+    for (size_t j = 0; j < contexts.size() && !dominated; ++j)
+      dominated = j != i && dominates(contexts[j], contexts[i]) &&
+                  (!dominates(contexts[i], contexts[j]) || j < i);  // of equals, the first stays
+    if (!dominated) kept.push_back(contexts[i]);
+  }
+  contexts = std::move(kept);
+}
+
+}  // namespace
+
+bool always_moves(const Problem& p, const Graph& graph, int t) {
+  return graph.is_graph_input[t] || graph.is_graph_output[t] ||
+         static_cast<double>(p.size(t)) > p.fast_memory_capacity;
+}
+
+std::vector<int> retainable_outputs(const Problem& p, const Graph& graph, const std::vector<int>& ops) {
+  std::vector<int> out;
+  for (int o : ops)
+    for (int t : p.outputs[o]) {
+      const bool matmul_reads =
+          std::any_of(graph.consumers[t].begin(), graph.consumers[t].end(),
+                      [&](const Consumer& c) { return p.is_matmul(c.op) && contains(ops, c.op); });
+      if (!always_moves(p, graph, t) && !matmul_reads && !contains(out, t)) out.push_back(t);
+    }
+  return out;
+}
+
+std::vector<RetentionFloor> subgraph_floors(const Problem& p, const Graph& graph, const ModelOptions& options,
+                                            const std::vector<int>& ops,
+                                            const std::function<bool()>& expired) {
+  FloorSearch f{p, graph, options, expired, {}, 0};
+  for (int o : ops) {
+    if (p.is_matmul(o)) f.depths.push_back(graph.reduction_depth[o]);
+    f.compute_floor_sum += compute_floor(p, graph, o, options.matmul_compute);
+  }
+  // Inputs made outside that may arrive retained: each is either loaded (its unavoidable loads count) or
+  // whole in fast memory at every step (M20 A), which shrinks the granularities that fit. Up to
+  // kChoices of them are tried both ways; beyond that they are all taken as free and not received, which is
+  // what a retained tensor costs in traffic, with the least working set: still below every context.
+  constexpr size_t kChoices = 4;
+  std::vector<int> choices;
+  for (int o : ops)
+    for (int t : p.inputs[o])
+      if (graph.producer[t] >= 0 && !contains(ops, graph.producer[t]) && !always_moves(p, graph, t) &&
+          !contains(choices, t))
+        choices.push_back(t);
+  const bool try_choices = choices.size() <= kChoices;
+  // Outputs read outside: each is kept for the next subgraph (whole in fast memory at the last step, M20 C)
+  // or, if no op of the set reads it, stored (M22). Up to kChoices are tried both ways; the others, and
+  // outputs only the set reads, count as kept at no cost.
+  const std::vector<int> retainable = retainable_outputs(p, graph, ops);
+  std::vector<int> kept_free, decisions;
+  for (int t : retainable) {
+    const bool read_outside = std::any_of(graph.consumers[t].begin(), graph.consumers[t].end(),
+                                          [&](const Consumer& c) { return !contains(ops, c.op); });
+    (read_outside && decisions.size() < kChoices ? decisions : kept_free).push_back(t);
+  }
+  std::vector<RetentionFloor> contexts;
+  for (uint32_t mask = 0; mask < (try_choices ? 1u << choices.size() : 1u); ++mask) {
+    std::vector<int> retained_in, loaded_anyway;
+    int64_t resident = 0;
+    for (size_t i = 0; i < choices.size() && try_choices; ++i)
+      if (mask >> i & 1) {
+        retained_in.push_back(choices[i]);
+        resident += p.size(choices[i]);
+      } else {
+        loaded_anyway.push_back(choices[i]);
+      }
+    if (static_cast<double>(resident) > p.fast_memory_capacity) continue;
+    // Nothing retained out: the fewest tensors in fast memory and the fewest region checks, so a
+    // granularity rejected here is rejected in every context with these retained-in tensors.
+    auto compiled = SubgraphModel::compile_structure(p, graph, ops, {}, 0, retained_in, options);
+    if (std::holds_alternative<RuleViolation>(compiled)) return {};  // the structure, in any context
+    SubgraphModel& model = std::get<SubgraphModel>(compiled);
+    const auto priced = granularity_floors(f, model, loaded_anyway);
+    if (f.interrupted) break;
+    if (priced.empty()) {
+      if (mask == 0) return {};  // with more resident, nothing fits either
+      continue;
+    }
+    for (uint32_t keep = 0; keep < 1u << decisions.size(); ++keep) {
+      RetentionFloor context{{}, retained_in, kept_free};
+      int64_t kept_size = 0;
+      double stored = 0;
+      for (size_t i = 0; i < decisions.size(); ++i) {
+        const int t = decisions[i];
+        if (keep >> i & 1) {
+          context.retained_out.push_back(t);
+          kept_size += p.size(t);
+        } else if (contains(model.nonephemeral_outputs(), t)) {
+          stored += static_cast<double>(p.size(t));
+        }
+      }
+      // At the last step a kept output is whole beside every retained-in tensor (M20 A and C).
+      if (static_cast<double>(resident + kept_size) > p.fast_memory_capacity) continue;
+      context.floor = *least_with_extra(priced, stored / p.slow_memory_bandwidth);
+      contexts.push_back(std::move(context));
+    }
+  }
+  // Stopped before every granularity was priced: only the ops' compute floors are certain.
+  if (f.interrupted)
+    return {RetentionFloor{{f.compute_floor_sum, f.compute_floor_sum, 0, {}}, {}, retainable}};
+  keep_undominated(contexts);
+  return contexts;
+}
+
+std::optional<SubgraphFloor> subgraph_floor(const Problem& p, const Graph& graph, const ModelOptions& options,
+                                            const std::vector<int>& ops,
+                                            const std::function<bool()>& expired) {
+  std::optional<SubgraphFloor> best;
+  for (const RetentionFloor& c : subgraph_floors(p, graph, options, ops, expired))
+    if (!best || c.floor.value < best->value) best = c.floor;
+  return best;
+}
+
+}  // namespace mlsys
