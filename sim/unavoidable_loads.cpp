@@ -54,13 +54,14 @@ std::vector<SubgraphModel::TensorLoads> SubgraphModel::loads_every_order_pays() 
     return std::max<__int128>(0, std::min<__int128>(static_cast<__int128>(ks) * k_ + k_, a.extent) -
                                      static_cast<__int128>(ks) * k_);
   };
-  // Sum over the steps where the form is active of its slice's area: rows, columns and k-steps are
+  // Sum over the steps where the form is active of its slice's area, leaving out the first `skip` k-steps
+  // of every tile (0, 1 or 2; only for a form active at every step): rows, columns and k-steps are
   // independent indices and each axis follows at most one. Two axes on one index would need per-value
   // products: then only the footprint is claimed (-1).
-  auto every_activation = [&](const SliceForm& s) -> __int128 {
+  auto every_activation = [&](const SliceForm& s, int64_t skip) -> __int128 {
     const bool every = s.runs_at & kEveryStep;
     const bool first = every || (s.runs_at & kFirstKStep), last = every || (s.runs_at & kLastKStep);
-    const __int128 active_steps = every ? nk_ : (first ? 1 : 0) + (last && nk_ > 1 ? 1 : 0);
+    const __int128 active_steps = every ? nk_ - skip : (first ? 1 : 0) + (last && nk_ > 1 ? 1 : 0);
     const Axis* axes[2] = {&s.form.rows, &s.form.cols};
     if (index_of(axes[0]->kind) == index_of(axes[1]->kind) && index_of(axes[0]->kind) != kNone) return -1;
     __int128 total = 1;
@@ -75,11 +76,14 @@ std::vector<SubgraphModel::TensorLoads> SubgraphModel::loads_every_order_pays() 
           total *= grid_w_;
           cols_seen = true;
           break;
-        case kStep:
-          total *= every ? total_length(*a)
+        case kStep: {
+          __int128 skipped = 0;
+          for (int64_t ks = 0; ks < skip && ks < nk_; ++ks) skipped += k_length(*a, ks);
+          total *= every ? total_length(*a) - skipped
                          : (first ? k_length(*a, 0) : 0) + (last && nk_ > 1 ? k_length(*a, nk_ - 1) : 0);
           steps_seen = true;
           break;
+        }
         case kNone:
           total *= a->extent;
           break;
@@ -101,7 +105,20 @@ std::vector<SubgraphModel::TensorLoads> SubgraphModel::loads_every_order_pays() 
       const bool reduction =
           s.form.rows.kind == AxisKind::Reduction || s.form.cols.kind == AxisKind::Reduction;
       const bool once_per_tile = s.runs_at == kFirstKStep || s.runs_at == kLastKStep;
-      if (reduction || once_per_tile) elements = std::max(elements, every_activation(s));  // -1: footprint
+      if (reduction || once_per_tile) elements = std::max(elements, every_activation(s, 0));  // -1: footprint
+    } else if (nk_ >= 2 && (s.runs_at & kEveryStep) &&
+               (s.form.rows.kind == AxisKind::Reduction || s.form.cols.kind == AxisKind::Reduction)) {
+      // A tensor read in several forms: within a tile, k-step ks's slice of this form differs from the one
+      // at ks - 1, and another form could hold it at ks - 1 only if active there. A form active at the last
+      // k-step only never is (ks - 1 < nk - 1); one active at the first only is at ks = 1 alone. So unless
+      // another form is active at every step, k-steps 1 (or 2) to nk - 1 of every tile load this slice.
+      bool other_every = false, other_first = false;
+      for (const SliceForm& o : forms_)
+        if (&o != &s && o.tensor == s.tensor) {
+          other_every = other_every || (o.runs_at & kEveryStep);
+          other_first = other_first || (o.runs_at & kFirstKStep);
+        }
+      if (!other_every) elements = std::max(elements, every_activation(s, other_first ? 2 : 1));
     }
     auto same =
         std::find_if(out.begin(), out.end(), [&](const TensorLoads& t) { return t.tensor == s.tensor; });

@@ -32,9 +32,12 @@ TEST(CoverBound, UnavoidableLoadsAreBelowEveryTraversalOrder) {
   // Random tiny problems, every connected prefix of their ops, every granularity, every permutation of a
   // grid of up to 6 tiles: the loads the model says every order pays never exceed an order's loads.
   std::mt19937 rng(20261125u);
-  int checked = 0, above_footprint = 0;
-  for (int trial = 0; trial < 300; ++trial) {
-    const Problem p = trial % 2 ? testing::random_matmul_chain(rng, 4) : testing::random_tiny_problem(rng, 4);
+  int checked = 0, above_footprint = 0, several_forms = 0;
+  for (int trial = 0; trial < 450; ++trial) {
+    // Diamonds read one tensor in two forms (a MatMul's LHS and a Pointwise op's tile).
+    const Problem p = trial % 3 == 2 ? testing::random_diamond(rng)
+                      : trial % 3    ? testing::random_matmul_chain(rng, 4)
+                                     : testing::random_tiny_problem(rng, 4);
     const Graph g = analyze_graph(p, "tiny");
     for (size_t n = 1; n <= g.topological_order.size(); ++n) {
       const std::vector<int> ops(g.topological_order.begin(), g.topological_order.begin() + n);
@@ -46,10 +49,17 @@ TEST(CoverBound, UnavoidableLoadsAreBelowEveryTraversalOrder) {
           for (int64_t k = 1; k <= p.native_w; ++k) {
             if (model.set_granularity({w, h, k}) || model.tiles() > 6) continue;
             int64_t floor = 0, footprint = 0;
+            bool reloaded_in_several_forms = false;
             for (const auto& t : model.loads_every_order_pays()) {
               floor += t.elements;
               footprint += p.size(t.tensor);
+              const auto readers = std::count_if(ops.begin(), ops.end(), [&](int o) {
+                return std::find(p.inputs[o].begin(), p.inputs[o].end(), t.tensor) != p.inputs[o].end();
+              });
+              reloaded_in_several_forms =
+                  reloaded_in_several_forms || (readers >= 2 && t.elements > p.size(t.tensor));
             }
+            several_forms += reloaded_in_several_forms;
             std::vector<int64_t> order(model.tiles());
             std::iota(order.begin(), order.end(), 0);
             do {
@@ -68,8 +78,10 @@ TEST(CoverBound, UnavoidableLoadsAreBelowEveryTraversalOrder) {
   // The split-reduction argument must fire, or this only tested footprints.
   EXPECT_GT(checked, 10000);
   EXPECT_GT(above_footprint, 100);
+  EXPECT_GT(several_forms, 10);  // and the one for a tensor read in several forms
   std::cout << "[ cover    ] " << checked << " orders checked; the floor exceeded the footprint at "
-            << above_footprint << " granularities\n";
+            << above_footprint << " granularities, " << several_forms
+            << " of them for a tensor read in several forms\n";
 }
 
 TEST(CoverBound, NeverAboveTheExactOptimumOfRandomTinyProblems) {
