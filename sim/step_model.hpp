@@ -65,7 +65,7 @@ struct StepDetail {
 };
 
 struct SubgraphResult {
-  double latency = 0;  // L_i (M25)
+  double latency = 0;                        // L_i (M25)
   double compute_time = 0, memory_time = 0;  // sums of the per-step terms
   double compute_bound_latency = 0;          // latency of the steps whose compute >= memory time
   int64_t steps = 0;
@@ -134,6 +134,17 @@ class SubgraphModel {
   };
   std::vector<TensorLoads> loads_every_order_pays() const;
 
+  // A split reduction's last k-steps (docs/bounds.md#theorem-8), summed over every tile at the current tile
+  // counts: the compute of the ops that run only there, and upper bounds, for every k whose last k-step is
+  // at most `last_k` long, on the compute of the ops that run at every step there and on the elements loaded
+  // and stored there (infinite where no bound is known). Meaningful only with nk >= 2.
+  struct LastKSteps {
+    double last_only_compute = 0;
+    double every_step_compute_max = 0;
+    double elements_max = 0;
+  };
+  LastKSteps last_k_steps(int64_t last_k) const;
+
   // Facts the schedule-level rules and the drivers need.
   int index() const { return index_; }
   const std::vector<int>& ops() const { return ops_; }
@@ -149,8 +160,8 @@ class SubgraphModel {
   int64_t tile_of_position(int64_t position) const { return order_.empty() ? position : order_[position]; }
   // External inputs with the first op (declared order) that reads each (for M15 messages).
   const std::vector<std::pair<int, int>>& external_inputs() const { return external_inputs_; }
-  const std::vector<int>& evicted() const { return evicted_; }       // written to slow memory (M22, M26)
-  const std::vector<int>& retained() const { return retained_; }     // R_i, deduplicated
+  const std::vector<int>& evicted() const { return evicted_; }    // written to slow memory (M22, M26)
+  const std::vector<int>& retained() const { return retained_; }  // R_i, deduplicated
   const std::vector<int>& retained_in() const { return retained_in_; }
   // M20 D: split-K partial sums without a host (counted only while the reduction is split, nk > 1).
   size_t unhosted_accumulators() const { return accumulators_.size(); }
@@ -238,6 +249,7 @@ class SubgraphModel {
   SubgraphResult walk_within(int64_t walk_budget) const;  // simulate(), or refused beyond the budget
   // The ranges an axis takes over all steps at the current granularity.
   std::vector<std::pair<int64_t, int64_t>> axis_ranges(const Axis& a) const;
+  double last_k_step_elements_max(int64_t last_k) const;  // last_k_steps' traffic part
   // Whether two slice forms of one tensor may give the same region at some steps (then slices are compared
   // numerically and tiles of one class can differ).
   bool aliased_forms_can_coincide() const;
@@ -291,16 +303,18 @@ class StepWalker {
   };
   // The one evaluation of a step: regions (M17), slices (M19), loads (M21), stores (M22), compute (M23-M24),
   // working set (M20) and latency (M25). `prev` is the previous step's slice set; `cur` receives this step's.
-  bool evaluate(const Coord& c, const std::vector<NumSlice>& prev, std::vector<NumSlice>& cur, int64_t finished_area,
-                StepDetail* detail);
+  bool evaluate(const Coord& c, const std::vector<NumSlice>& prev, std::vector<NumSlice>& cur,
+                int64_t finished_area, StepDetail* detail);
   Coord coord(int64_t position, int64_t ks) const;
   Region numeric(const Form& f, const Coord& c) const;
   // evaluate's parts: M17's numeric checks (false and violation_ set on a mismatch), the compute time of the
   // ops active at this step (M23, M24), and the working set's terms (M20 A-D) for a report.
-  // Forced inline: they run once per step of every walk and every tile class (a call each cost the walk 10 %).
+  // Forced inline: they run once per step of every walk and every tile class (a call each cost the walk 10
+  // %).
   [[gnu::always_inline]] inline bool regions_agree(const Coord& c);
   [[gnu::always_inline]] inline double compute_time(const Coord& c, uint8_t active, StepDetail* detail) const;
-  void add_terms(WorkingSet& ws, const std::vector<NumSlice>& cur, const Coord& c, int64_t finished_area) const;
+  void add_terms(WorkingSet& ws, const std::vector<NumSlice>& cur, const Coord& c,
+                 int64_t finished_area) const;
 
   const SubgraphModel& model_;
   int64_t position_ = 0, ks_ = 0;

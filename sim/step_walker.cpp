@@ -3,6 +3,7 @@
 // and the fast path's tile classes all evaluate through StepWalker::evaluate.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <tuple>
 
 #include "sim/step_model.hpp"
@@ -101,6 +102,35 @@ inline double StepWalker::compute_time(const Coord& c, uint8_t active, StepDetai
     if (detail) detail->computes.push_back({op.op, r, cost});
   }
   return compute;
+}
+
+SubgraphModel::LastKSteps SubgraphModel::last_k_steps(int64_t last_k) const {
+  LastKSteps out;
+  out.elements_max = last_k_step_elements_max(last_k);
+  const int64_t ks = nk_ - 1;
+  const auto [q0, q1] = k_range(ks, facts_.K_s);
+  // Every-step ops compute in proportion to the k-range (M24's q, or a streamed axis): scaled up to last_k.
+  const double scale = q1 > q0 ? static_cast<double>(last_k) / static_cast<double>(q1 - q0)
+                               : std::numeric_limits<double>::infinity();
+  // Tiles of one size compute alike: every row but the last has the full height, and so for columns.
+  auto classes = [](int64_t count) {
+    std::vector<std::pair<int64_t, int64_t>> c;  // (representative, how many)
+    if (count >= 2) c.push_back({0, count - 1});
+    c.push_back({count - 1, 1});
+    return c;
+  };
+  const StepWalker walker(*this);
+  for (const auto& [row, rows] : classes(nrows_))
+    for (const auto& [col, cols] : classes(ncols_)) {
+      const auto [r0, r1] = row_range(row);
+      const auto [c0, c1] = col_range(col);
+      const StepWalker::Coord c{row * ncols_ + col, row * ncols_ + col, ks, Region{r0, r1, c0, c1}};
+      const double tiles = static_cast<double>(rows) * static_cast<double>(cols);
+      out.last_only_compute += tiles * walker.compute_time(c, kLastKStep, nullptr);
+      const double every = walker.compute_time(c, kEveryStep, nullptr);
+      out.every_step_compute_max += every > 0 ? tiles * every * scale : 0;
+    }
+  return out;
 }
 
 void StepWalker::add_terms(WorkingSet& ws, const std::vector<NumSlice>& cur, const Coord& c,

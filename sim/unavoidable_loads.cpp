@@ -3,6 +3,7 @@
 // in docs/bounds.md#theorem-6, and tests/cover_bound_test.cpp checks it against every order of small grids.
 #include <algorithm>
 #include <climits>
+#include <limits>
 
 #include "sim/step_model.hpp"
 
@@ -128,6 +129,42 @@ std::vector<SubgraphModel::TensorLoads> SubgraphModel::loads_every_order_pays() 
       same->elements = std::max(same->elements, saturate(elements));
   }
   return out;
+}
+
+double SubgraphModel::last_k_step_elements_max(int64_t last_k) const {
+  // Every form active at the last k-step, loaded at every tile with a k-range of at most last_k, and every
+  // evicted output's tile stored (M22). Tile sizes of one count differ, but the rows (or columns) of all
+  // tiles add up to the grid's whatever the size: the same sums as loads_every_order_pays.
+  double elements = 0;
+  for (const SliceForm& s : forms_) {
+    if (!(s.runs_at & (kEveryStep | kLastKStep))) continue;
+    const Axis* axes[2] = {&s.form.rows, &s.form.cols};
+    if (index_of(axes[0]->kind) == index_of(axes[1]->kind) && index_of(axes[0]->kind) != kNone)
+      return std::numeric_limits<double>::infinity();  // a product per tile: no closed form claimed
+    double area = 1;
+    bool rows_seen = false, cols_seen = false;
+    for (const Axis* a : axes) switch (index_of(a->kind)) {
+        case kRow:
+          area *= static_cast<double>(grid_h_);
+          rows_seen = true;
+          break;
+        case kCol:
+          area *= static_cast<double>(grid_w_);
+          cols_seen = true;
+          break;
+        case kStep:
+          area *= static_cast<double>(std::min(last_k, a->extent));
+          break;
+        case kNone:
+          area *= static_cast<double>(a->extent);
+          break;
+      }
+    if (!rows_seen) area *= static_cast<double>(nrows_);
+    if (!cols_seen) area *= static_cast<double>(ncols_);
+    elements += area;
+  }
+  return elements +
+         static_cast<double>(grid_h_) * static_cast<double>(grid_w_) * static_cast<double>(evicted_.size());
 }
 
 }  // namespace mlsys

@@ -55,6 +55,28 @@ double unavoidable_memory_time(const Problem& p, const Graph& graph, const Subgr
   return elements / p.slow_memory_bandwidth;
 }
 
+// A priced granularity, with what its split reduction's last k-steps tell (Theorem 8): each tile's last
+// k-step runs the epilogue's compute, which the memory of the tile's other steps cannot hide.
+struct PricedGranularity {
+  SubgraphFloor floor;                                       // max(compute, memory) alone
+  bool split = false;                                        // nk >= 2: the terms below apply
+  double last_only_compute = 0, every_step_compute_max = 0;  // at the last k-steps, all tiles
+  double memory_max = 0, memory_certain = 0;                 // at the last k-steps: at most, at least
+};
+
+// The least cost of steps whose compute sums to C and memory to at least U, when the last k-steps compute P
+// plus up to E, and move at least `certain` and at most `max` (time units): split the steps into the last
+// k-steps and the others, each pays at least the larger of its sums (docs/bounds.md#theorem-8).
+double floor_of(const PricedGranularity& g, double extra_memory) {
+  const double C = g.floor.compute, U = g.floor.memory + extra_memory;
+  if (!g.split) return std::max(C, U);
+  const double P = g.last_only_compute;
+  // With d = (memory of the last k-steps) - (every-step compute there), the cost is at least
+  // max(C, U, U + P - d, C - P + d); d ranges over [certain - E, max].
+  const double d = std::clamp((U + 2 * P - C) / 2, g.memory_certain - g.every_step_compute_max, g.memory_max);
+  return std::max({C, U, U + P - d, C - P + d});
+}
+
 struct FloorSearch {
   const Problem& p;
   const Graph& graph;
@@ -99,8 +121,8 @@ std::pair<std::vector<int64_t>, std::vector<int64_t>> least_legal_sizes(
 // The granularities worth pricing of one compiled structure (with its retained-in tensors), each with its
 // compute and the unavoidable traffic plus the loads of `loaded_anyway`: per k and row count, the fewest
 // column tiles that fit. The least floor is among them whatever constant traffic a context adds.
-std::vector<SubgraphFloor> granularity_floors(FloorSearch& f, SubgraphModel& model,
-                                              const std::vector<int>& loaded_anyway) {
+std::vector<PricedGranularity> granularity_floors(FloorSearch& f, SubgraphModel& model,
+                                                  const std::vector<int>& loaded_anyway) {
   const auto rows = size_classes(model.grid_height(), f.p.native_h, f.depths);
   const auto cols = size_classes(model.grid_width(), f.p.native_w, f.depths);
   // k: 1 stands for every split reduction (compute and unavoidable traffic do not depend on k once nk >= 2,
@@ -110,10 +132,24 @@ std::vector<SubgraphFloor> granularity_floors(FloorSearch& f, SubgraphModel& mod
   if (K_s > 1 && (K_s <= f.p.native_w || f.options.allow_supernative_k)) ks.push_back(K_s);
   constexpr int64_t kWalkBudget = 4096;
 
-  std::vector<SubgraphFloor> priced;
+  // Any split k's last k-step is at most this long (k <= n_k, and k < K_s).
+  const int64_t last_k = f.options.allow_supernative_k ? K_s - 1 : std::min(f.p.native_w, K_s - 1);
+  std::vector<PricedGranularity> priced;
   auto consider = [&](const Granularity& g, double compute) {
     const double memory = unavoidable_memory_time(f.p, f.graph, model, loaded_anyway);
-    priced.push_back(SubgraphFloor{std::max(compute, memory), compute, memory, g});
+    PricedGranularity c{SubgraphFloor{std::max(compute, memory), compute, memory, g}};
+    if (model.k_steps() >= 2) {
+      const auto last = model.last_k_steps(last_k);
+      const double B = f.p.slow_memory_bandwidth;
+      c.split = true;
+      c.last_only_compute = last.last_only_compute;
+      c.every_step_compute_max = last.every_step_compute_max;
+      c.memory_max = last.elements_max / B;
+      for (int t : model.nonephemeral_outputs())  // the stores counted in `memory`: all at last k-steps
+        if (always_moves(f.p, f.graph, t)) c.memory_certain += static_cast<double>(f.p.size(t)) / B;
+      c.floor.value = floor_of(c, 0);
+    }
+    priced.push_back(c);
   };
   for (int64_t k : ks) {
     // The granularity rules factor: M6 and M13 constrain w and k, M14 w or h alone (apply_granularity), so
@@ -155,12 +191,12 @@ std::vector<SubgraphFloor> granularity_floors(FloorSearch& f, SubgraphModel& mod
 }
 
 // The least of max(compute, memory + extra) over the priced granularities.
-std::optional<SubgraphFloor> least_with_extra(const std::vector<SubgraphFloor>& priced, double extra) {
+std::optional<SubgraphFloor> least_with_extra(const std::vector<PricedGranularity>& priced, double extra) {
   std::optional<SubgraphFloor> best;
-  for (const SubgraphFloor& g : priced) {
-    const double memory = g.memory + extra;
-    const double value = std::max(g.compute, memory);
-    if (!best || value < best->value) best = SubgraphFloor{value, g.compute, memory, g.granularity};
+  for (const PricedGranularity& g : priced) {
+    const double value = floor_of(g, extra);
+    if (!best || value < best->value)
+      best = SubgraphFloor{value, g.floor.compute, g.floor.memory + extra, g.floor.granularity};
   }
   return best;
 }

@@ -15,7 +15,8 @@ namespace mlsys {
 
 // The floor of one set of ops, with the granularity that attains it.
 struct SubgraphFloor {
-  double value = 0;  // max(compute, memory)
+  double value =
+      0;  // max(compute, memory), or more where a split reduction's last k-steps show it (Theorem 8)
   double compute = 0, memory = 0;
   Granularity granularity;
 };
