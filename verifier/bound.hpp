@@ -41,8 +41,10 @@ struct CertifiedBound {
 // Attaches a cover bound and keeps the larger of the two bounds (each is valid on its own).
 void add_cover_bound(CertifiedBound& bound, CoverBound cover);
 
-// What verify and the HTML report give the cover bound: a proven gap in passing must not slow them down.
-inline constexpr double kReportCoverSeconds = 1;
+// What verify and the HTML report give the cover bound: a proven gap in passing must not slow them down, and
+// the same files must give the same report on a loaded machine. So the limit that decides is the number of
+// sets (those benchmarks take at most a second); the clock only guards against a hostile graph.
+inline constexpr double kReportCoverSeconds = 10;
 inline constexpr int64_t kReportCoverSets = 100'000;
 
 // The certified bound the programs report in passing (verify, report, mlsys_sim's verify): the lambda bound,
