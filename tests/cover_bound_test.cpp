@@ -168,6 +168,13 @@ TEST(CoverBound, NeverAboveTheExactOptimumOfRandomTinyProblems) {
     ASSERT_LE(cover.bound, exact.optimum * (1 + 1e-9))
         << "cover bound " << cover.bound << " above the optimum " << exact.optimum << " of problem "
         << problem_to_json(p).dump();
+    // With fewer inputs and outputs tried both ways, the rest are bounded together: sound too.
+    CoverLimits fewer;
+    fewer.retention_choices = checked % 2;
+    const CoverBound coarse = cover_bound(p, g, options, fewer);
+    ASSERT_LE(coarse.bound, exact.optimum * (1 + 1e-9))
+        << "cover bound with " << fewer.retention_choices << " choices " << coarse.bound
+        << " above the optimum " << exact.optimum << " of problem " << problem_to_json(p).dump();
     const double lambda = certified_bound(p, g, options).bound;
     if (cover.bound > lambda * (1 + 1e-9)) ++above_lambda;
     if (cover.bound >= exact.optimum * (1 - 1e-9)) ++tight;

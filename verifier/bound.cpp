@@ -476,8 +476,8 @@ void add_cover_bound(CertifiedBound& bound, CoverBound cover) {
   bound.cover = std::move(cover);
 }
 
-CertifiedBound certified_bound_with_cover(const Problem& problem, const Graph& graph, const ModelOptions& options,
-                                          double cover_seconds) {
+CertifiedBound certified_bound_with_cover(const Problem& problem, const Graph& graph,
+                                          const ModelOptions& options, double cover_seconds) {
   CertifiedBound bound = certified_bound(problem, graph, options);
   if (cover_seconds <= 0 || problem.num_ops() > kCoverBoundMaxOps) return bound;
   // Only a complete cover bound counts here, so that the same files give the same report: a partial one

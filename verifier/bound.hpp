@@ -50,8 +50,8 @@ inline constexpr int64_t kReportCoverSets = 100'000;
 // The certified bound the programs report in passing (verify, report, mlsys_sim's verify): the lambda bound,
 // raised by the cover bound when it completes within `cover_seconds` on graphs of up to kCoverBoundMaxOps
 // ops and kReportCoverSets connected sets.
-CertifiedBound certified_bound_with_cover(const Problem& problem, const Graph& graph, const ModelOptions& options,
-                                          double cover_seconds);
+CertifiedBound certified_bound_with_cover(const Problem& problem, const Graph& graph,
+                                          const ModelOptions& options, double cover_seconds);
 
 // `expired`, if given, is asked between values of lambda: once it says yes, the best lambda so far is kept
 // (the bound stays valid, only less tight). The whole computation takes milliseconds on the 24 benchmarks.

@@ -243,11 +243,12 @@ struct SetFloors {
   std::vector<char> exact, never, in_lp;
   CoverBound& out;
   std::function<bool()> expired;
+  size_t retention_choices;
 
   // Prices set `i` by the step model; false if it never fits.
   bool price(int i) {
     if (exact[i] || never[i]) return !never[i];
-    contexts[i] = subgraph_floors(p, graph, options, sets[i], expired);
+    contexts[i] = subgraph_floors(p, graph, options, sets[i], expired, retention_choices);
     ++out.priced_exactly;
     if (contexts[i].empty()) {
       never[i] = 1;
@@ -390,7 +391,20 @@ CoverBound cover_bound(const Problem& p, const Graph& graph, const ModelOptions&
     if (limits.cancel && limits.cancel->load()) return 0.0;
     return std::chrono::duration<double>(deadline - Clock::now()).count();
   };
-  SetFloors f{p, graph, options, {}, {}, {}, {}, {}, {}, {}, {}, out, [&] { return left() <= 0; }};
+  SetFloors f{p,
+              graph,
+              options,
+              {},
+              {},
+              {},
+              {},
+              {},
+              {},
+              {},
+              {},
+              out,
+              [&] { return left() <= 0; },
+              limits.retention_choices};
   // Tile sizes are tried one count at a time: with a native tile of thousands, that is too many to price.
   if (p.native_w > kCoverMaxNative || p.native_h > kCoverMaxNative) {
     out.status = "native granularity above " + std::to_string(kCoverMaxNative) + ": not attempted";

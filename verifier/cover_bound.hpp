@@ -33,9 +33,10 @@ inline constexpr int64_t kCoverMaxNative = 1024;
 inline constexpr int kCoverBoundMaxOps = 64;
 
 struct CoverLimits {
-  double seconds = 10;                        // then the best bound proven so far is returned
-  int64_t max_subgraphs = 1'000'000;          // connected sets of ops; above it the bound is not attempted
-  const std::atomic<bool>* cancel = nullptr;  // if set and true, stop as at the time limit
+  double seconds = 10;                           // then the best bound proven so far is returned
+  int64_t max_subgraphs = 1'000'000;             // connected sets of ops; above it the bound is not attempted
+  const std::atomic<bool>* cancel = nullptr;     // if set and true, stop as at the time limit
+  size_t retention_choices = kRetentionChoices;  // per set, inputs and outputs tried both ways
 };
 
 struct CoverBound {

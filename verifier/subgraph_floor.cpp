@@ -243,8 +243,8 @@ std::vector<int> retainable_outputs(const Problem& p, const Graph& graph, const 
 }
 
 std::vector<RetentionFloor> subgraph_floors(const Problem& p, const Graph& graph, const ModelOptions& options,
-                                            const std::vector<int>& ops,
-                                            const std::function<bool()>& expired) {
+                                            const std::vector<int>& ops, const std::function<bool()>& expired,
+                                            size_t kChoices) {
   FloorSearch f{p, graph, options, expired, {}, 0};
   for (int o : ops) {
     if (p.is_matmul(o)) f.depths.push_back(graph.reduction_depth[o]);
@@ -254,7 +254,6 @@ std::vector<RetentionFloor> subgraph_floors(const Problem& p, const Graph& graph
   // whole in fast memory at every step (M20 A), which shrinks the granularities that fit. Up to
   // kChoices of them are tried both ways; beyond that they are all taken as free and not received, which is
   // what a retained tensor costs in traffic, with the least working set: still below every context.
-  constexpr size_t kChoices = 4;
   std::vector<int> choices;
   for (int o : ops)
     for (int t : p.inputs[o])
@@ -309,7 +308,14 @@ std::vector<RetentionFloor> subgraph_floors(const Problem& p, const Graph& graph
         }
       }
       // At the last step a kept output is whole beside every retained-in tensor (M20 A and C).
-      if (static_cast<double>(resident + kept_size) > p.fast_memory_capacity) continue;
+      const double room = p.fast_memory_capacity - static_cast<double>(resident + kept_size);
+      if (room < 0) continue;
+      // The outputs not tried both ways are counted as kept, but only `room` of them fit: those stored
+      // instead (not read inside, so not ephemeral) pay at least the excess.
+      double untried = 0;
+      for (int t : kept_free)
+        if (contains(model.nonephemeral_outputs(), t)) untried += static_cast<double>(p.size(t));
+      stored += std::max(0.0, untried - room);
       context.floor = *least_with_extra(priced, stored / p.slow_memory_bandwidth);
       contexts.push_back(std::move(context));
     }

@@ -37,10 +37,13 @@ bool always_moves(const Problem& problem, const Graph& graph, int tensor);
 // The floors of a set in the contexts that are not dominated (none has a floor as low with fewer retained-in
 // tensors and as many retained-out). Empty: at no granularity is the set a legal subgraph that fits,
 // whatever it retains or receives. Once `expired` says so, one context is returned at the ops' compute
-// floors (still a floor), receiving nothing and keeping every output it could.
+// floors (still a floor), receiving nothing and keeping every output it could. `choices`: how many inputs
+// made outside, and how many outputs read outside, are tried both ways (the others are bounded together).
+inline constexpr size_t kRetentionChoices = 4;
 std::vector<RetentionFloor> subgraph_floors(const Problem& problem, const Graph& graph,
                                             const ModelOptions& options, const std::vector<int>& ops,
-                                            const std::function<bool()>& expired = {});
+                                            const std::function<bool()>& expired = {},
+                                            size_t choices = kRetentionChoices);
 
 // The least floor over every context; nullopt when the set never fits.
 std::optional<SubgraphFloor> subgraph_floor(const Problem& problem, const Graph& graph,

@@ -53,8 +53,8 @@ constexpr int64_t kDefaultMaxSteps = 10'000'000;
 
 struct VerifyOptions {
   ModelOptions model;
-  bool strict = false;    // M27 mismatch is an error
-  StepObserver on_step;   // if set, called for every step with its full detail
+  bool strict = false;   // M27 mismatch is an error
+  StepObserver on_step;  // if set, called for every step with its full detail
   int64_t max_walk_steps = kDefaultMaxSteps;
 };
 
