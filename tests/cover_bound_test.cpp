@@ -29,6 +29,34 @@ int64_t loads_at(const SubgraphModel& model) {
   return r.violation ? -1 : loads;
 }
 
+// Every connected prefix (in topological order) of a tiny problem's ops, compiled with nothing retained, at
+// every granularity of at most 6 tiles: `on_prefix(ops)` once per prefix, then `at(model, n, w, h, k)`.
+template <typename OnPrefix, typename At>
+void for_each_prefix_granularity(const Problem& p, const Graph& g, OnPrefix&& on_prefix, At&& at) {
+  for (size_t n = 1; n <= g.topological_order.size(); ++n) {
+    const std::vector<int> ops(g.topological_order.begin(), g.topological_order.begin() + n);
+    on_prefix(ops);
+    auto structure = SubgraphModel::compile_structure(p, g, ops, {}, 0, {}, ModelOptions{});
+    if (std::holds_alternative<RuleViolation>(structure)) continue;
+    SubgraphModel& model = std::get<SubgraphModel>(structure);
+    for (int64_t w = 1; w <= p.native_w; ++w)
+      for (int64_t h = 1; h <= p.native_h; ++h)
+        for (int64_t k = 1; k <= p.native_w; ++k)
+          if (!model.set_granularity({w, h, k}) && model.tiles() <= 6) at(model, ops, w, h, k);
+  }
+}
+
+// Every permutation of the model's tiles as its traversal order (raster again afterwards).
+template <typename F>
+void for_each_order(SubgraphModel& model, F&& f) {
+  std::vector<int64_t> order(model.tiles());
+  std::iota(order.begin(), order.end(), 0);
+  do
+    if (!model.set_traversal(order)) f();
+  while (std::next_permutation(order.begin(), order.end()));
+  model.set_traversal(std::nullopt);
+}
+
 TEST(CoverBound, UnavoidableLoadsAreBelowEveryTraversalOrder) {
   // Random tiny problems, every connected prefix of their ops, every granularity, every permutation of a
   // grid of up to 6 tiles: the loads the model says every order pays never exceed an order's loads.
@@ -40,41 +68,30 @@ TEST(CoverBound, UnavoidableLoadsAreBelowEveryTraversalOrder) {
                       : trial % 3    ? testing::random_matmul_chain(rng, 4)
                                      : testing::random_tiny_problem(rng, 4);
     const Graph g = analyze_graph(p, "tiny");
-    for (size_t n = 1; n <= g.topological_order.size(); ++n) {
-      const std::vector<int> ops(g.topological_order.begin(), g.topological_order.begin() + n);
-      auto structure = SubgraphModel::compile_structure(p, g, ops, {}, 0, {}, ModelOptions{});
-      if (std::holds_alternative<RuleViolation>(structure)) continue;
-      SubgraphModel& model = std::get<SubgraphModel>(structure);
-      for (int64_t w = 1; w <= p.native_w; ++w)
-        for (int64_t h = 1; h <= p.native_h; ++h)
-          for (int64_t k = 1; k <= p.native_w; ++k) {
-            if (model.set_granularity({w, h, k}) || model.tiles() > 6) continue;
-            int64_t floor = 0, footprint = 0;
-            bool reloaded_in_several_forms = false;
-            for (const auto& t : model.loads_every_order_pays()) {
-              floor += t.elements;
-              footprint += p.size(t.tensor);
-              const auto readers = std::count_if(ops.begin(), ops.end(), [&](int o) {
-                return std::find(p.inputs[o].begin(), p.inputs[o].end(), t.tensor) != p.inputs[o].end();
-              });
-              reloaded_in_several_forms =
-                  reloaded_in_several_forms || (readers >= 2 && t.elements > p.size(t.tensor));
-            }
-            several_forms += reloaded_in_several_forms;
-            std::vector<int64_t> order(model.tiles());
-            std::iota(order.begin(), order.end(), 0);
-            do {
-              if (model.set_traversal(order)) continue;
-              const int64_t loads = loads_at(model);
-              if (loads < 0) continue;
-              ASSERT_LE(floor, loads) << "ops " << n << " of " << problem_to_json(p).dump() << " at [" << w
-                                      << ", " << h << ", " << k << "]";
-              ++checked;
-            } while (std::next_permutation(order.begin(), order.end()));
-            model.set_traversal(std::nullopt);
-            if (floor > footprint) ++above_footprint;
+    for_each_prefix_granularity(
+        p, g, [](const std::vector<int>&) {},
+        [&](SubgraphModel& model, const std::vector<int>& ops, int64_t w, int64_t h, int64_t k) {
+          int64_t floor = 0, footprint = 0;
+          bool reloaded_in_several_forms = false;
+          for (const auto& t : model.loads_every_order_pays()) {
+            floor += t.elements;
+            footprint += p.size(t.tensor);
+            const auto readers = std::count_if(ops.begin(), ops.end(), [&](int o) {
+              return std::find(p.inputs[o].begin(), p.inputs[o].end(), t.tensor) != p.inputs[o].end();
+            });
+            reloaded_in_several_forms =
+                reloaded_in_several_forms || (readers >= 2 && t.elements > p.size(t.tensor));
           }
-    }
+          several_forms += reloaded_in_several_forms;
+          for_each_order(model, [&] {
+            const int64_t loads = loads_at(model);
+            if (loads < 0) return;
+            EXPECT_LE(floor, loads) << "ops " << ops.size() << " of " << problem_to_json(p).dump() << " at ["
+                                    << w << ", " << h << ", " << k << "]";
+            ++checked;
+          });
+          if (floor > footprint) ++above_footprint;
+        });
   }
   // The split-reduction argument must fire, or this only tested footprints.
   EXPECT_GT(checked, 10000);
@@ -102,33 +119,26 @@ TEST(CoverBound, FloorsAreBelowEveryRunOfTheirSet) {
                       : trial % 4      ? testing::random_matmul_chain(rng, 4)
                                        : testing::random_tiny_problem(rng, 4);
     const Graph g = analyze_graph(p, "tiny");
-    for (size_t n = 1; n <= g.topological_order.size(); ++n) {
-      const std::vector<int> ops(g.topological_order.begin(), g.topological_order.begin() + n);
-      double least = std::numeric_limits<double>::infinity();
-      for (const RetentionFloor& c : subgraph_floors(p, g, ModelOptions{}, ops)) {
-        if (c.retained_in.empty()) least = std::min(least, c.floor.value);
-        lifted += c.floor.value > std::max(c.floor.compute, c.floor.memory) * (1 + 1e-9);
-      }
-      auto structure = SubgraphModel::compile_structure(p, g, ops, {}, 0, {}, ModelOptions{});
-      if (std::holds_alternative<RuleViolation>(structure)) continue;
-      SubgraphModel& model = std::get<SubgraphModel>(structure);
-      for (int64_t w = 1; w <= p.native_w; ++w)
-        for (int64_t h = 1; h <= p.native_h; ++h)
-          for (int64_t k = 1; k <= p.native_w; ++k) {
-            if (model.set_granularity({w, h, k}) || model.tiles() > 6) continue;
-            std::vector<int64_t> order(model.tiles());
-            std::iota(order.begin(), order.end(), 0);
-            do {
-              if (model.set_traversal(order)) continue;
-              const SubgraphResult run = model.simulate();
-              if (run.violation) continue;
-              ASSERT_GE(run.latency, least * (1 - 1e-9)) << "ops " << n << " of " << problem_to_json(p).dump()
-                                                         << " at [" << w << ", " << h << ", " << k << "]";
-              ++checked;
-            } while (std::next_permutation(order.begin(), order.end()));
-            model.set_traversal(std::nullopt);
+    double least = 0;
+    for_each_prefix_granularity(
+        p, g,
+        [&](const std::vector<int>& ops) {
+          least = std::numeric_limits<double>::infinity();
+          for (const RetentionFloor& c : subgraph_floors(p, g, ModelOptions{}, ops)) {
+            if (c.retained_in.empty()) least = std::min(least, c.floor.value);
+            lifted += c.floor.value > std::max(c.floor.compute, c.floor.memory) * (1 + 1e-9);
           }
-    }
+        },
+        [&](SubgraphModel& model, const std::vector<int>& ops, int64_t w, int64_t h, int64_t k) {
+          for_each_order(model, [&] {
+            const SubgraphResult run = model.simulate();
+            if (run.violation) return;
+            EXPECT_GE(run.latency, least * (1 - 1e-9))
+                << "ops " << ops.size() << " of " << problem_to_json(p).dump() << " at [" << w << ", " << h
+                << ", " << k << "]";
+            ++checked;
+          });
+        });
   }
   EXPECT_GT(checked, 10000);
   EXPECT_GT(lifted, 20);  // Theorem 8 must fire
