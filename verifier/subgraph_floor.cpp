@@ -85,6 +85,9 @@ struct FloorSearch {
   std::vector<int64_t> depths;  // the MatMuls' K: sizes M13 and M14 may demand
   double compute_floor_sum = 0;
   bool interrupted = false;  // the clock stopped the search over granularities
+  // The working set at hand may exceed every real context's (see subgraph_floors): a granularity out of
+  // memory is then priced at the ops' compute floors instead of rejected.
+  bool ignore_capacity = false;
 };
 
 // The least legal size of each count on both axes at reduction step `k` (0: none legal), or two empty lists
@@ -157,7 +160,8 @@ std::vector<PricedGranularity> granularity_floors(FloorSearch& f, SubgraphModel&
     const auto [legal_w, legal_h] = least_legal_sizes(model, rows, cols, k);
     if (legal_w.empty()) continue;
     // Most sets of a small fast memory fit at no granularity: the smallest tiles tell at once.
-    if (legal_w.back() && legal_h.back() && !model.set_granularity({legal_w.back(), legal_h.back(), k})) {
+    if (!f.ignore_capacity && legal_w.back() && legal_h.back() &&
+        !model.set_granularity({legal_w.back(), legal_h.back(), k})) {
       const SubgraphResult smallest = model.evaluate_fast(SubgraphModel::Violations::Summarize, kWalkBudget);
       if (smallest.violation && smallest.violation->rule == "M20") continue;
     }
@@ -176,7 +180,7 @@ std::vector<PricedGranularity> granularity_floors(FloorSearch& f, SubgraphModel&
         const Granularity legal{legal_w[ci], legal_h[ri], k};
         if (model.set_granularity(legal)) continue;  // cannot happen while the rules factor
         const SubgraphResult r = model.evaluate_fast(SubgraphModel::Violations::Summarize, kWalkBudget);
-        if (r.violation && r.violation->rule == "M20") {  // so is every larger size of this count
+        if (r.violation && r.violation->rule == "M20" && !f.ignore_capacity) {  // so is every larger size
           if (ci == first_open) ++first_open;
           continue;
         }
@@ -261,6 +265,15 @@ std::vector<RetentionFloor> subgraph_floors(const Problem& p, const Graph& graph
           !contains(choices, t))
         choices.push_back(t);
   const bool try_choices = choices.size() <= kChoices;
+  // A tensor read in several forms may have slices at one step that add up to more than its size, so
+  // receiving it retained (whole, M20 A) can shrink the working set. Then a context that loads it may not
+  // fit where one receiving it does: "nothing fits with nothing retained-in" proves nothing, and the free
+  // inputs beyond kChoices must not be charged their slices' room.
+  const bool several_forms = std::any_of(choices.begin(), choices.end(), [&](int t) {
+    return std::count_if(graph.consumers[t].begin(), graph.consumers[t].end(),
+                         [&](const Consumer& c) { return contains(ops, c.op); }) >= 2;
+  });
+  f.ignore_capacity = several_forms && !try_choices;
   // Outputs read outside: each is kept for the next subgraph (whole in fast memory at the last step, M20 C)
   // or, if no op of the set reads it, stored (M22). Up to kChoices are tried both ways; the others, and
   // outputs only the set reads, count as kept at no cost.
@@ -291,7 +304,7 @@ std::vector<RetentionFloor> subgraph_floors(const Problem& p, const Graph& graph
     const auto priced = granularity_floors(f, model, loaded_anyway);
     if (f.interrupted) break;
     if (priced.empty()) {
-      if (mask == 0) return {};  // with more resident, nothing fits either
+      if (mask == 0 && !several_forms) return {};  // with more resident, nothing fits either
       continue;
     }
     for (uint32_t keep = 0; keep < 1u << decisions.size(); ++keep) {
