@@ -309,8 +309,8 @@ class StepWalker {
   Region numeric(const Form& f, const Coord& c) const;
   // evaluate's parts: M17's numeric checks (false and violation_ set on a mismatch), the compute time of the
   // ops active at this step (M23, M24), and the working set's terms (M20 A-D) for a report.
-  // Forced inline: they run once per step of every walk and every tile class (a call each cost the walk 10
-  // %).
+  // Forced inline: they run once per step of every walk and every tile class (a call each cost the walk
+  // 10 %).
   [[gnu::always_inline]] inline bool regions_agree(const Coord& c);
   [[gnu::always_inline]] inline double compute_time(const Coord& c, uint8_t active, StepDetail* detail) const;
   void add_terms(WorkingSet& ws, const std::vector<NumSlice>& cur, const Coord& c,

@@ -290,7 +290,7 @@ bool next_round(SetFloors& f, CoverLp& lp, const Prices& y, const std::function<
   constexpr size_t kSetsPerRound = 256;
   std::vector<std::pair<double, int>> violated;
   for (int i = 0; i < static_cast<int>(f.sets.size()); ++i)
-    if (!f.in_lp[i] && !f.never[i] && !f.counted[i].empty()) {
+    if (!f.in_lp[i] && !f.never[i]) {  // a set that computes nothing first may still keep a tensor
       const double rc = f.reduced_cost(i, y);
       if (rc < -1e-9 * std::max(1.0, f.cheap[i])) violated.push_back({rc, i});
     }
