@@ -248,41 +248,41 @@ std::vector<int> retainable_outputs(const Problem& p, const Graph& graph, const 
 
 std::vector<RetentionFloor> subgraph_floors(const Problem& p, const Graph& graph, const ModelOptions& options,
                                             const std::vector<int>& ops, const std::function<bool()>& expired,
-                                            size_t kChoices) {
+                                            size_t tried) {
   FloorSearch f{p, graph, options, expired, {}, 0};
   for (int o : ops) {
     if (p.is_matmul(o)) f.depths.push_back(graph.reduction_depth[o]);
     f.compute_floor_sum += compute_floor(p, graph, o, options.matmul_compute);
   }
   // Inputs made outside that may arrive retained: each is either loaded (its unavoidable loads count) or
-  // whole in fast memory at every step (M20 A), which shrinks the granularities that fit. Up to
-  // kChoices of them are tried both ways; beyond that they are all taken as free and not received, which is
-  // what a retained tensor costs in traffic, with the least working set: still below every context.
+  // whole in fast memory at every step (M20 A), which shrinks the granularities that fit. Up to `tried` of
+  // them are tried both ways; beyond that they are all taken as free and not received, which is what a
+  // retained tensor costs in traffic, with no more working set (unless read in several forms, below).
   std::vector<int> choices;
   for (int o : ops)
     for (int t : p.inputs[o])
       if (graph.producer[t] >= 0 && !contains(ops, graph.producer[t]) && !always_moves(p, graph, t) &&
           !contains(choices, t))
         choices.push_back(t);
-  const bool try_choices = choices.size() <= kChoices;
+  const bool try_choices = choices.size() <= tried;
   // A tensor read in several forms may have slices at one step that add up to more than its size, so
   // receiving it retained (whole, M20 A) can shrink the working set. Then a context that loads it may not
   // fit where one receiving it does: "nothing fits with nothing retained-in" proves nothing, and the free
-  // inputs beyond kChoices must not be charged their slices' room.
+  // inputs beyond `tried` must not be charged their slices' room.
   const bool several_forms = std::any_of(choices.begin(), choices.end(), [&](int t) {
     return std::count_if(graph.consumers[t].begin(), graph.consumers[t].end(),
                          [&](const Consumer& c) { return contains(ops, c.op); }) >= 2;
   });
   f.ignore_capacity = several_forms && !try_choices;
   // Outputs read outside: each is kept for the next subgraph (whole in fast memory at the last step, M20 C)
-  // or, if no op of the set reads it, stored (M22). Up to kChoices are tried both ways; the others, and
-  // outputs only the set reads, count as kept at no cost.
+  // or, if no op of the set reads it, stored (M22). Up to `tried` are tried both ways; the others, and
+  // outputs only the set reads, count as kept, as far as the room left allows (below).
   const std::vector<int> retainable = retainable_outputs(p, graph, ops);
   std::vector<int> kept_free, decisions;
   for (int t : retainable) {
     const bool read_outside = std::any_of(graph.consumers[t].begin(), graph.consumers[t].end(),
                                           [&](const Consumer& c) { return !contains(ops, c.op); });
-    (read_outside && decisions.size() < kChoices ? decisions : kept_free).push_back(t);
+    (read_outside && decisions.size() < tried ? decisions : kept_free).push_back(t);
   }
   std::vector<RetentionFloor> contexts;
   for (uint32_t mask = 0; mask < (try_choices ? 1u << choices.size() : 1u); ++mask) {
