@@ -213,6 +213,27 @@ TEST(CoverBound, NeverAboveTheExactOptimumOfRandomTinyProblems) {
             << " priced a retained tensor (Theorem 7)\n";
 }
 
+TEST(CoverBound, ATensorReadInTwoFormsMayFitOnlyWhenReceivedRetained) {
+  // The campaign's find (seed 97, no retention choices): T1 is read by op 1 (a MatMul's LHS) and op 2 (a
+  // Pointwise tile), so its slices can outgrow its 4 elements and {1, 2, 3} fits at native tiles only when
+  // T1 arrives retained. The floors once assumed the opposite and gave 59.27 against an optimum of 57.
+  const Problem p = parse_problem(nlohmann::json::parse(R"({
+    "base_costs": [18.0, 28.0, 8.0, 3.0], "fast_memory_capacity": 12.0,
+    "heights": [2, 2, 2, 2, 2, 2, 2, 2], "widths": [2, 2, 2, 2, 2, 2, 2, 2],
+    "inputs": [[0, 2], [1, 4], [1, 3], [5, 7]], "outputs": [[1], [3], [5], [6]],
+    "native_granularity": [2, 2], "op_types": ["MatMul", "MatMul", "Pointwise", "MatMul"],
+    "slow_memory_bandwidth": 1.518930002864262})"),
+                                  "regression");
+  const Graph g = analyze_graph(p, "regression");
+  const testing::BruteForceResult exact = testing::brute_force_optimum(p, g, ModelOptions{});
+  ASSERT_TRUE(exact.feasible && exact.exhaustive);
+  for (size_t choices : {0, 1, 4}) {
+    CoverLimits limits;
+    limits.retention_choices = choices;
+    EXPECT_LE(cover_bound(p, g, ModelOptions{}, limits).bound, exact.optimum * (1 + 1e-9)) << choices;
+  }
+}
+
 TEST(CoverBound, CertificatePricesNoSetAboveItsFloor) {
   // Benchmark 7 (15 ops, 345 connected sets): re-derive every tight set's floors and check the printed
   // prices.
