@@ -40,19 +40,21 @@ std::vector<std::vector<int64_t>> size_classes(int64_t extent, int64_t native,
   return classes;
 }
 
-// The traffic at the model's granularity that every order pays (loads_every_order_pays) for the inputs it
-// loads, and the stores of outputs that cannot be retained. `loaded_anyway` are the inputs that could have
-// been retained-in and are not in this model: they are charged too.
-double unavoidable_memory_time(const Problem& p, const Graph& graph, const SubgraphModel& model,
-                               const std::vector<int>& loaded_anyway) {
-  double elements = 0;
+// The traffic at the model's granularity that every order pays, in time: loads (loads_every_order_pays) of
+// the inputs it loads, and stores of the outputs that cannot be retained (all at last k-steps, M22).
+// `loaded_anyway` are the inputs that could have been retained-in and are not in this model: charged too.
+struct UnavoidableTraffic {
+  double loads = 0, stores = 0;
+};
+UnavoidableTraffic unavoidable_traffic(const Problem& p, const Graph& graph, const SubgraphModel& model,
+                                       const std::vector<int>& loaded_anyway) {
+  UnavoidableTraffic out;
   for (const auto& load : model.loads_every_order_pays())
-    if (always_moves(p, graph, load.tensor) ||
-        std::find(loaded_anyway.begin(), loaded_anyway.end(), load.tensor) != loaded_anyway.end())
-      elements += static_cast<double>(load.elements);
+    if (always_moves(p, graph, load.tensor) || contains(loaded_anyway, load.tensor))
+      out.loads += static_cast<double>(load.elements) / p.slow_memory_bandwidth;
   for (int t : model.nonephemeral_outputs())
-    if (always_moves(p, graph, t)) elements += static_cast<double>(p.size(t));
-  return elements / p.slow_memory_bandwidth;
+    if (always_moves(p, graph, t)) out.stores += static_cast<double>(p.size(t)) / p.slow_memory_bandwidth;
+  return out;
 }
 
 // A priced granularity, with what its split reduction's last k-steps tell (Theorem 8): each tile's last
@@ -139,17 +141,16 @@ std::vector<PricedGranularity> granularity_floors(FloorSearch& f, SubgraphModel&
   const int64_t last_k = f.options.allow_supernative_k ? K_s - 1 : std::min(f.p.native_w, K_s - 1);
   std::vector<PricedGranularity> priced;
   auto consider = [&](const Granularity& g, double compute) {
-    const double memory = unavoidable_memory_time(f.p, f.graph, model, loaded_anyway);
+    const UnavoidableTraffic traffic = unavoidable_traffic(f.p, f.graph, model, loaded_anyway);
+    const double memory = traffic.loads + traffic.stores;
     PricedGranularity c{SubgraphFloor{std::max(compute, memory), compute, memory, g}};
     if (model.k_steps() >= 2) {
       const auto last = model.last_k_steps(last_k);
-      const double B = f.p.slow_memory_bandwidth;
       c.split = true;
       c.last_only_compute = last.last_only_compute;
       c.every_step_compute_max = last.every_step_compute_max;
-      c.memory_max = last.elements_max / B;
-      for (int t : model.nonephemeral_outputs())  // the stores counted in `memory`: all at last k-steps
-        if (always_moves(f.p, f.graph, t)) c.memory_certain += static_cast<double>(f.p.size(t)) / B;
+      c.memory_max = last.elements_max / f.p.slow_memory_bandwidth;
+      c.memory_certain = traffic.stores;
       c.floor.value = floor_of(c, 0);
     }
     priced.push_back(c);
@@ -194,7 +195,7 @@ std::vector<PricedGranularity> granularity_floors(FloorSearch& f, SubgraphModel&
   return priced;
 }
 
-// The least of max(compute, memory + extra) over the priced granularities.
+// The least floor over the priced granularities once a context adds `extra` traffic (stores it pays).
 std::optional<SubgraphFloor> least_with_extra(const std::vector<PricedGranularity>& priced, double extra) {
   std::optional<SubgraphFloor> best;
   for (const PricedGranularity& g : priced) {
