@@ -132,6 +132,12 @@ int main(int argc, char** argv) {
                        {"best_strategy", stats.best_strategy},
                        {"stopped_by", stats.stopped_by},
                        {"exhaustive_complete", stats.exhaustive_complete},
+                       {"exact_space_bound", stats.exact_space_bound > 0 ? nlohmann::json(stats.exact_space_bound)
+                                                                         : nlohmann::json(nullptr)},
+                       {"exact_space_gap_percent",
+                        best && stats.exact_space_bound > 0
+                            ? nlohmann::json(proven_gap_percent(stats.best_cost, stats.exact_space_bound))
+                            : nlohmann::json(nullptr)},
                        {"interrupted", g_stop.load()}};
       write_file_atomic(stats_path, j.dump(2) + "\n");
     }
@@ -145,6 +151,13 @@ int main(int argc, char** argv) {
         std::cerr << "; proven gap " << format_number(std::round(proven_gap_percent(stats.best_cost, bound) * 100) / 100)
                   << " % to the certified bound " << format_number(bound) << " (" << stats.certified_by << ")";
       std::cerr << "\n";
+      // The exhaustive DP's own proof, within its space (no recomputation; the oracle's tiles, k and orders).
+      if (best && stats.exact_space_bound > 0)
+        std::cerr << "exhaustive search " << (stats.exhaustive_complete ? "complete" : "cut short")
+                  << ": no schedule without recomputation in its space costs less than "
+                  << format_number(stats.exact_space_bound) << " (gap "
+                  << format_number(std::round(proven_gap_percent(stats.best_cost, stats.exact_space_bound) * 100) / 100)
+                  << " %)\n";
     }
     if (!best) {
       std::cerr << "error: no valid schedule: " << stats.infeasible_reason << "\n";

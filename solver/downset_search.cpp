@@ -1,10 +1,14 @@
 // The dynamic program over sets of done ops (closed under producers), which finds groupings that no order
 // puts side by side; with every grouping and retention subset it is mlsys --exhaustive.
 #include <algorithm>
+#include <limits>
 #include <map>
+#include <unordered_map>
 #include <unordered_set>
 
+#include "sim/number_format.hpp"
 #include "solver/search_internal.hpp"
+#include "verifier/subgraph_floor.hpp"
 
 namespace mlsys::search {
 namespace {
@@ -27,7 +31,8 @@ class DownsetSearch {
         // cache's lock, which the other threads' jobs hold millions of times per second.
         oracle_(inc.problem, inc.graph, inc.options.model, &inc.evaluations, exhaustive ? nullptr : &cache),
         max_length_(max_length),
-        exhaustive_(exhaustive) {
+        exhaustive_(exhaustive),
+        by_floors_(exhaustive && inc.options.prune_by_floors) {
     const int ops = p_.num_ops();
     oracle_.set_breadth(exhaustive ? 2 : ops <= 32 ? 1 : 0);
     oracle_.set_expired([&inc] { return inc.expired(); });
@@ -77,26 +82,39 @@ class DownsetSearch {
     std::vector<std::map<Key, State>> layers(n + 1);
     layers[0][Key{0, {}}] = State{};
     for (int size = 0; size < n; ++size) {
-      // Cheapest first, so that later ones may be cut; ties keep the map's order, so runs agree.
+      // The cover bound may have arrived meanwhile.
+      if (inc_.options.prune_by_floors) certificate_ = inc_.current_certificate();
+      // Cheapest first, so that later ones may be cut; ties keep the map's order, so runs agree. A state
+      // whose cost plus the floor of what remains reaches the incumbent cannot lead below it (the branch and
+      // bound's pruning).
       std::vector<std::pair<double, const Key*>> ranked;
-      for (const auto& [key, st] : layers[size])
-        ranked.push_back({st.cost + remaining_floor(key.done), &key});
+      for (const auto& [key, st] : layers[size]) ranked.push_back({st.cost + remaining_floor(key), &key});
       std::stable_sort(ranked.begin(), ranked.end(),
                        [](const auto& a, const auto& b) { return a.first < b.first; });
+      if (size == 0 && exhaustive_ && inc_.options.on_progress && !ranked.empty())
+        inc_.options.on_progress("exhaustive search: no schedule of its space costs less than " +
+                                 format_number(ranked[0].first) +
+                                 " (the floors of its subgraphs, docs/bounds.md#theorem-7)");
+      size_t expanded = 0;
       for (const auto& [f, key] : ranked) {
-        if (inc_.expired()) return false;
+        if (inc_.expired()) return cut_short(layers, size);
         if (f >= inc_.bound.load(std::memory_order_relaxed)) break;
         expand(*key, layers[size].at(*key), layers);
+        ++expanded;
       }
-      if (inc_.expired()) return false;
+      if (inc_.expired()) return cut_short(layers, size);
       layers[size].clear();  // parents are no longer needed: each state keeps its path
       if (inc_.options.on_progress && exhaustive_)
-        inc_.options.on_progress("exhaustive search: expanded " + std::to_string(ranked.size()) +
-                                 " states with " + std::to_string(size) + " of " + std::to_string(n) +
-                                 " ops done");
+        inc_.options.on_progress("exhaustive search: expanded " + std::to_string(expanded) + " of " +
+                                 std::to_string(ranked.size()) + " states with " + std::to_string(size) +
+                                 " of " + std::to_string(n) + " ops done (the others cannot beat " +
+                                 format_number(inc_.bound.load()) + ")");
     }
-    if (inc_.expired()) return false;
+    if (inc_.expired()) return cut_short(layers, n);
     auto done = layers[n].find(Key{all, {}});
+    if (exhaustive_)
+      inc_.record_space_bound(
+          std::min(inc_.bound.load(), done == layers[n].end() ? kNoBound : done->second.cost), true);
     if (done == layers[n].end() || done->second.cost >= inc_.bound.load()) return true;
     std::vector<int> order;
     for (const Segment& seg : done->second.path) order.insert(order.end(), seg.ops.begin(), seg.ops.end());
@@ -131,11 +149,92 @@ class DownsetSearch {
     return masks;
   }
 
-  double remaining_floor(uint64_t done) const {
-    double f = 0;
+  static constexpr double kNoBound = std::numeric_limits<double>::infinity();
+
+  // A floor on what the ops not in `done` cost after a subgraph that retained `retain`: the larger of their
+  // compute floors and, once the cover bound has run, its certificate. Each later subgraph costs at least its
+  // ops' prices plus the credits of what it keeps minus those of what it receives (dual feasibility), and
+  // each tensor received is one the subgraph before kept, so the credits telescope to those of `retain`.
+  double remaining_floor(uint64_t done, const std::vector<int>& retain) {
+    double compute = 0, priced = 0;
     for (int o = 0; o < p_.num_ops(); ++o)
-      if (!(done & bit(o))) f += floor_[o];
-    return f;
+      if (!(done & bit(o))) {
+        compute += floor_[o];
+        if (certificate_) priced += certificate_->op_prices[o];
+      }
+    if (certificate_)
+      for (int t : retain) priced -= certificate_->tensor_credits[t];
+    return std::max({compute, priced, by_floors_ ? floors_to_end(done, retain) : 0.0});
+  }
+  double remaining_floor(const Key& key) { return remaining_floor(key.done, key.retain); }
+
+  // The set's floor under the rule book (docs/bounds.md#theorem-7) when it receives `received` and keeps
+  // `kept`: the least over its undominated contexts that receive no more and keep no less (the context the
+  // run maps to is one of them or dominated by one). Far cheaper than the oracle's answer, and often above
+  // the oracle's own quick floor, it lets the branch and bound skip the oracle. 0 when no context matches.
+  double floor_in_context(uint64_t set, const std::vector<int>& ops, const std::vector<int>& received,
+                          const std::vector<int>& kept) {
+    double least = kNoBound;
+    for (const RetentionFloor& r : floors_of(set, ops))
+      if (within(r.retained_in, received) && within(kept, r.retained_out))
+        least = std::min(least, r.floor.value);
+    return least == kNoBound ? 0.0 : least;
+  }
+  static bool within(const std::vector<int>& part, const std::vector<int>& whole) {
+    return std::all_of(part.begin(), part.end(),
+                       [&](int t) { return std::find(whole.begin(), whole.end(), t) != whole.end(); });
+  }
+  // subgraph_floors of a set, computed once per search.
+  const std::vector<RetentionFloor>& floors_of(uint64_t set, const std::vector<int>& ops) {
+    auto it = set_floors_.find(set);
+    if (it == set_floors_.end())
+      it = set_floors_
+               .emplace(set,
+                        subgraph_floors(p_, g_, inc_.options.model, ops, [this] { return inc_.expired(); }))
+               .first;
+    return it->second;
+  }
+
+  // The least sum of rule-book floors over every way to run the ops not in `done` as a sequence of connected
+  // sets whose first receives at most `received` retained (docs/solver.md#exact-search): no schedule of the
+  // search's space (each op run once) pays less from such a state on. A run's context maps to a listed one
+  // that receives no more and keeps no less (subgraph_floors), and receiving more only lowers this least, so
+  // the run's path is never below it. M9's demand that the next subgraph hold every reader of what it
+  // receives is not imposed (a relaxation). Infinite when no sequence fits; 0 once the clock has struck.
+  double floors_to_end(uint64_t done, std::vector<int> received) {
+    const int n = p_.num_ops();
+    const uint64_t all = n == 64 ? ~0ull : (1ull << n) - 1;
+    if (done == all) return 0;
+    std::erase_if(received, [&](int t) {
+      return std::none_of(g_.consumers[t].begin(), g_.consumers[t].end(),
+                          [&](const Consumer& c) { return !(done & bit(c.op)); });
+    });
+    std::sort(received.begin(), received.end());
+    received.erase(std::unique(received.begin(), received.end()), received.end());
+    auto key = std::make_pair(done, received);
+    if (auto it = floors_to_end_.find(key); it != floors_to_end_.end()) return it->second;
+    double least = kNoBound;
+    const bool whole = for_each_segment(done, all & ~done, [&](uint64_t set) {
+      const std::vector<int> ops = ops_of(set);
+      for (const RetentionFloor& r : floors_of(set, ops))
+        if (r.floor.value < least && within(r.retained_in, received))
+          least = std::min(least, r.floor.value + floors_to_end(done | set, r.retained_out));
+    });
+    if (!whole || inc_.expired()) return 0;
+    floors_to_end_.emplace(std::move(key), least);
+    return least;
+  }
+
+  // The clock cut the search while it expanded the states with `size` ops done: every schedule of its space
+  // passes through a state with at least `size` ops done whose parent was expanded (or pruned against the
+  // incumbent), so the least of their costs plus remaining floors bounds the space from below.
+  bool cut_short(const std::vector<std::map<Key, State>>& layers, int size) {
+    if (!exhaustive_) return false;
+    double bound = inc_.bound.load();
+    for (int s = size; s < static_cast<int>(layers.size()); ++s)
+      for (const auto& [key, st] : layers[s]) bound = std::min(bound, st.cost + remaining_floor(key));
+    inc_.record_space_bound(bound, false);
+    return false;
   }
 
   void expand(const Key& key, const State& st, std::vector<std::map<Key, State>>& layers) {
@@ -162,18 +261,35 @@ class DownsetSearch {
     // checked on each. There are no more of them than sets of done ops (kMaxDownsets). Growing connected
     // sets instead also walked the far more numerous unclosed ones: on benchmark 15 at L = 61 the first state
     // alone took 44 s and gigabytes.
+    for_each_segment(key.done, pool, [&](uint64_t set) { try_segment(key, st, set, must, layers); });
+  }
+
+  // Calls `visit` with each connected set of at most L ops from `pool` that, added to `done`, keeps it closed
+  // under producers. False if the clock cut it short.
+  template <class Visit>
+  bool for_each_segment(uint64_t done, uint64_t pool, Visit&& visit) {
     std::unordered_set<uint64_t> seen;
     std::vector<uint64_t> stack{0};
     while (!stack.empty()) {
-      if (inc_.expired()) return;
+      if (inc_.expired()) return false;
       const uint64_t set = stack.back();
       stack.pop_back();
-      if (set != 0 && connected(set)) try_segment(key, st, set, must, layers);
+      if (set != 0 && connected(set)) visit(set);
       if (__builtin_popcountll(set) >= max_length_) continue;
-      const uint64_t next = ready(producers_, key.done | set, n) & pool;
-      for (int o = 0; o < n; ++o)
+      const uint64_t next = ready(producers_, done | set, p_.num_ops()) & pool;
+      for (int o = 0; o < p_.num_ops(); ++o)
         if ((next & bit(o)) && seen.insert(set | bit(o)).second) stack.push_back(set | bit(o));
     }
+    return true;
+  }
+
+  // The ops of `set`, in topological order.
+  std::vector<int> ops_of(uint64_t set) const {
+    std::vector<int> ops;
+    for (int o = 0; o < p_.num_ops(); ++o)
+      if (set & bit(o)) ops.push_back(o);
+    std::sort(ops.begin(), ops.end(), [&](int a, int b) { return rank_[a] < rank_[b]; });
+    return ops;
   }
 
   // Whether the ops of `set` are linked through shared tensors (M7).
@@ -189,13 +305,9 @@ class DownsetSearch {
 
   void try_segment(const Key& key, const State& st, uint64_t set, uint64_t must,
                    std::vector<std::map<Key, State>>& layers) {
-    const int n = p_.num_ops();
     if ((set & must) != must) return;
     const uint64_t done = key.done | set;
-    std::vector<int> ops;  // expand() grows only sets whose producers are done or in them
-    for (int o = 0; o < n; ++o)
-      if (set & bit(o)) ops.push_back(o);
-    std::sort(ops.begin(), ops.end(), [&](int a, int b) { return rank_[a] < rank_[b]; });
+    const std::vector<int> ops = ops_of(set);  // expand() grows only sets whose producers are done or in them
     // Retention (as RetentionNeeds for orders): what a later op reads must be retained if it is consumed
     // here, and may be retained if it is not.
     RetentionNeeds needs;
@@ -215,11 +327,12 @@ class DownsetSearch {
         needs.add(t, internal, internal_matmul, later <= max_length_);
       }
     if (!needs.feasible) return;
-    const double rest = remaining_floor(done);
     for (const std::vector<int>& retain : retention_options(needs, exhaustive_ ? 12 : 4)) {
       if (inc_.expired()) return;  // up to 4,096 options in an exhaustive search: a signal must not wait
-      const double floor = st.cost + oracle_.lower_bound(ops, key.retain, retain);
-      if (floor + rest >= inc_.bound.load(std::memory_order_relaxed)) continue;
+      const double floor =
+          st.cost + std::max(oracle_.lower_bound(ops, key.retain, retain),
+                             by_floors_ ? floor_in_context(set, ops, key.retain, retain) : 0.0);
+      if (floor + remaining_floor(done, retain) >= inc_.bound.load(std::memory_order_relaxed)) continue;
       Key next{done, retain};
       std::map<Key, State>& layer = layers[__builtin_popcountll(done)];
       auto it = layer.find(next);
@@ -240,9 +353,13 @@ class DownsetSearch {
   SubgraphOracle oracle_;
   int max_length_;
   bool exhaustive_;
+  bool by_floors_;  // prune by the rule-book floors: worth their cost only where every grouping is walked
   std::vector<uint64_t> producers_, neighbours_;
   std::vector<double> floor_;
   std::vector<int> rank_;
+  std::shared_ptr<const CoverCertificate> certificate_;                   // refreshed once per layer
+  std::unordered_map<uint64_t, std::vector<RetentionFloor>> set_floors_;  // floors_of's
+  std::map<std::pair<uint64_t, std::vector<int>>, double> floors_to_end_;
 };
 
 }  // namespace

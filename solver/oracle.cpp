@@ -80,6 +80,8 @@ std::vector<int64_t> SubgraphOracle::spatial_candidates(int64_t extent, int64_t 
     const int64_t size = (extent + c - 1) / c;
     if (size * 16 < native) break;
     sizes.insert(size);
+    if (size == 1)
+      break;  // more tiles give no smaller size (below a native of 16, the test above never ends it)
   }
   return {sizes.rbegin(), sizes.rend()};
 }

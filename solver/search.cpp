@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <thread>
 
-#include "solver/search_internal.hpp"
 #include "sim/number_format.hpp"
+#include "solver/search_internal.hpp"
 #include "verifier/bound.hpp"
 
 namespace mlsys {
@@ -40,12 +40,15 @@ struct Job {
   bool exhaustive = false;  // that program is mlsys --exhaustive's
 };
 
-// Graphs with at most this many sets of done ops get the exhaustive DP within the contest deadline (benchmarks
-// 1, 3, 4 and 7 have 6, 5, 11 and 41; 5 and 8, at 741 and 3,391, take 15-26 s of one thread, over theirs).
-constexpr size_t kProofMaxDownsets = 100;
+// Graphs of at most this many ops (benchmarks 1-8) get the exhaustive DP, a branch and bound pruned by
+// rule-book floors, within the contest deadline: it proves the search's result optimal within its space, or
+// says how close it came (SolveStats::exact_space_bound).
+constexpr int kExactMaxOps = 20;
 
 // Sibling groups (MatMuls sharing an operand) beyond what the usual orders' segments form (see first_jobs).
-bool has_long_siblings(int siblings) { return siblings > 10; }
+bool has_long_siblings(int siblings) {
+  return siblings > 10;
+}
 
 // The jobs in priority order, before the random ones: a first schedule at once, then longer fusions and
 // other orders.
@@ -58,17 +61,21 @@ std::vector<Job> first_jobs(const Problem& problem, bool exhaustive, bool downse
   std::vector<Job> plan;  // in priority order
   const bool long_siblings = has_long_siblings(siblings);
   if (exhaustive) {
-    // A first schedule at once (every op alone), then every grouping. Other threads meanwhile run the usual
-    // jobs below: their schedules are what a signal leaves if it comes first, and their costs bound the
-    // exhaustive DP's pruning.
+    // A first schedule at once (every op alone), a few cheap fusions whose costs prune the exhaustive DP
+    // (on one thread it has no other incumbent), then every grouping. Other threads meanwhile run the usual
+    // jobs below: their schedules are what a signal leaves if it comes first, and their costs prune too.
     plan.push_back({OrderKind::ByIndex, 1});
+    for (OrderKind kind : {OrderKind::ByIndex, OrderKind::DepthFirst}) plan.push_back({kind, 3});
+    plan.push_back({OrderKind::RetentionFriendly, 6});
+    plan.push_back({OrderKind::ByIndex, 3, Recompute::None, true});
     plan.push_back({OrderKind::ByIndex, problem.num_ops(), Recompute::None, true, true});
   }
   for (int length : {1, 3, 6, 10, 16}) {
     for (OrderKind kind : {OrderKind::ByIndex, OrderKind::DepthFirst}) plan.push_back({kind, length});
     // A small graph with nothing to recompute: after the first quick schedules, the exhaustive DP, whose
     // completion proves that no schedule of the search's space is cheaper, and so ends the search.
-    if (prove && length == 1) plan.push_back({OrderKind::ByIndex, problem.num_ops(), Recompute::None, true, true});
+    if (prove && length == 1)
+      plan.push_back({OrderKind::ByIndex, problem.num_ops(), Recompute::None, true, true});
     if (length == 6 || length == 10) plan.push_back({OrderKind::RetentionFriendly, length});
     if (downsets && length == 3) plan.push_back({OrderKind::ByIndex, 3, Recompute::None, true});
   }
@@ -136,10 +143,11 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
   }
   const int siblings = largest_sibling_group(problem, graph);
   const bool long_siblings = has_long_siblings(siblings);
-  // The exhaustive DP runs within the deadline where it is quick (few sets of done ops) and where its space
-  // holds the timed search's (nothing to recompute: the recomputing jobs would have no tensor to choose).
-  const bool prove = !options.exhaustive && recomputable.empty() &&
-                     !search::downsets_unaffordable(problem, graph, kProofMaxDownsets);
+  // The exhaustive DP runs within the deadline on small graphs. Its completion ends the search where its
+  // space holds the timed search's (nothing to recompute: the recomputing jobs would have no tensor to
+  // choose); elsewhere the other jobs go on to the clock.
+  const bool prove = !options.exhaustive && downsets && problem.num_ops() <= kExactMaxOps;
+  const bool proof_ends_search = options.exhaustive || recomputable.empty();
   const std::vector<Job> plan =
       first_jobs(problem, options.exhaustive, downsets, !cheap.empty(), siblings, prove);
   // Then, for as long as time allows (or until the schedule meets the lower bound): every other job perturbs
@@ -166,8 +174,14 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
   std::thread cover_thread;
   if (options.cover_bound_sets > 0 && problem.num_ops() <= kCoverBoundMaxOps)
     cover_thread = std::thread([&] {
-      const CoverLimits limits{options.timeout_seconds / 2, options.cover_bound_sets, &search_over};
+      // An exhaustive search has no deadline to share: the cover bound's certificate prunes it, so it gets
+      // the bound's own limit on sets (benchmark 8 has 259,269).
+      const int64_t sets = options.exhaustive
+                               ? std::max(options.cover_bound_sets, CoverLimits{}.max_subgraphs)
+                               : options.cover_bound_sets;
+      const CoverLimits limits{options.timeout_seconds / 2, sets, &search_over};
       const CoverBound cover = cover_bound(problem, graph, options.model, limits);
+      if (cover.attempted && !cover.op_prices.empty()) inc.publish({cover.op_prices, cover.tensor_credits});
       if (!cover.attempted || cover.bound <= floor.load()) return;
       floor = cover.bound;
       cover_raised = true;
@@ -191,11 +205,9 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
       }
       if (options.max_orders > 0 && index >= static_cast<size_t>(options.max_orders)) break;
       if (job.downsets) {
-        if (run_downset_search(inc, cache, job.max_length, job.exhaustive) && job.exhaustive) {
-          std::lock_guard lock(inc.mutex);
-          inc.stats.exhaustive_complete = true;
+        if (run_downset_search(inc, cache, job.max_length, job.exhaustive) && job.exhaustive &&
+            proof_ends_search)
           inc.exhaustive_done = true;
-        }
         ++inc.orders;
         continue;
       }
@@ -222,14 +234,17 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
   search_over = true;
   if (cover_thread.joinable()) cover_thread.join();
   inc.stats.certified_bound = floor.load();
+  // The rule book's bound holds within the exhaustive search's space too.
+  if (inc.stats.exact_space_bound > 0)
+    inc.stats.exact_space_bound = std::max(inc.stats.exact_space_bound, inc.stats.certified_bound);
   inc.stats.certified_by = cover_raised ? "cover" : "lambda";
   inc.stats.evaluations = inc.evaluations.load();
   inc.stats.orders = inc.orders.load();
   inc.stats.stopped_by = stop.load()  ? "signal"
                          : at_floor() ? "certified bound"
                          : options.max_orders > 0 && inc.stats.orders >= options.max_orders ? "order budget"
-                         : inc.stats.exhaustive_complete ? "exhaustive search done"
-                                                         : "timeout";
+                         : inc.exhaustive_done.load() ? "exhaustive search done"
+                                                      : "timeout";
   if (!inc.best) inc.stats.infeasible_reason = infeasible_reason(problem, graph, options.model);
   if (stats) *stats = inc.stats;
   return inc.best;

@@ -27,6 +27,11 @@ struct SolveOptions {
   // ops into connected subgraphs (any size, no recomputation), every retention choice and every tile count
   // and k the oracle tries. It can take minutes; SolveStats::exhaustive_complete says whether it finished.
   bool exhaustive = false;
+  // The exhaustive search prunes by rule-book floors (each set's, in its retention context, and the least sum
+  // of them over what remains, docs/solver.md#exact-search), and the searches over sets of done ops by the
+  // cover bound's certificate. Off only to measure what that saves and to test that it never changes the
+  // result.
+  bool prune_by_floors = true;
   // Called with one line of text as a long phase advances (the exhaustive search, after each op count).
   std::function<void(const std::string&)> on_progress;
   // The cover bound (docs/bounds.md#theorem-6) runs beside the search, for at most half its time, on graphs
@@ -38,17 +43,23 @@ struct SolveOptions {
 
 struct SolveStats {
   double best_cost = 0;
-  double time_to_best = 0;  // seconds from start
-  double time_to_first = 0; // seconds from start to the first valid schedule
-  int64_t evaluations = 0;  // subgraph candidates compiled or evaluated
-  int64_t orders = 0;       // op orders segmented (one dynamic program each)
+  double time_to_best = 0;   // seconds from start
+  double time_to_first = 0;  // seconds from start to the first valid schedule
+  int64_t evaluations = 0;   // subgraph candidates compiled or evaluated
+  int64_t orders = 0;        // op orders segmented (one dynamic program each)
   int64_t improvements = 0;
   std::string best_strategy;
   std::string infeasible_reason;  // set when no schedule was found
-  std::string stopped_by;  // "certified bound" (a proven optimum), "order budget", "signal", "timeout" or "exhaustive search done"
+  std::string stopped_by;  // "certified bound" (a proven optimum), "order budget", "signal", "timeout" or
+                           // "exhaustive search done"
   bool exhaustive_complete = false;  // the exhaustive search finished: no schedule of its space is cheaper
-  double certified_bound = 0;        // the larger of the lambda and cover bounds known when the search ended
-  std::string certified_by;          // "lambda" or "cover"
+  // What the exhaustive search (the branch and bound over every grouping) proved when it ended, complete or
+  // cut short: no schedule of its space (no recomputation; the oracle's tile counts, k values and traversals;
+  // docs/solver.md) costs less. Unlike certified_bound it is not a bound under the whole rule book. 0: it did
+  // not run.
+  double exact_space_bound = 0;
+  double certified_bound = 0;  // the larger of the lambda and cover bounds known when the search ended
+  std::string certified_by;    // "lambda" or "cover"
 };
 
 // Called (serialized) on every verified improvement; the schedule carries its exact subgraph latencies.

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -24,6 +25,13 @@ struct Segment {
   std::vector<int> ops;
   std::vector<int> retain;
   SubgraphChoice choice;
+};
+
+// The cover bound's certificate (docs/bounds.md#theorem-7): the ops still to run cost at least their prices'
+// sum minus the credits of the tensors they receive retained. It prunes the search over sets of done ops and
+// bounds what that search has not reached.
+struct CoverCertificate {
+  std::vector<double> op_prices, tensor_credits;
 };
 
 // Shared state of one solve: the best schedule so far and the clock.
@@ -47,6 +55,8 @@ struct Incumbent {
   // The local search's current point: the best order, or one a little worse that it moved to (threshold
   // accepting, so that it can cross from one local optimum to another through slightly worse orders).
   std::vector<int> walk_order{}, walk_recompute{};
+  mutable std::mutex certificate_mutex{};
+  std::shared_ptr<const CoverCertificate> certificate{};
 
   // Moves the local search to an order that cost no more than the best times (1 + tolerance).
   void walk_to(const std::vector<int>& order, const std::vector<int>& recompute) {
@@ -66,6 +76,23 @@ struct Incumbent {
     return total > 0 ? kWalkTolerance * std::max(0.0, left / total) : 0;
   }
   static constexpr double kWalkTolerance = 0.02;
+
+  // The cover bound's certificate, once the thread beside the search has it.
+  void publish(CoverCertificate c) {
+    auto shared = std::make_shared<const CoverCertificate>(std::move(c));
+    std::lock_guard lock(certificate_mutex);
+    certificate = std::move(shared);
+  }
+  std::shared_ptr<const CoverCertificate> current_certificate() const {
+    std::lock_guard lock(certificate_mutex);
+    return certificate;
+  }
+  // What the exhaustive search proved about its space when it ended (complete or cut by the clock).
+  void record_space_bound(double bound, bool complete) {
+    std::lock_guard lock(mutex);
+    stats.exact_space_bound = bound;
+    stats.exhaustive_complete = stats.exhaustive_complete || complete;
+  }
 
   // Set when an exhaustive search has finished: the helper jobs beside it stop too.
   std::atomic<bool> exhaustive_done{false};
@@ -177,8 +204,8 @@ void run_order_search(Incumbent& inc, OracleCache& cache, OrderKind kind, int ma
 // Every schedule without recomputation whose subgraphs have at most `max_length` ops, by sets of done ops
 // (solver/downset_search.cpp). Returns false if the deadline or a signal cut it short.
 bool run_downset_search(Incumbent& inc, OracleCache& cache, int max_length, bool exhaustive);
-// Why the DP over sets of done ops cannot run on this graph (too many such sets: at most `max_downsets`, 0 for
-// the exhaustive search's own limit), or nullopt.
+// Why the DP over sets of done ops cannot run on this graph (too many such sets: at most `max_downsets`, 0
+// for the exhaustive search's own limit), or nullopt.
 std::optional<std::string> downsets_unaffordable(const Problem& p, const Graph& g, size_t max_downsets = 0);
 
 }  // namespace mlsys::search
