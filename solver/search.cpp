@@ -44,6 +44,8 @@ struct Job {
 // rule-book floors, within the contest deadline: it proves the search's result optimal within its space, or
 // says how close it came (SolveStats::exact_space_bound).
 constexpr int kExactMaxOps = 20;
+// At most this many sets of done ops, it takes milliseconds (benchmarks 1, 3, 4 and 7 have 6, 5, 11 and 41).
+constexpr size_t kQuickProofMaxDownsets = 100;
 
 // Sibling groups (MatMuls sharing an operand) beyond what the usual orders' segments form (see first_jobs).
 bool has_long_siblings(int siblings) {
@@ -122,6 +124,26 @@ std::string infeasible_reason(const Problem& problem, const Graph& graph, const 
   return "no schedule found within the time limit";
 }
 
+// The cover bound, beside the search in a thread of its own: it publishes its certificate (which prunes the
+// searches over sets of done ops) and raises `floor` when it beats it.
+void run_cover_bound(Incumbent& inc, std::atomic<double>& floor, std::atomic<bool>& raised,
+                     const std::atomic<bool>& search_over) {
+  const SolveOptions& options = inc.options;
+  // An exhaustive search has no deadline to share: the cover bound's certificate prunes it, so it gets the
+  // bound's own limit on sets (benchmark 8 has 259,269).
+  const int64_t sets = options.exhaustive ? std::max(options.cover_bound_sets, CoverLimits{}.max_subgraphs)
+                                          : options.cover_bound_sets;
+  const CoverLimits limits{options.timeout_seconds / 2, sets, &search_over};
+  const CoverBound cover = cover_bound(inc.problem, inc.graph, options.model, limits);
+  if (cover.attempted && !cover.op_prices.empty()) inc.publish({cover.op_prices, cover.tensor_credits});
+  if (!cover.attempted || cover.bound <= floor.load()) return;
+  floor = cover.bound;
+  raised = true;
+  if (options.on_progress)
+    options.on_progress("certified bound raised to " + format_number(cover.bound) + " by the cover bound (" +
+                        cover.status + ", " + std::to_string(cover.subgraphs) + " connected sets)");
+}
+
 }  // namespace
 
 std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const SolveOptions& options,
@@ -145,8 +167,11 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
   const bool long_siblings = has_long_siblings(siblings);
   // The exhaustive DP runs within the deadline on small graphs. Its completion ends the search where its
   // space holds the timed search's (nothing to recompute: the recomputing jobs would have no tensor to
-  // choose); elsewhere the other jobs go on to the clock.
-  const bool prove = !options.exhaustive && downsets && problem.num_ops() <= kExactMaxOps;
+  // choose); elsewhere the other jobs go on to the clock. Beyond a few sets of done ops it takes seconds, so
+  // it needs a second thread for the usual jobs, and it would make an order budget's run depend on time.
+  const bool prove = !options.exhaustive && downsets && problem.num_ops() <= kExactMaxOps &&
+                     (!search::downsets_unaffordable(problem, graph, kQuickProofMaxDownsets) ||
+                      (options.threads >= 2 && options.max_orders == 0));
   const bool proof_ends_search = options.exhaustive || recomputable.empty();
   const std::vector<Job> plan =
       first_jobs(problem, options.exhaustive, downsets, !cheap.empty(), siblings, prove);
@@ -173,23 +198,7 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
   std::atomic<bool> cover_raised{false}, search_over{false};
   std::thread cover_thread;
   if (options.cover_bound_sets > 0 && problem.num_ops() <= kCoverBoundMaxOps)
-    cover_thread = std::thread([&] {
-      // An exhaustive search has no deadline to share: the cover bound's certificate prunes it, so it gets
-      // the bound's own limit on sets (benchmark 8 has 259,269).
-      const int64_t sets = options.exhaustive
-                               ? std::max(options.cover_bound_sets, CoverLimits{}.max_subgraphs)
-                               : options.cover_bound_sets;
-      const CoverLimits limits{options.timeout_seconds / 2, sets, &search_over};
-      const CoverBound cover = cover_bound(problem, graph, options.model, limits);
-      if (cover.attempted && !cover.op_prices.empty()) inc.publish({cover.op_prices, cover.tensor_credits});
-      if (!cover.attempted || cover.bound <= floor.load()) return;
-      floor = cover.bound;
-      cover_raised = true;
-      if (options.on_progress)
-        options.on_progress("certified bound raised to " + format_number(cover.bound) +
-                            " by the cover bound (" + cover.status + ", " + std::to_string(cover.subgraphs) +
-                            " connected sets)");
-    });
+    cover_thread = std::thread([&] { run_cover_bound(inc, floor, cover_raised, search_over); });
   auto at_floor = [&] { return inc.bound.load() <= floor.load() * (1 + 1e-9); };  // nothing can beat it: stop
   size_t next = 0;
   OracleCache cache;
