@@ -464,6 +464,14 @@ void bind_schedules(py::module_& m) {
                              [](const SolveResult& r) { return r.stats.infeasible_reason; })
       .def_property_readonly("exhaustive_complete",
                              [](const SolveResult& r) { return r.stats.exhaustive_complete; })
+      .def_property_readonly(
+          "exact_space_bound",
+          [](const SolveResult& r) {
+            return r.stats.exact_space_bound > 0 ? py::object(py::float_(r.stats.exact_space_bound))
+                                                 : py::object(py::none());
+          },
+          "what the exhaustive search proved: no schedule without recomputation in its space costs less "
+          "(None when it did not run; graphs of at most 20 ops, or exhaustive=True)")
       .def("__repr__", [](const SolveResult& r) {
         return r.schedule ? "<SolveResult cost " + format_number(r.cost) + " (lower bound " +
                                 format_number(r.lower_bound) + "), stopped by " + r.stats.stopped_by + ">"

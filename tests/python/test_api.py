@@ -329,6 +329,19 @@ def test_exception_in_callback_stops_the_search():
     assert time.perf_counter() - start < 5
 
 
+def test_solve_reports_what_the_exact_search_proved():
+    """On graphs of at most 20 ops the search runs the branch and bound over every grouping (docs/solver.md,
+    exact search). Benchmark 4 (5 ops, 11 sets of done ops) completes it, which ends the search: nothing
+    without recomputation costs less than the result. Benchmark 14 (more than 20 ops) never runs it."""
+    small = mlsys_sim.solve(SOURCE_DIR / "benchmarks" / "mlsys-2026-4.json", timeout=30)
+    assert small.exhaustive_complete
+    assert small.stopped_by == "exhaustive search done"
+    assert small.exact_space_bound == pytest.approx(small.cost, rel=1e-12)
+    large = mlsys_sim.solve(BIG, timeout=1, threads=1)
+    assert large.exact_space_bound is None
+    assert not large.exhaustive_complete
+
+
 def test_solve_reports_infeasible_as_a_value():
     """A tensor larger than fast memory at every granularity: no schedule, and why."""
     tiny = {**CHAIN, "fast_memory_capacity": 100, "native_granularity": [128, 128]}
