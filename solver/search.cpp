@@ -74,8 +74,8 @@ std::vector<Job> first_jobs(const Problem& problem, bool exhaustive, bool downse
   }
   for (int length : {1, 3, 6, 10, 16}) {
     for (OrderKind kind : {OrderKind::ByIndex, OrderKind::DepthFirst}) plan.push_back({kind, length});
-    // A small graph with nothing to recompute: after the first quick schedules, the exhaustive DP, whose
-    // completion proves that no schedule of the search's space is cheaper, and so ends the search.
+    // A small graph: after the first quick schedules, the exhaustive DP, whose completion proves that no
+    // schedule of the search's space is cheaper (which ends the search if nothing is recomputable).
     if (prove && length == 1)
       plan.push_back({OrderKind::ByIndex, problem.num_ops(), Recompute::None, true, true});
     if (length == 6 || length == 10) plan.push_back({OrderKind::RetentionFriendly, length});
