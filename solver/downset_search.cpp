@@ -151,22 +151,35 @@ class DownsetSearch {
 
   static constexpr double kNoBound = std::numeric_limits<double>::infinity();
 
-  // A floor on what the ops not in `done` cost after a subgraph that retained `retain`: the larger of their
-  // compute floors and, once the cover bound has run, its certificate. Each later subgraph costs at least its
-  // ops' prices plus the credits of what it keeps minus those of what it receives (dual feasibility), and
-  // each tensor received is one the subgraph before kept, so the credits telescope to those of `retain`.
-  double remaining_floor(uint64_t done, const std::vector<int>& retain) {
+  // What remaining_floor adds up over the ops not in `done`, whatever is retained: once per segment, not once
+  // per retention option.
+  struct RemainingSums {
     double compute = 0, priced = 0;
+  };
+  RemainingSums remaining_sums(uint64_t done) const {
+    RemainingSums sums;
     for (int o = 0; o < p_.num_ops(); ++o)
       if (!(done & bit(o))) {
-        compute += floor_[o];
-        if (certificate_) priced += certificate_->op_prices[o];
+        sums.compute += floor_[o];
+        if (certificate_) sums.priced += certificate_->op_prices[o];
       }
+    return sums;
+  }
+
+  // A floor on what the ops not in `done` cost after a subgraph that retained `retain`: the largest of their
+  // compute floors, the cover bound's certificate once it has run, and (pruning by floors) floors_to_end.
+  // For the certificate: each later subgraph costs at least its
+  // ops' prices plus the credits of what it keeps minus those of what it receives (dual feasibility), and
+  // each tensor received is one the subgraph before kept, so the credits telescope to those of `retain`.
+  double remaining_floor(uint64_t done, const std::vector<int>& retain, const RemainingSums& sums) {
+    double priced = sums.priced;
     if (certificate_)
       for (int t : retain) priced -= certificate_->tensor_credits[t];
-    return std::max({compute, priced, by_floors_ ? floors_to_end(done, retain) : 0.0});
+    return std::max({sums.compute, priced, by_floors_ ? floors_to_end(done, retain) : 0.0});
   }
-  double remaining_floor(const Key& key) { return remaining_floor(key.done, key.retain); }
+  double remaining_floor(const Key& key) {
+    return remaining_floor(key.done, key.retain, remaining_sums(key.done));
+  }
 
   // The set's floor under the rule book (docs/bounds.md#theorem-7) when it receives `received` and keeps
   // `kept`: the least over its undominated contexts that receive no more and keep no less (the context the
@@ -327,12 +340,13 @@ class DownsetSearch {
         needs.add(t, internal, internal_matmul, later <= max_length_);
       }
     if (!needs.feasible) return;
+    const RemainingSums rest = remaining_sums(done);
     for (const std::vector<int>& retain : retention_options(needs, exhaustive_ ? 12 : 4)) {
       if (inc_.expired()) return;  // up to 4,096 options in an exhaustive search: a signal must not wait
       const double floor =
           st.cost + std::max(oracle_.lower_bound(ops, key.retain, retain),
                              by_floors_ ? floor_in_context(set, ops, key.retain, retain) : 0.0);
-      if (floor + remaining_floor(done, retain) >= inc_.bound.load(std::memory_order_relaxed)) continue;
+      if (floor + remaining_floor(done, retain, rest) >= inc_.bound.load(std::memory_order_relaxed)) continue;
       Key next{done, retain};
       std::map<Key, State>& layer = layers[__builtin_popcountll(done)];
       auto it = layer.find(next);
