@@ -239,6 +239,27 @@ Problem random_retention_chain(std::mt19937& rng, int max_ops) {
   return p;
 }
 
+Problem random_fan_out(std::mt19937& rng) {
+  TinyProblem tiny(rng);
+  Problem& p = tiny.p;
+  auto pick = [&](int lo, int hi) { return tiny.pick(lo, hi); };
+  const int64_t rows = pick(1, 2), cols = pick(2, 3);
+  const int x = tiny.add_tensor(rows, cols);
+  std::vector<int> branches;
+  for (int i = pick(2, 3); i > 0; --i) {
+    branches.push_back(tiny.add_tensor(rows, cols));
+    if (pick(0, 1))
+      tiny.add_op(OpType::MatMul, {x, tiny.add_tensor(cols, cols)}, branches.back(), pick(1, 40));
+    else
+      tiny.add_op(OpType::Pointwise, {x}, branches.back(), pick(1, 20));
+  }
+  tiny.add_op(OpType::Pointwise, branches, tiny.add_tensor(rows, cols), pick(1, 20));
+  const int size = static_cast<int>(rows * cols);
+  p.fast_memory_capacity = pick(size + 1, 2 * size + 2);
+  p.slow_memory_bandwidth = std::uniform_real_distribution<double>(0.2, 0.8)(rng);
+  return p;
+}
+
 Problem random_tiny_problem(std::mt19937& rng, int max_ops) {
   TinyProblem tiny(rng);
   Problem& p = tiny.p;

@@ -38,6 +38,9 @@ Problem random_diamond(std::mt19937& rng);
 // in a fast memory that can hold one of them whole beside a step's slices but not two: which subgraph may
 // receive a tensor retained depends on what the one before it kept (the cover bound's Theorem 7).
 Problem random_retention_chain(std::mt19937& rng, int max_ops = 4);
+// x -> f1(x), f2(x)[, f3(x)] -> one op reading them all: sets of several outputs of one shape, any of which
+// may be kept whole for the next subgraph beside the others' tiles, in a fast memory about two of them large.
+Problem random_fan_out(std::mt19937& rng);
 
 // A random chain of MatMuls (and Pointwise ops between them) whose reductions are deeper than native and
 // whose tensors exceed the fast memory: the structures the bound's reload and recompute terms are about.

@@ -159,6 +159,68 @@ TEST(CoverBound, FloorsAreBelowEveryRunOfTheirSet) {
             << lifted << " floors\n";
 }
 
+TEST(CoverBound, FloorsOfContextsThatKeepOutputsAreBelowEveryRunThatKeepsThem) {
+  // Theorem 9 (docs/bounds.md#theorem-9) drops the tile counts at which kept outputs cannot sit whole beside
+  // the other outputs' tiles. Every connected prefix of random retention chains (a fast memory that holds
+  // one intermediate whole but not two) keeps each subset of its outputs read outside it, at every
+  // granularity of at most 6 tiles and every traversal order: no run that fits costs less than the least
+  // floor of the contexts that keep at least those outputs. Fan-outs keep one output beside the others'
+  // tiles.
+  const char* trials_env = std::getenv("MLSYS_FLOOR_TRIALS");
+  const char* seed_env = std::getenv("MLSYS_FLOOR_SEED");
+  std::mt19937 rng(seed_env ? static_cast<unsigned>(std::atol(seed_env)) : 20261127u);
+  const int trials = trials_env ? std::atoi(trials_env) : 400;
+  int checked = 0, kept_runs = 0;
+  for (int trial = 0; trial < trials; ++trial) {
+    const Problem p = trial % 4 == 3   ? testing::random_fan_out(rng)
+                      : trial % 4 == 2 ? testing::random_diamond(rng)
+                      : trial % 4      ? testing::random_retention_chain(rng, 4)
+                                       : testing::random_tiny_problem(rng, 4);
+    const Graph g = analyze_graph(p, "tiny");
+    for (size_t n = 1; n <= g.topological_order.size(); ++n) {
+      const std::vector<int> ops(g.topological_order.begin(), g.topological_order.begin() + n);
+      const std::vector<RetentionFloor> contexts = subgraph_floors(p, g, ModelOptions{}, ops);
+      std::vector<int> read_outside;
+      for (int t : retainable_outputs(p, g, ops))
+        if (std::any_of(g.consumers[t].begin(), g.consumers[t].end(), [&](const Consumer& c) {
+              return std::find(ops.begin(), ops.end(), c.op) == ops.end();
+            }))
+          read_outside.push_back(t);
+      for (uint32_t mask = 0; mask < 1u << read_outside.size(); ++mask) {
+        std::vector<int> kept;
+        for (size_t i = 0; i < read_outside.size(); ++i)
+          if (mask >> i & 1) kept.push_back(read_outside[i]);
+        double least = std::numeric_limits<double>::infinity();
+        for (const RetentionFloor& c : contexts)
+          if (c.retained_in.empty() && std::all_of(kept.begin(), kept.end(), [&](int t) {
+                return std::find(c.retained_out.begin(), c.retained_out.end(), t) != c.retained_out.end();
+              }))
+            least = std::min(least, c.floor.value);
+        auto structure = SubgraphModel::compile_structure(p, g, ops, kept, 0, {}, ModelOptions{});
+        if (std::holds_alternative<RuleViolation>(structure)) continue;
+        SubgraphModel& model = std::get<SubgraphModel>(structure);
+        for (int64_t w = 1; w <= p.native_w; ++w)
+          for (int64_t h = 1; h <= p.native_h; ++h)
+            for (int64_t k = 1; k <= p.native_w; ++k) {
+              if (model.set_granularity({w, h, k}) || model.tiles() > 6) continue;
+              for_each_order(model, [&] {
+                const SubgraphResult run = model.simulate();
+                if (run.violation) return;
+                EXPECT_GE(run.latency, least * (1 - 1e-9))
+                    << "ops " << ops.size() << " keeping " << kept.size() << " of "
+                    << problem_to_json(p).dump() << " at [" << w << ", " << h << ", " << k << "]";
+                ++checked;
+                kept_runs += !kept.empty();
+              });
+            }
+      }
+    }
+  }
+  EXPECT_GT(kept_runs, 1000);
+  std::cout << "[ cover    ] " << checked << " runs checked, " << kept_runs
+            << " of them keeping outputs, against their contexts' floors\n";
+}
+
 TEST(CoverBound, NeverAboveTheExactOptimumOfRandomTinyProblems) {
   // MLSYS_COVER_TRIALS and MLSYS_COVER_SEED run longer campaigns (docs/bounds.md#soundness).
   const char* trials_env = std::getenv("MLSYS_COVER_TRIALS");

@@ -3,7 +3,10 @@
 #include "verifier/subgraph_floor.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <map>
+#include <tuple>
 
 namespace mlsys {
 
@@ -64,6 +67,8 @@ struct PricedGranularity {
   bool split = false;                                        // nk >= 2: the terms below apply
   double last_only_compute = 0, every_step_compute_max = 0;  // at the last k-steps, all tiles
   double memory_max = 0, memory_certain = 0;                 // at the last k-steps: at most, at least
+  size_t k_index = 0, row_class = 0, col_class = 0;          // where in GranularityClasses
+  bool exact_sizes_unpriced = false;  // priced at the ops' compute floors: a walk too long, or M17
 };
 
 // The least cost of steps whose compute sums to C and memory to at least U, when the last k-steps compute P
@@ -123,43 +128,80 @@ std::pair<std::vector<int64_t>, std::vector<int64_t>> least_legal_sizes(
   return {legal_w, legal_h};
 }
 
-// The granularities worth pricing of one compiled structure (with its retained-in tensors), each with its
-// compute and the unavoidable traffic plus the loads of `loaded_anyway`: per k and row count, the fewest
-// column tiles that fit. The least floor is among them whatever constant traffic a context adds.
-std::vector<PricedGranularity> granularity_floors(FloorSearch& f, SubgraphModel& model,
-                                                  const std::vector<int>& loaded_anyway) {
-  const auto rows = size_classes(model.grid_height(), f.p.native_h, f.depths);
-  const auto cols = size_classes(model.grid_width(), f.p.native_w, f.depths);
+// The size classes of both axes and, per k, the least legal size of each class: found once per compiled
+// structure, and all that pricing a tile count needs.
+struct GranularityClasses {
+  std::vector<std::vector<int64_t>> rows, cols;
+  struct AtK {
+    int64_t k;
+    std::vector<int64_t> legal_w, legal_h;  // 0: no legal size in that class
+  };
+  std::vector<AtK> ks;
+  int64_t last_k = 0;  // any split k's last k-step is at most this long (k <= n_k, and k < K_s)
+};
+
+GranularityClasses granularity_classes(const FloorSearch& f, SubgraphModel& model) {
+  GranularityClasses c;
+  c.rows = size_classes(model.grid_height(), f.p.native_h, f.depths);
+  c.cols = size_classes(model.grid_width(), f.p.native_w, f.depths);
   // k: 1 stands for every split reduction (compute and unavoidable traffic do not depend on k once nk >= 2,
   // and k = 1 holds the least); K_s for the unsplit one.
   std::vector<int64_t> ks{1};
   const int64_t K_s = model.sliced_depth();
   if (K_s > 1 && (K_s <= f.p.native_w || f.options.allow_supernative_k)) ks.push_back(K_s);
-  constexpr int64_t kWalkBudget = 4096;
-
-  // Any split k's last k-step is at most this long (k <= n_k, and k < K_s).
-  const int64_t last_k = f.options.allow_supernative_k ? K_s - 1 : std::min(f.p.native_w, K_s - 1);
-  std::vector<PricedGranularity> priced;
-  auto consider = [&](const Granularity& g, double compute) {
-    const UnavoidableTraffic traffic = unavoidable_traffic(f.p, f.graph, model, loaded_anyway);
-    const double memory = traffic.loads + traffic.stores;
-    PricedGranularity c{SubgraphFloor{std::max(compute, memory), compute, memory, g}};
-    if (model.k_steps() >= 2) {
-      const auto last = model.last_k_steps(last_k);
-      c.split = true;
-      c.last_only_compute = last.last_only_compute;
-      c.every_step_compute_max = last.every_step_compute_max;
-      c.memory_max = last.elements_max / f.p.slow_memory_bandwidth;
-      c.memory_certain = traffic.stores;
-      c.floor.value = floor_of(c, 0);
-    }
-    priced.push_back(c);
-  };
+  c.last_k = f.options.allow_supernative_k ? K_s - 1 : std::min(f.p.native_w, K_s - 1);
+  // The granularity rules factor: M6 and M13 constrain w and k, M14 w or h alone (apply_granularity), so
+  // the least legal size of each count is found once per axis, against one legal size of the other.
   for (int64_t k : ks) {
-    // The granularity rules factor: M6 and M13 constrain w and k, M14 w or h alone (apply_granularity), so
-    // the least legal size of each count is found once per axis, against one legal size of the other.
-    const auto [legal_w, legal_h] = least_legal_sizes(model, rows, cols, k);
-    if (legal_w.empty()) continue;
+    auto [legal_w, legal_h] = least_legal_sizes(model, c.rows, c.cols, k);
+    if (!legal_w.empty()) c.ks.push_back({k, std::move(legal_w), std::move(legal_h)});
+  }
+  return c;
+}
+
+// Prices the least legal size of one k, row count and column count, with its compute and the unavoidable
+// traffic plus the loads of `loaded_anyway`. Nullopt when it is out of memory, and so is every larger size.
+std::optional<PricedGranularity> price_class(FloorSearch& f, SubgraphModel& model,
+                                             const GranularityClasses& c,
+                                             const std::vector<int>& loaded_anyway, size_t ki, size_t ri,
+                                             size_t ci) {
+  constexpr int64_t kWalkBudget = 4096;
+  const Granularity g{c.ks[ki].legal_w[ci], c.ks[ki].legal_h[ri], c.ks[ki].k};
+  if (model.set_granularity(g)) return std::nullopt;  // cannot happen while the rules factor
+  const SubgraphResult r = model.evaluate_fast(SubgraphModel::Violations::Summarize, kWalkBudget);
+  if (r.violation && r.violation->rule == "M20" && !f.ignore_capacity) return std::nullopt;
+  // Unpriced (a walk too long), or rejected by a rule that depends on the exact sizes (M17), which a larger
+  // size of the same counts might pass: only every op's compute floor is certain.
+  const double compute = r.walk_refused || r.violation ? f.compute_floor_sum : r.compute_time;
+  const UnavoidableTraffic traffic = unavoidable_traffic(f.p, f.graph, model, loaded_anyway);
+  const double memory = traffic.loads + traffic.stores;
+  PricedGranularity priced{SubgraphFloor{std::max(compute, memory), compute, memory, g}};
+  priced.k_index = ki;
+  priced.row_class = ri;
+  priced.col_class = ci;
+  priced.exact_sizes_unpriced = r.walk_refused || r.violation;
+  if (model.k_steps() >= 2) {
+    const auto last = model.last_k_steps(c.last_k);
+    priced.split = true;
+    priced.last_only_compute = last.last_only_compute;
+    priced.every_step_compute_max = last.every_step_compute_max;
+    priced.memory_max = last.elements_max / f.p.slow_memory_bandwidth;
+    priced.memory_certain = traffic.stores;
+    priced.floor.value = floor_of(priced, 0);
+  }
+  return priced;
+}
+
+// The granularities worth pricing of one compiled structure (with its retained-in tensors): per k and row
+// count, the fewest column tiles that fit. The least floor is among them whatever constant traffic a context
+// adds; a context that keeps outputs may need more column tiles (kept_outputs_fit).
+std::vector<PricedGranularity> granularity_floors(FloorSearch& f, SubgraphModel& model,
+                                                  const GranularityClasses& c,
+                                                  const std::vector<int>& loaded_anyway) {
+  constexpr int64_t kWalkBudget = 4096;
+  std::vector<PricedGranularity> priced;
+  for (size_t ki = 0; ki < c.ks.size(); ++ki) {
+    const auto& [k, legal_w, legal_h] = c.ks[ki];
     // Most sets of a small fast memory fit at no granularity: the smallest tiles tell at once.
     if (!f.ignore_capacity && legal_w.back() && legal_h.back() &&
         !model.set_granularity({legal_w.back(), legal_h.back(), k})) {
@@ -170,29 +212,100 @@ std::vector<PricedGranularity> granularity_floors(FloorSearch& f, SubgraphModel&
     // tiles only cost more. `first_open` is the first column count not yet out of memory at a smaller h,
     // which stays out of memory at every larger one (the working set grows with h).
     size_t first_open = 0;
-    for (size_t ri = rows.size(); ri-- > 0 && first_open < cols.size();) {
+    for (size_t ri = c.rows.size(); ri-- > 0 && first_open < c.cols.size();) {
       if (!legal_h[ri]) continue;
-      for (size_t ci = first_open; ci < cols.size(); ++ci) {
+      for (size_t ci = first_open; ci < c.cols.size(); ++ci) {
         if (!legal_w[ci]) continue;
         if (f.expired && f.expired()) {
           f.interrupted = true;
           return priced;
         }
-        const Granularity legal{legal_w[ci], legal_h[ri], k};
-        if (model.set_granularity(legal)) continue;  // cannot happen while the rules factor
-        const SubgraphResult r = model.evaluate_fast(SubgraphModel::Violations::Summarize, kWalkBudget);
-        if (r.violation && r.violation->rule == "M20" && !f.ignore_capacity) {  // so is every larger size
+        auto at = price_class(f, model, c, loaded_anyway, ki, ri, ci);
+        if (!at) {
           if (ci == first_open) ++first_open;
           continue;
         }
-        // Unpriced (a walk too long), or rejected by a rule that depends on the exact sizes (M17), which a
-        // larger size of the same counts might pass: only every op's compute floor is certain.
-        consider(legal, r.walk_refused || r.violation ? f.compute_floor_sum : r.compute_time);
+        priced.push_back(*at);
         break;
       }
     }
   }
   return priced;
+}
+
+// Whether some tile sizes of `rows` x `cols` tiles over an H x W grid could hold `kept` elements of whole
+// outputs kept for the next subgraph (docs/bounds.md#theorem-9). Two steps of every run need room: the first
+// step of any tile, where each of the `n_all` non-ephemeral outputs holds a tile of the full size h x w (the
+// first tile of row and column 0 has it), and the steps of the tile the traversal ends with, where every kept
+// output is whole (its finished tiles and the current one, M20 C) and each of the `n_other` others holds that
+// tile, at least the grid's smallest: the last row's height times the last column's width. `room` is the
+// capacity less the retained-in tensors. Slices and partial sums are left out: they only take more room.
+bool kept_outputs_fit(int64_t H, int64_t W, int64_t native_h, int64_t native_w, int64_t rows, int64_t cols,
+                      double room, double kept, int n_all, int n_other) {
+  // Sizes s of one axis with ceil(extent / s) = count: [ceil(E / n), ceil(E / (n - 1)) - 1], within native.
+  auto range = [](int64_t extent, int64_t native, int64_t count) {
+    const int64_t lo = (extent + count - 1) / count;
+    const int64_t hi =
+        count == 1 ? std::max(native, lo) : std::min(native, (extent + count - 2) / (count - 1) - 1);
+    return std::pair{lo, hi};
+  };
+  const auto [h_lo, h_hi] = range(H, native_h, rows);
+  const auto [w_lo, w_hi] = range(W, native_w, cols);
+  if (h_lo > h_hi || w_lo > w_hi) return true;  // not a count of this axis: nothing to prove
+  for (int64_t h = h_lo; h <= h_hi; ++h) {
+    const double full_h = static_cast<double>(std::min(h, H));
+    const double last_h = static_cast<double>(rows == 1 ? H : H - (rows - 1) * h);
+    // The widest w the first tile allows: the last column is then the widest it can be, which helps the end.
+    int64_t w = w_hi;
+    if (n_all > 0) {
+      const double widest = std::floor(room / (n_all * full_h));
+      if (widest < static_cast<double>(std::min(w_lo, W))) continue;
+      if (widest < static_cast<double>(std::min(w_hi, W))) w = static_cast<int64_t>(widest);
+    }
+    const double last_w = static_cast<double>(cols == 1 ? W : W - (cols - 1) * w);
+    if (kept + n_other * last_h * last_w <= room) return true;
+  }
+  return false;
+}
+
+// The granularities a context that keeps `kept` elements of outputs (those of `kept_outputs` among the
+// structure's non-ephemeral outputs, others made non-ephemeral by keeping them) may use: each priced one
+// whose tile counts could hold them, else the next column counts of its k and row count that could and fit
+// (priced through `cache`, one entry per class). Empty: nothing holds them.
+std::vector<PricedGranularity> priced_for_keeping(
+    FloorSearch& f, SubgraphModel& model, const GranularityClasses& c, const std::vector<int>& loaded_anyway,
+    const std::vector<PricedGranularity>& priced, double room, double kept,
+    const std::vector<int>& kept_outputs,
+    std::map<std::tuple<size_t, size_t, size_t>, std::optional<PricedGranularity>>& cache) {
+  int n_other = 0, n_all = static_cast<int>(kept_outputs.size());
+  for (int t : model.nonephemeral_outputs())
+    if (!contains(kept_outputs, t)) ++n_other, ++n_all;
+  const int64_t H = model.grid_height(), W = model.grid_width();
+  auto holds = [&](const Granularity& g) {
+    return kept_outputs_fit(H, W, f.p.native_h, f.p.native_w, (H + g.h - 1) / g.h, (W + g.w - 1) / g.w, room,
+                            kept, n_all, n_other);
+  };
+  std::vector<PricedGranularity> usable;
+  for (const PricedGranularity& g : priced) {
+    if (g.exact_sizes_unpriced || holds(g.floor.granularity)) {
+      usable.push_back(g);
+      continue;
+    }
+    const auto& legal_w = c.ks[g.k_index].legal_w;
+    for (size_t ci = g.col_class + 1; ci < c.cols.size(); ++ci) {
+      if (!legal_w[ci] || !holds({legal_w[ci], c.ks[g.k_index].legal_h[g.row_class], c.ks[g.k_index].k}))
+        continue;
+      const auto key = std::tuple{g.k_index, g.row_class, ci};
+      auto it = cache.find(key);
+      if (it == cache.end())
+        it = cache.emplace(key, price_class(f, model, c, loaded_anyway, g.k_index, g.row_class, ci)).first;
+      if (it->second) {
+        usable.push_back(*it->second);
+        break;
+      }
+    }
+  }
+  return usable;
 }
 
 // The least floor over the priced granularities once a context adds `extra` traffic (stores it pays).
@@ -302,20 +415,24 @@ std::vector<RetentionFloor> subgraph_floors(const Problem& p, const Graph& graph
     auto compiled = SubgraphModel::compile_structure(p, graph, ops, {}, 0, retained_in, options);
     if (std::holds_alternative<RuleViolation>(compiled)) return {};  // the structure, in any context
     SubgraphModel& model = std::get<SubgraphModel>(compiled);
-    const auto priced = granularity_floors(f, model, loaded_anyway);
+    const GranularityClasses classes = granularity_classes(f, model);
+    const auto priced = granularity_floors(f, model, classes, loaded_anyway);
     if (f.interrupted) break;
     if (priced.empty()) {
       if (mask == 0 && !several_forms) return {};  // with more resident, nothing fits either
       continue;
     }
+    std::map<std::tuple<size_t, size_t, size_t>, std::optional<PricedGranularity>> more_columns;
     for (uint32_t keep = 0; keep < 1u << decisions.size(); ++keep) {
       RetentionFloor context{{}, retained_in, kept_free};
       int64_t kept_size = 0;
       double stored = 0;
+      std::vector<int> kept;
       for (size_t i = 0; i < decisions.size(); ++i) {
         const int t = decisions[i];
         if (keep >> i & 1) {
           context.retained_out.push_back(t);
+          kept.push_back(t);
           kept_size += p.size(t);
         } else if (contains(model.nonephemeral_outputs(), t)) {
           stored += static_cast<double>(p.size(t));
@@ -324,13 +441,20 @@ std::vector<RetentionFloor> subgraph_floors(const Problem& p, const Graph& graph
       // At the last step a kept output is whole beside every retained-in tensor (M20 A and C).
       const double room = p.fast_memory_capacity - static_cast<double>(resident + kept_size);
       if (room < 0) continue;
+      // And beside the other outputs' tiles: the tile counts must leave room for them (Theorem 9).
+      const auto usable = kept.empty() || f.ignore_capacity
+                              ? priced
+                              : priced_for_keeping(f, model, classes, loaded_anyway, priced,
+                                                   p.fast_memory_capacity - static_cast<double>(resident),
+                                                   static_cast<double>(kept_size), kept, more_columns);
+      if (usable.empty()) continue;
       // The outputs not tried both ways are counted as kept, but only `room` of them fit: those stored
       // instead (not read inside, so not ephemeral) pay at least the excess.
       double untried = 0;
       for (int t : kept_free)
         if (contains(model.nonephemeral_outputs(), t)) untried += static_cast<double>(p.size(t));
       stored += std::max(0.0, untried - room);
-      context.floor = *least_with_extra(priced, stored / p.slow_memory_bandwidth);
+      context.floor = *least_with_extra(usable, stored / p.slow_memory_bandwidth);
       contexts.push_back(std::move(context));
     }
   }
