@@ -36,16 +36,17 @@ nlohmann::json cover_bound_to_json(const CoverBound& c) {
                     {"granularity", {s.floor.granularity.w, s.floor.granularity.h, s.floor.granularity.k}}});
     binding.push_back(entry);
   }
+  nlohmann::json store_terms = nlohmann::json::array();
+  for (const CoverBound::StoreTerm& s : c.store_terms)
+    store_terms.push_back({{"tensor", s.tensor}, {"reader", s.reader}, {"price", s.price}});
   nlohmann::json credits = nlohmann::json::object();
   for (size_t t = 0; t < c.tensor_credits.size(); ++t)
     if (c.tensor_credits[t] > 0) credits[std::to_string(t)] = c.tensor_credits[t];
-  return {{"attempted", c.attempted}, {"complete", c.complete},
-          {"status", c.status},       {"bound", c.bound},
-          {"op_prices", c.op_prices}, {"tensor_credits", credits},
-          {"sets", c.subgraphs},      {"priced_exactly", c.priced_exactly},
-          {"never_fit", c.never_fit}, {"reentrant", c.reentrant},
-          {"lp_rounds", c.lp_rounds}, {"seconds", c.seconds},
-          {"binding_sets", binding}};
+  return {{"attempted", c.attempted},   {"complete", c.complete},   {"status", c.status},
+          {"bound", c.bound},           {"op_prices", c.op_prices}, {"tensor_credits", credits},
+          {"store_terms", store_terms}, {"sets", c.subgraphs},      {"priced_exactly", c.priced_exactly},
+          {"never_fit", c.never_fit},   {"reentrant", c.reentrant}, {"lp_rounds", c.lp_rounds},
+          {"seconds", c.seconds},       {"binding_sets", binding}};
 }
 
 void print_certified_bound(std::ostream& out, const CertifiedBound& b) {
@@ -71,7 +72,9 @@ void print_certified_bound(std::ostream& out, const CertifiedBound& b) {
   out << format_number(c.bound) << " (" << c.status << "; " << c.subgraphs << " connected sets, "
       << c.priced_exactly << " priced by the step model, " << c.never_fit << " never fit; "
       << format_number(c.seconds) << " s)\n"
-      << "  op prices (no set's prices add up to more than its floor; their sum is the bound):";
+      << "  op prices (no set's prices add up to more than its floor; with the store terms below, their sum "
+         "is "
+         "the bound):";
   for (size_t o = 0; o < c.op_prices.size(); ++o)
     if (c.op_prices[o] > 0) out << " op " << o << " " << format_number(c.op_prices[o]) << ";";
   bool any_credit = false;
@@ -83,6 +86,12 @@ void print_certified_bound(std::ostream& out, const CertifiedBound& b) {
       any_credit = true;
       out << " tensor " << t << " " << format_number(c.tensor_credits[t]) << ";";
     }
+  if (!c.store_terms.empty())
+    out << "\n  store terms (Theorem 10: some subgraph writes the tensor to slow memory, or the reader's "
+           "first "
+           "subgraph does not load it; charged to the sets that may):";
+  for (const CoverBound::StoreTerm& s : c.store_terms)
+    out << " tensor " << s.tensor << " for op " << s.reader << " " << format_number(s.price) << ";";
   out << "\n  tightest sets (floor = max(compute, unavoidable memory) at the granularity shown):\n";
   for (const CoverBound::Binding& s : c.binding) {
     out << "    {";

@@ -135,12 +135,15 @@ namespace {
 // and the caller adds those whose floor is below their prices.
 class CoverLp {
  public:
-  CoverLp(int ops, int tensors) : lp_(glp_create_prob()), ops_(ops), tensors_(tensors) {
+  CoverLp(int ops, int tensors, int store_rows)
+      : lp_(glp_create_prob()), ops_(ops), tensors_(tensors), store_rows_(store_rows) {
     glp_set_obj_dir(lp_.get(), GLP_MIN);
-    glp_add_rows(lp_.get(), ops + tensors);
-    for (int r = 1; r <= ops + tensors; ++r) glp_set_row_bnds(lp_.get(), r, GLP_LO, r <= ops ? 1 : 0, 0);
+    glp_add_rows(lp_.get(), ops + tensors + store_rows);
+    for (int r = 1; r <= ops + tensors + store_rows; ++r)
+      glp_set_row_bnds(lp_.get(), r, GLP_LO, r <= ops || r > ops + tensors ? 1 : 0, 0);
   }
-  void add(const std::vector<int>& ops, const RetentionFloor& context) {
+  // `store_rows`: the Theorem 10 rows (StoreRow) the column counts in.
+  void add(const std::vector<int>& ops, const RetentionFloor& context, const std::vector<int>& store_rows) {
     const int column = glp_add_cols(lp_.get(), 1);
     std::vector<int> rows{0};
     std::vector<double> coefficients{0};
@@ -151,6 +154,7 @@ class CoverLp {
     for (int o : ops) entry(o + 1, 1);
     for (int t : context.retained_out) entry(ops_ + t + 1, 1);
     for (int t : context.retained_in) entry(ops_ + t + 1, -1);
+    for (int r : store_rows) entry(ops_ + tensors_ + r + 1, 1);
     glp_set_mat_col(lp_.get(), column, static_cast<int>(rows.size()) - 1, rows.data(), coefficients.data());
     glp_set_col_bnds(lp_.get(), column, GLP_LO, 0, 0);
     glp_set_obj_coef(lp_.get(), column, context.floor.value);
@@ -165,18 +169,44 @@ class CoverLp {
     return glp_simplex(lp_.get(), &parm) == 0 && glp_get_status(lp_.get()) == GLP_OPT;
   }
   int columns() const { return glp_get_num_cols(lp_.get()); }
-  // Row duals, clamped at 0 (a rounding error may leave them slightly negative): op prices, tensor credits.
-  std::pair<std::vector<double>, std::vector<double>> duals() const {
-    std::vector<double> y(ops_), credit(tensors_);
+  // A store row no column can meet is left out (a row left out only weakens the bound).
+  void drop_store_row(int r) { glp_set_row_bnds(lp_.get(), ops_ + tensors_ + r + 1, GLP_FR, 0, 0); }
+  // Row duals, clamped at 0 (a rounding error may leave them slightly negative): op prices, tensor credits,
+  // store-row prices.
+  std::tuple<std::vector<double>, std::vector<double>, std::vector<double>> duals() const {
+    std::vector<double> y(ops_), credit(tensors_), store(store_rows_);
     for (int o = 0; o < ops_; ++o) y[o] = std::max(0.0, glp_get_row_dual(lp_.get(), o + 1));
     for (int t = 0; t < tensors_; ++t) credit[t] = std::max(0.0, glp_get_row_dual(lp_.get(), ops_ + t + 1));
-    return {y, credit};
+    for (int r = 0; r < store_rows_; ++r)
+      store[r] = std::max(0.0, glp_get_row_dual(lp_.get(), ops_ + tensors_ + r + 1));
+    return {y, credit, store};
   }
 
  private:
   std::unique_ptr<glp_prob, GlpkDeleter> lp_;
-  int ops_, tensors_;
+  int ops_, tensors_, store_rows_;
 };
+
+// Theorem 10 (docs/bounds.md#theorem-10): a tensor `tensor` made by one op and read by another, `reader`,
+// neither a graph input nor larger than the fast memory. In every schedule some run writes it to slow memory,
+// or the run that computes `reader` first does not load it (it makes or receives it): one LP row each,
+// sum >= 1, over the columns that may evict the tensor and those that count `reader` without surely loading
+// it.
+struct StoreRow {
+  int tensor, reader;
+};
+
+std::vector<StoreRow> store_rows(const Problem& p, const Graph& graph) {
+  std::vector<StoreRow> rows;
+  for (int t = 0; t < p.num_tensors(); ++t) {
+    if (graph.producer[t] < 0 || always_moves(p, graph, t)) continue;
+    for (const Consumer& c : graph.consumers[t])
+      if (std::none_of(rows.begin(), rows.end(),
+                       [&](const StoreRow& r) { return r.tensor == t && r.reader == c.op; }))
+        rows.push_back({t, c.op});
+  }
+  return rows;
+}
 
 // The sets and their floors while the LP runs: cheap until priced by the step model.
 // The ops a set can compute for the first time. If an op o of S has a descendant outside S that has a
@@ -228,7 +258,7 @@ std::vector<std::vector<int>> first_computations(const Problem& p, const Graph& 
 }
 
 struct Prices {
-  std::vector<double> op, credit;  // the LP's duals
+  std::vector<double> op, credit, store;  // the LP's duals
 };
 
 struct SetFloors {
@@ -239,6 +269,9 @@ struct SetFloors {
   std::vector<std::vector<int>> counted;              // first_computations: the ops each set's column covers
   std::vector<double> cheap;                          // cheap_floor, below every context's floor
   std::vector<std::vector<int>> keepable;             // retainable_outputs: credited to a set not yet priced
+  std::vector<StoreRow> store_rows;                   // Theorem 10
+  std::vector<std::vector<int>> store_candidates;     // the store rows a context of each set may count in
+  std::vector<char> store_row_met;                    // some column in the LP counts in the row (or dropped)
   std::vector<std::vector<RetentionFloor>> contexts;  // once priced by the step model
   std::vector<char> exact, never, in_lp;
   CoverBound& out;
@@ -258,28 +291,49 @@ struct SetFloors {
     exact[i] = 1;
     return true;
   }
+  // The store rows a column of set i counts in: it may evict the tensor, or it counts the reader without
+  // surely loading the tensor. Without a context (a set not yet priced), every row it might count in.
+  std::vector<int> store_rows_of(int i, const RetentionFloor* context) const {
+    std::vector<int> rows;
+    for (int r : store_candidates[i]) {
+      const StoreRow& row = store_rows[r];
+      const auto& c = counted[i];
+      if (!context ||
+          std::find(context->evicted.begin(), context->evicted.end(), row.tensor) != context->evicted.end() ||
+          (std::find(c.begin(), c.end(), row.reader) != c.end() &&
+           std::find(context->loaded.begin(), context->loaded.end(), row.tensor) == context->loaded.end()))
+        rows.push_back(r);
+    }
+    return rows;
+  }
   // What a column of set i in a context is charged at the duals: the prices of the ops it can compute first,
-  // plus the credits of what it keeps, minus those of what it receives.
-  double charged(int i, const std::vector<int>& kept, const std::vector<int>& received,
-                 const Prices& y) const {
+  // plus the credits of what it keeps, minus those of what it receives, plus its store rows' prices.
+  double charged(int i, const std::vector<int>& kept, const std::vector<int>& received, const Prices& y,
+                 const RetentionFloor* context) const {
     double sum = 0;
     for (int o : counted[i]) sum += y.op[o];
     for (int t : kept) sum += y.credit[t];
     for (int t : received) sum -= y.credit[t];
+    for (int r : store_rows_of(i, context)) sum += y.store[r];
     return sum;
   }
-  // The least floor minus charge over set i's contexts (before pricing: the cheap floor, receiving nothing
-  // and keeping all it could, which is below every context).
+  // The least floor minus charge over set i's contexts (before pricing: the cheap floor, receiving nothing,
+  // keeping all it could and counting in every store row it might, which is below every context).
   double reduced_cost(int i, const Prices& y) const {
-    if (!exact[i]) return cheap[i] - charged(i, keepable[i], {}, y);
+    if (!exact[i]) return cheap[i] - charged(i, keepable[i], {}, y, nullptr);
     double least = std::numeric_limits<double>::infinity();
     for (const RetentionFloor& c : contexts[i])
-      least = std::min(least, c.floor.value - charged(i, c.retained_out, c.retained_in, y));
+      least = std::min(least, c.floor.value - charged(i, c.retained_out, c.retained_in, y, &c));
     return least;
   }
   void add_to(CoverLp& lp, int i) {
     in_lp[i] = 1;
-    for (const RetentionFloor& c : contexts[i]) lp.add(counted[i], c);
+    for (const RetentionFloor& c : contexts[i]) {
+      const std::vector<int> rows = store_rows_of(i, &c);
+      if (c.retained_in.empty())  // a column that receives needs one that keeps to meet a row
+        for (int r : rows) store_row_met[r] = 1;
+      lp.add(counted[i], c, rows);
+    }
   }
 };
 
@@ -327,6 +381,40 @@ std::optional<int> cover_every_op(SetFloors& f, CoverLp& lp) {
   return std::nullopt;
 }
 
+// Likewise every store row needs a column that counts in it, or the LP has no solution: the singleton of the
+// op that makes the tensor (which may evict it) or of its reader, else the first set with a context that
+// does while receiving nothing (a column that receives needs another that keeps). A row no set meets so is
+// dropped.
+void meet_every_store_row(SetFloors& f, CoverLp& lp) {
+  const int m = static_cast<int>(f.sets.size());
+  std::vector<int> singleton(f.p.num_ops(), -1);
+  for (int i = 0; i < m; ++i)
+    if (f.sets[i].size() == 1) singleton[f.sets[i][0]] = i;
+  auto meets = [&](int i, int r) {
+    if (i < 0 || f.in_lp[i] || f.never[i]) return false;
+    const auto& candidates = f.store_candidates[i];
+    if (std::find(candidates.begin(), candidates.end(), r) == candidates.end() || !f.price(i)) return false;
+    for (const RetentionFloor& c : f.contexts[i]) {
+      if (!c.retained_in.empty()) continue;  // a column that receives needs one that keeps
+      const std::vector<int> rows = f.store_rows_of(i, &c);
+      if (std::find(rows.begin(), rows.end(), r) != rows.end()) return true;
+    }
+    return false;
+  };
+  for (int r = 0; r < static_cast<int>(f.store_rows.size()); ++r) {
+    if (f.store_row_met[r]) continue;
+    const StoreRow& row = f.store_rows[r];
+    for (int i : {singleton[f.graph.producer[row.tensor]], singleton[row.reader]})
+      if (!f.store_row_met[r] && meets(i, r)) f.add_to(lp, i);
+    for (int i = 0; i < m && !f.store_row_met[r]; ++i)
+      if (meets(i, r)) f.add_to(lp, i);
+    if (!f.store_row_met[r]) {
+      lp.drop_store_row(r);
+      f.store_row_met[r] = 1;
+    }
+  }
+}
+
 // Duals from a floating-point simplex may break a set's constraint by a rounding error: scale them until
 // none does, then report the prices, credits and the tightest sets.
 void certify(const SetFloors& f, Prices& y, CoverBound& out) {
@@ -342,17 +430,23 @@ void certify(const SetFloors& f, Prices& y, CoverBound& out) {
       if (charged > floor) scale = std::min(scale, floor / charged);
       columns.push_back({charged, i, context});
     };
-    if (!f.exact[i]) check(f.cheap[i], f.charged(i, f.keepable[i], {}, y), -1);
+    if (!f.exact[i]) check(f.cheap[i], f.charged(i, f.keepable[i], {}, y, nullptr), -1);
     for (size_t c = 0; c < f.contexts[i].size(); ++c) {
       const RetentionFloor& r = f.contexts[i][c];
-      check(r.floor.value, f.charged(i, r.retained_out, r.retained_in, y), static_cast<int>(c));
+      check(r.floor.value, f.charged(i, r.retained_out, r.retained_in, y, &r), static_cast<int>(c));
     }
   }
   for (double& price : y.op) price *= scale;
   for (double& credit : y.credit) credit *= scale;
+  for (double& price : y.store) price *= scale;
   out.op_prices = y.op;
   out.tensor_credits = y.credit;
-  out.bound = std::accumulate(y.op.begin(), y.op.end(), 0.0);
+  out.store_terms.clear();
+  for (size_t r = 0; r < y.store.size(); ++r)
+    if (y.store[r] > 0)
+      out.store_terms.push_back({f.store_rows[r].tensor, f.store_rows[r].reader, y.store[r]});
+  out.bound =
+      std::accumulate(y.op.begin(), y.op.end(), 0.0) + std::accumulate(y.store.begin(), y.store.end(), 0.0);
   out.attempted = true;
   out.status = out.complete ? "complete" : "time limit";
   std::vector<std::pair<double, size_t>> tight;
@@ -402,6 +496,9 @@ CoverBound cover_bound(const Problem& p, const Graph& graph, const ModelOptions&
               {},
               {},
               {},
+              {},
+              {},
+              {},
               out,
               [&] { return left() <= 0; },
               limits.retention_choices};
@@ -430,7 +527,19 @@ CoverBound cover_bound(const Problem& p, const Graph& graph, const ModelOptions&
     f.cheap[i] = cheap_floor(p, graph, options, f.sets[i]);
     f.keepable[i] = retainable_outputs(p, graph, f.sets[i]);
   }
-  CoverLp lp(p.num_ops(), p.num_tensors());
+  if (limits.store_rows) f.store_rows = store_rows(p, graph);
+  f.store_candidates.resize(m);
+  for (int i = 0; i < m; ++i)
+    for (size_t r = 0; r < f.store_rows.size(); ++r) {
+      const auto& set = f.sets[i];
+      const bool makes =
+          std::find(set.begin(), set.end(), graph.producer[f.store_rows[r].tensor]) != set.end();
+      const bool counts =
+          std::find(f.counted[i].begin(), f.counted[i].end(), f.store_rows[r].reader) != f.counted[i].end();
+      if (makes || counts) f.store_candidates[i].push_back(static_cast<int>(r));
+    }
+  f.store_row_met.assign(f.store_rows.size(), 0);
+  CoverLp lp(p.num_ops(), p.num_tensors(), static_cast<int>(f.store_rows.size()));
   Prices y;
   while (left() > 0) {
     if (const auto uncovered = cover_every_op(f, lp)) {
@@ -438,9 +547,10 @@ CoverBound cover_bound(const Problem& p, const Graph& graph, const ModelOptions&
                    " fits in no subgraph at any granularity: no schedule exists (M20)";
       return out;
     }
+    meet_every_store_row(f, lp);
     if (!lp.solve(left())) break;
     ++out.lp_rounds;
-    std::tie(y.op, y.credit) = lp.duals();
+    std::tie(y.op, y.credit, y.store) = lp.duals();
     if (!next_round(f, lp, y, left)) {
       out.complete = true;
       break;

@@ -323,10 +323,11 @@ bool subset(const std::vector<int>& a, const std::vector<int>& b) {
   return std::all_of(a.begin(), a.end(), [&](int x) { return contains(b, x); });
 }
 
-// `a` serves wherever `b` does: no higher floor, no more received, as much kept.
+// `a` serves wherever `b` does: no higher floor, no more received, as much kept, no more surely loaded and
+// as much possibly evicted (Theorem 10's rows count a column by what it may store and need not load).
 bool dominates(const RetentionFloor& a, const RetentionFloor& b) {
   return a.floor.value <= b.floor.value && subset(a.retained_in, b.retained_in) &&
-         subset(b.retained_out, a.retained_out);
+         subset(b.retained_out, a.retained_out) && subset(a.loaded, b.loaded) && subset(b.evicted, a.evicted);
 }
 
 void keep_undominated(std::vector<RetentionFloor>& contexts) {
@@ -398,6 +399,17 @@ std::vector<RetentionFloor> subgraph_floors(const Problem& p, const Graph& graph
                                           [&](const Consumer& c) { return !contains(ops, c.op); });
     (read_outside && decisions.size() < tried ? decisions : kept_free).push_back(t);
   }
+  // Outputs a run of the set may write to slow memory (M22): read outside it and not inside (M8).
+  std::vector<int> evictable;
+  for (int o : ops)
+    for (int t : p.outputs[o]) {
+      const auto& readers = graph.consumers[t];
+      if (std::any_of(readers.begin(), readers.end(),
+                      [&](const Consumer& c) { return !contains(ops, c.op); }) &&
+          std::none_of(readers.begin(), readers.end(),
+                       [&](const Consumer& c) { return contains(ops, c.op); }))
+        evictable.push_back(t);
+    }
   std::vector<RetentionFloor> contexts;
   for (uint32_t mask = 0; mask < (try_choices ? 1u << choices.size() : 1u); ++mask) {
     std::vector<int> retained_in, loaded_anyway;
@@ -424,7 +436,7 @@ std::vector<RetentionFloor> subgraph_floors(const Problem& p, const Graph& graph
     }
     std::map<std::tuple<size_t, size_t, size_t>, std::optional<PricedGranularity>> more_columns;
     for (uint32_t keep = 0; keep < 1u << decisions.size(); ++keep) {
-      RetentionFloor context{{}, retained_in, kept_free};
+      RetentionFloor context{{}, retained_in, kept_free, loaded_anyway, {}};
       int64_t kept_size = 0;
       double stored = 0;
       std::vector<int> kept;
@@ -438,6 +450,8 @@ std::vector<RetentionFloor> subgraph_floors(const Problem& p, const Graph& graph
           stored += static_cast<double>(p.size(t));
         }
       }
+      for (int t : evictable)
+        if (!contains(kept, t)) context.evicted.push_back(t);
       // At the last step a kept output is whole beside every retained-in tensor (M20 A and C).
       const double room = p.fast_memory_capacity - static_cast<double>(resident + kept_size);
       if (room < 0) continue;
@@ -460,7 +474,7 @@ std::vector<RetentionFloor> subgraph_floors(const Problem& p, const Graph& graph
   }
   // Stopped before every granularity was priced: only the ops' compute floors are certain.
   if (f.interrupted)
-    return {RetentionFloor{{f.compute_floor_sum, f.compute_floor_sum, 0, {}}, {}, retainable}};
+    return {RetentionFloor{{f.compute_floor_sum, f.compute_floor_sum, 0, {}}, {}, retainable, {}, evictable}};
   keep_undominated(contexts);
   return contexts;
 }

@@ -28,6 +28,10 @@ struct SubgraphFloor {
 struct RetentionFloor {
   SubgraphFloor floor;
   std::vector<int> retained_in, retained_out;
+  // For Theorem 10 (a loaded tensor was stored before): `loaded`, the inputs made outside that this context
+  // surely loads (tried, and not received); `evicted`, the outputs it may write to slow memory (read outside,
+  // not inside, and not surely kept). Both err on the side that proves less.
+  std::vector<int> loaded, evicted;
 };
 
 // Tensors whose traffic no retention avoids: graph inputs and outputs (never retained, M9) and tensors over
