@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -175,7 +176,7 @@ class DownsetSearch {
     double priced = sums.priced;
     if (certificate_)
       for (int t : retain) priced -= certificate_->tensor_credits[t];
-    return std::max({sums.compute, priced, by_floors_ ? floors_to_end(done, retain) : 0.0});
+    return std::max({sums.compute, priced, by_floors_ ? floors_to_end(done, retain, retain) : 0.0});
   }
   double remaining_floor(const Key& key) {
     return remaining_floor(key.done, key.retain, remaining_sums(key.done));
@@ -212,26 +213,43 @@ class DownsetSearch {
   // sets whose first receives at most `received` retained (docs/solver.md#exact-search): no schedule of the
   // search's space (each op run once) pays less from such a state on. A run's context maps to a listed one
   // that receives no more and keeps no less (subgraph_floors), and receiving more only lowers this least, so
-  // the run's path is never below it. M9's demand that the next subgraph hold every reader of what it
-  // receives is not imposed (a relaxation). Infinite when no sequence fits; 0 once the clock has struck.
-  double floors_to_end(uint64_t done, std::vector<int> received) {
+  // the run's path is never below it. `unstored`: what the subgraph before surely kept and so never wrote
+  // (retained, not among a context's possible evictions); with no recomputation the next subgraph must
+  // receive it and hold every reader left (M9, M15, Theorem 10). For the rest of `received` that demand is
+  // not imposed (a relaxation). Infinite when no sequence fits; 0 once the clock has struck.
+  double floors_to_end(uint64_t done, std::vector<int> received, std::vector<int> unstored) {
     const int n = p_.num_ops();
     const uint64_t all = n == 64 ? ~0ull : (1ull << n) - 1;
     if (done == all) return 0;
-    std::erase_if(received, [&](int t) {
-      return std::none_of(g_.consumers[t].begin(), g_.consumers[t].end(),
-                          [&](const Consumer& c) { return !(done & bit(c.op)); });
-    });
-    std::sort(received.begin(), received.end());
-    received.erase(std::unique(received.begin(), received.end()), received.end());
-    auto key = std::make_pair(done, received);
+    uint64_t readers_left = 0;  // of what arrives unstored: the next set must hold them all
+    for (auto* list : {&received, &unstored}) {
+      std::erase_if(*list, [&](int t) {
+        return std::none_of(g_.consumers[t].begin(), g_.consumers[t].end(),
+                            [&](const Consumer& c) { return !(done & bit(c.op)); });
+      });
+      std::sort(list->begin(), list->end());
+      list->erase(std::unique(list->begin(), list->end()), list->end());
+    }
+    for (int t : unstored)
+      for (const Consumer& c : g_.consumers[t])
+        if (!(done & bit(c.op))) readers_left |= bit(c.op);
+    auto key = std::make_tuple(done, received, unstored);
     if (auto it = floors_to_end_.find(key); it != floors_to_end_.end()) return it->second;
     double least = kNoBound;
     const bool whole = for_each_segment(done, all & ~done, [&](uint64_t set) {
+      if (readers_left & ~set) return;
       const std::vector<int> ops = ops_of(set);
-      for (const RetentionFloor& r : floors_of(set, ops))
-        if (r.floor.value < least && within(r.retained_in, received))
-          least = std::min(least, r.floor.value + floors_to_end(done | set, r.retained_out));
+      for (const RetentionFloor& r : floors_of(set, ops)) {
+        if (r.floor.value >= least || !within(r.retained_in, received)) continue;
+        // Each unstored tensor is received: listed so, or at least not surely loaded (an untried input).
+        if (std::any_of(unstored.begin(), unstored.end(),
+                        [&](int t) { return !within({t}, r.retained_in) && within({t}, r.loaded); }))
+          continue;
+        std::vector<int> kept_unstored;
+        for (int t : r.retained_out)
+          if (!within({t}, r.evicted)) kept_unstored.push_back(t);
+        least = std::min(least, r.floor.value + floors_to_end(done | set, r.retained_out, kept_unstored));
+      }
     });
     if (!whole || inc_.expired()) return 0;
     floors_to_end_.emplace(std::move(key), least);
@@ -373,7 +391,7 @@ class DownsetSearch {
   std::vector<int> rank_;
   std::shared_ptr<const CoverCertificate> certificate_;                   // refreshed once per layer
   std::unordered_map<uint64_t, std::vector<RetentionFloor>> set_floors_;  // floors_of's
-  std::map<std::pair<uint64_t, std::vector<int>>, double> floors_to_end_;
+  std::map<std::tuple<uint64_t, std::vector<int>, std::vector<int>>, double> floors_to_end_;
 };
 
 }  // namespace
