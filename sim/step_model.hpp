@@ -121,8 +121,15 @@ class SubgraphModel {
 
   // Whether evaluate_fast counts tile classes at this granularity instead of walking every step (it walks
   // when M17 needs numeric checks or two forms of one tensor can give the same slice).
-  bool counts_tile_classes() const { return checks_.empty() && !(aliasing_ && aliased_forms_can_coincide()); }
+  bool counts_tile_classes() const {
+    return checks_.empty() && !(aliasing_ && (aliased_once_ || aliased_forms_can_coincide()));
+  }
   bool reads_a_tensor_in_two_forms() const { return aliasing_; }
+  // For a floor that must hold at every larger size (the cover bound's, docs/bounds.md#theorem-6): the
+  // working set counts each tensor read in several forms by its largest slice at the step, as if its forms
+  // coincided. That is never above the rule book's count (distinct slices), and it only grows with w, h and
+  // k, whereas two forms that coincide at a larger size can make the real working set shrink. Off by default.
+  void count_each_tensors_largest_form_only(bool on) { aliased_once_ = on; }
 
   // The elements of each external, not retained-in input that every traversal order loads at the current
   // granularity (M19, M21), in first-read order. A lower bound for any order, used by the cover bound
@@ -274,6 +281,7 @@ class SubgraphModel {
   int64_t native_w_ = 1, native_h_ = 1;
   MatmulCompute compute_model_ = MatmulCompute::FullK;
   bool aliasing_ = false;
+  bool aliased_once_ = false;  // count_each_tensors_largest_form_only
 };
 
 // Walks a compiled subgraph's steps in order, keeping the previous step's slice set for reuse (M21).

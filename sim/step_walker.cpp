@@ -157,6 +157,7 @@ bool StepWalker::evaluate(const Coord& c, const std::vector<NumSlice>& prev, std
   // M19 slice set and M21 loads.
   cur.clear();
   int64_t load = 0, slice_area = 0;
+  std::vector<std::pair<int, int64_t>> largest_form;  // count_each_tensors_largest_form_only: per tensor
   for (int f = 0; f < static_cast<int>(m.forms_.size()); ++f) {
     const auto& form = m.forms_[f];
     if (!(form.runs_at & active)) continue;
@@ -175,7 +176,19 @@ bool StepWalker::evaluate(const Coord& c, const std::vector<NumSlice>& prev, std
         }
     }
     cur.push_back({form.tensor, r, f});
-    slice_area += r.area();
+    if (m.aliased_once_ && form.may_alias) {
+      auto it = std::find_if(largest_form.begin(), largest_form.end(),
+                             [&](const auto& e) { return e.first == form.tensor; });
+      if (it == largest_form.end()) {
+        largest_form.push_back({form.tensor, r.area()});
+        slice_area += r.area();
+      } else if (r.area() > it->second) {
+        slice_area += r.area() - it->second;
+        it->second = r.area();
+      }
+    } else {
+      slice_area += r.area();
+    }
     if (!reused) load += r.area();
     if (detail) detail->slices.push_back({form.tensor, r, !reused});
   }

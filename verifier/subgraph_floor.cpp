@@ -160,16 +160,22 @@ GranularityClasses granularity_classes(const FloorSearch& f, SubgraphModel& mode
 }
 
 // Prices the least legal size of one k, row count and column count, with its compute and the unavoidable
-// traffic plus the loads of `loaded_anyway`. Nullopt when it is out of memory, and so is every larger size.
+// traffic plus the loads of `loaded_anyway`. Nullopt when the rules reject this pair of sizes (each is legal
+// with some size of the other axis) or, `*out_of_memory` then true, it is out of memory, as is every larger
+// size.
 std::optional<PricedGranularity> price_class(FloorSearch& f, SubgraphModel& model,
                                              const GranularityClasses& c,
                                              const std::vector<int>& loaded_anyway, size_t ki, size_t ri,
-                                             size_t ci) {
+                                             size_t ci, bool* out_of_memory = nullptr) {
   constexpr int64_t kWalkBudget = 4096;
   const Granularity g{c.ks[ki].legal_w[ci], c.ks[ki].legal_h[ri], c.ks[ki].k};
-  if (model.set_granularity(g)) return std::nullopt;  // cannot happen while the rules factor
+  if (out_of_memory) *out_of_memory = false;
+  if (model.set_granularity(g)) return std::nullopt;  // each size legal with some other, not with this one
   const SubgraphResult r = model.evaluate_fast(SubgraphModel::Violations::Summarize, kWalkBudget);
-  if (r.violation && r.violation->rule == "M20" && !f.ignore_capacity) return std::nullopt;
+  if (r.violation && r.violation->rule == "M20" && !f.ignore_capacity) {
+    if (out_of_memory) *out_of_memory = true;
+    return std::nullopt;
+  }
   // Unpriced (a walk too long), or rejected by a rule that depends on the exact sizes (M17), which a larger
   // size of the same counts might pass: only every op's compute floor is certain.
   const double compute = r.walk_refused || r.violation ? f.compute_floor_sum : r.compute_time;
@@ -179,7 +185,7 @@ std::optional<PricedGranularity> price_class(FloorSearch& f, SubgraphModel& mode
   priced.k_index = ki;
   priced.row_class = ri;
   priced.col_class = ci;
-  priced.exact_sizes_unpriced = r.walk_refused || r.violation;
+  priced.exact_sizes_unpriced = r.walk_refused || r.violation.has_value();
   if (model.k_steps() >= 2) {
     const auto last = model.last_k_steps(c.last_k);
     priced.split = true;
@@ -220,9 +226,10 @@ std::vector<PricedGranularity> granularity_floors(FloorSearch& f, SubgraphModel&
           f.interrupted = true;
           return priced;
         }
-        auto at = price_class(f, model, c, loaded_anyway, ki, ri, ci);
+        bool out_of_memory = false;
+        auto at = price_class(f, model, c, loaded_anyway, ki, ri, ci, &out_of_memory);
         if (!at) {
-          if (ci == first_open) ++first_open;
+          if (out_of_memory && ci == first_open) ++first_open;
           continue;
         }
         priced.push_back(*at);
@@ -239,7 +246,8 @@ std::vector<PricedGranularity> granularity_floors(FloorSearch& f, SubgraphModel&
 // first tile of row and column 0 has it), and the steps of the tile the traversal ends with, where every kept
 // output is whole (its finished tiles and the current one, M20 C) and each of the `n_other` others holds that
 // tile, at least the grid's smallest: the last row's height times the last column's width. `room` is the
-// capacity less the retained-in tensors. Slices and partial sums are left out: they only take more room.
+// capacity less what every step holds besides: the retained-in tensors and an element of each MatMul operand
+// slice. Other slices and partial sums are left out: they only take more room.
 bool kept_outputs_fit(int64_t H, int64_t W, int64_t native_h, int64_t native_w, int64_t rows, int64_t cols,
                       double room, double kept, int n_all, int n_other) {
   // Sizes s of one axis with ceil(extent / s) = count: [ceil(E / n), ceil(E / (n - 1)) - 1], within native.
@@ -280,6 +288,18 @@ std::vector<PricedGranularity> priced_for_keeping(
   int n_other = 0, n_all = static_cast<int>(kept_outputs.size());
   for (int t : model.nonephemeral_outputs())
     if (!contains(kept_outputs, t)) ++n_other, ++n_all;
+  // A MatMul runs at every step (M18) and holds a slice of each operand made outside and not received (M19,
+  // M20 B): at least one element each.
+  std::vector<int> operands;
+  for (int o : model.ops())
+    if (f.p.is_matmul(o))
+      for (int t : f.p.inputs[o]) {
+        const int maker = f.graph.producer[t];
+        if ((maker < 0 || !contains(model.ops(), maker)) && !contains(model.retained_in(), t) &&
+            !contains(operands, t))
+          operands.push_back(t);
+      }
+  room -= static_cast<double>(operands.size());
   const int64_t H = model.grid_height(), W = model.grid_width();
   auto holds = [&](const Granularity& g) {
     return kept_outputs_fit(H, W, f.p.native_h, f.p.native_w, (H + g.h - 1) / g.h, (W + g.w - 1) / g.w, room,
@@ -388,7 +408,6 @@ std::vector<RetentionFloor> subgraph_floors(const Problem& p, const Graph& graph
     return std::count_if(graph.consumers[t].begin(), graph.consumers[t].end(),
                          [&](const Consumer& c) { return contains(ops, c.op); }) >= 2;
   });
-  f.ignore_capacity = several_forms && !try_choices;
   // Outputs read outside: each is kept for the next subgraph (whole in fast memory at the last step, M20 C)
   // or, if no op of the set reads it, stored (M22). Up to `tried` are tried both ways; the others, and
   // outputs only the set reads, count as kept, as far as the room left allows (below).
@@ -427,6 +446,11 @@ std::vector<RetentionFloor> subgraph_floors(const Problem& p, const Graph& graph
     auto compiled = SubgraphModel::compile_structure(p, graph, ops, {}, 0, retained_in, options);
     if (std::holds_alternative<RuleViolation>(compiled)) return {};  // the structure, in any context
     SubgraphModel& model = std::get<SubgraphModel>(compiled);
+    f.ignore_capacity = several_forms && !try_choices;
+    // Two forms of one tensor count once where their slices coincide, which a larger size can bring about:
+    // the working set is taken as each tensor's largest form, so that out of memory at one size is out of
+    // memory at every larger one, as the shortcuts below and k = 1 standing for every split k assume.
+    model.count_each_tensors_largest_form_only(true);
     const GranularityClasses classes = granularity_classes(f, model);
     const auto priced = granularity_floors(f, model, classes, loaded_anyway);
     if (f.interrupted) break;
