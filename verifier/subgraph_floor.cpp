@@ -381,6 +381,23 @@ std::vector<int> retainable_outputs(const Problem& p, const Graph& graph, const 
   return out;
 }
 
+namespace {
+
+// Outputs a run of the set may write to slow memory (M22): read outside it and not inside (M8).
+std::vector<int> evictable_outputs(const Problem& p, const Graph& graph, const std::vector<int>& ops) {
+  std::vector<int> out;
+  for (int o : ops)
+    for (int t : p.outputs[o]) {
+      const auto& readers = graph.consumers[t];
+      if (!readers.empty() && std::none_of(readers.begin(), readers.end(),
+                                           [&](const Consumer& c) { return contains(ops, c.op); }))
+        out.push_back(t);
+    }
+  return out;
+}
+
+}  // namespace
+
 std::vector<RetentionFloor> subgraph_floors(const Problem& p, const Graph& graph, const ModelOptions& options,
                                             const std::vector<int>& ops, const std::function<bool()>& expired,
                                             size_t tried) {
@@ -418,17 +435,7 @@ std::vector<RetentionFloor> subgraph_floors(const Problem& p, const Graph& graph
                                           [&](const Consumer& c) { return !contains(ops, c.op); });
     (read_outside && decisions.size() < tried ? decisions : kept_free).push_back(t);
   }
-  // Outputs a run of the set may write to slow memory (M22): read outside it and not inside (M8).
-  std::vector<int> evictable;
-  for (int o : ops)
-    for (int t : p.outputs[o]) {
-      const auto& readers = graph.consumers[t];
-      if (std::any_of(readers.begin(), readers.end(),
-                      [&](const Consumer& c) { return !contains(ops, c.op); }) &&
-          std::none_of(readers.begin(), readers.end(),
-                       [&](const Consumer& c) { return contains(ops, c.op); }))
-        evictable.push_back(t);
-    }
+  const std::vector<int> evictable = evictable_outputs(p, graph, ops);
   std::vector<RetentionFloor> contexts;
   for (uint32_t mask = 0; mask < (try_choices ? 1u << choices.size() : 1u); ++mask) {
     std::vector<int> retained_in, loaded_anyway;
