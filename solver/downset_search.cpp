@@ -194,9 +194,11 @@ class DownsetSearch {
         least = std::min(least, r.floor.value);
     return least == kNoBound ? 0.0 : least;
   }
+  static bool has(const std::vector<int>& tensors, int t) {
+    return std::find(tensors.begin(), tensors.end(), t) != tensors.end();
+  }
   static bool within(const std::vector<int>& part, const std::vector<int>& whole) {
-    return std::all_of(part.begin(), part.end(),
-                       [&](int t) { return std::find(whole.begin(), whole.end(), t) != whole.end(); });
+    return std::all_of(part.begin(), part.end(), [&](int t) { return has(whole, t); });
   }
   // subgraph_floors of a set, computed once per search.
   const std::vector<RetentionFloor>& floors_of(uint64_t set, const std::vector<int>& ops) {
@@ -243,11 +245,11 @@ class DownsetSearch {
         if (r.floor.value >= least || !within(r.retained_in, received)) continue;
         // Each unstored tensor is received: listed so, or at least not surely loaded (an untried input).
         if (std::any_of(unstored.begin(), unstored.end(),
-                        [&](int t) { return !within({t}, r.retained_in) && within({t}, r.loaded); }))
+                        [&](int t) { return !has(r.retained_in, t) && has(r.loaded, t); }))
           continue;
         std::vector<int> kept_unstored;
         for (int t : r.retained_out)
-          if (!within({t}, r.evicted)) kept_unstored.push_back(t);
+          if (!has(r.evicted, t)) kept_unstored.push_back(t);
         least = std::min(least, r.floor.value + floors_to_end(done | set, r.retained_out, kept_unstored));
       }
     });

@@ -42,6 +42,16 @@ double solver_cost(const Problem& p, const Graph& g, double seconds) {
   return stats.best_cost;
 }
 
+// Every granularity of a compiled structure that the rules accept and that has at most 6 tiles (so that
+// every traversal permutation can be tried): `at(w, h, k)` with the model set to it.
+template <typename At>
+void for_each_small_granularity(const Problem& p, SubgraphModel& model, At&& at) {
+  for (int64_t w = 1; w <= p.native_w; ++w)
+    for (int64_t h = 1; h <= p.native_h; ++h)
+      for (int64_t k = 1; k <= p.native_w; ++k)
+        if (!model.set_granularity({w, h, k}) && model.tiles() <= 6) at(w, h, k);
+}
+
 // A campaign's number of trials and seed: the defaults, or those the environment names
 // (docs/bounds.md#soundness runs them longer).
 std::pair<int, std::mt19937> campaign(const char* trials_variable, int trials, const char* seed_variable,
@@ -62,10 +72,7 @@ void for_each_prefix_granularity(const Problem& p, const Graph& g, OnPrefix&& on
     auto structure = SubgraphModel::compile_structure(p, g, ops, {}, 0, {}, ModelOptions{});
     if (std::holds_alternative<RuleViolation>(structure)) continue;
     SubgraphModel& model = std::get<SubgraphModel>(structure);
-    for (int64_t w = 1; w <= p.native_w; ++w)
-      for (int64_t h = 1; h <= p.native_h; ++h)
-        for (int64_t k = 1; k <= p.native_w; ++k)
-          if (!model.set_granularity({w, h, k}) && model.tiles() <= 6) at(model, ops, w, h, k);
+    for_each_small_granularity(p, model, [&](int64_t w, int64_t h, int64_t k) { at(model, ops, w, h, k); });
   }
 }
 
@@ -203,20 +210,17 @@ TEST(CoverBound, FloorsOfContextsThatKeepOutputsAreBelowEveryRunThatKeepsThem) {
         auto structure = SubgraphModel::compile_structure(p, g, ops, kept, 0, {}, ModelOptions{});
         if (std::holds_alternative<RuleViolation>(structure)) continue;
         SubgraphModel& model = std::get<SubgraphModel>(structure);
-        for (int64_t w = 1; w <= p.native_w; ++w)
-          for (int64_t h = 1; h <= p.native_h; ++h)
-            for (int64_t k = 1; k <= p.native_w; ++k) {
-              if (model.set_granularity({w, h, k}) || model.tiles() > 6) continue;
-              for_each_order(model, [&] {
-                const SubgraphResult run = model.simulate();
-                if (run.violation) return;
-                EXPECT_GE(run.latency, least * (1 - 1e-9))
-                    << "ops " << ops.size() << " keeping " << kept.size() << " of "
-                    << problem_to_json(p).dump() << " at [" << w << ", " << h << ", " << k << "]";
-                ++checked;
-                kept_runs += !kept.empty();
-              });
-            }
+        for_each_small_granularity(p, model, [&](int64_t w, int64_t h, int64_t k) {
+          for_each_order(model, [&] {
+            const SubgraphResult run = model.simulate();
+            if (run.violation) return;
+            EXPECT_GE(run.latency, least * (1 - 1e-9))
+                << "ops " << ops.size() << " keeping " << kept.size() << " of " << problem_to_json(p).dump()
+                << " at [" << w << ", " << h << ", " << k << "]";
+            ++checked;
+            kept_runs += !kept.empty();
+          });
+        });
       }
     }
   }

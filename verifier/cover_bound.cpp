@@ -265,15 +265,16 @@ struct SetFloors {
   const Problem& p;
   const Graph& graph;
   const ModelOptions& options;
-  std::vector<std::vector<int>> sets;
-  std::vector<std::vector<int>> counted;              // first_computations: the ops each set's column covers
-  std::vector<double> cheap;                          // cheap_floor, below every context's floor
-  std::vector<std::vector<int>> keepable;             // retainable_outputs: credited to a set not yet priced
-  std::vector<StoreRow> store_rows;                   // Theorem 10
-  std::vector<std::vector<int>> store_candidates;     // the store rows a context of each set may count in
-  std::vector<char> store_row_met;                    // some column in the LP counts in the row (or dropped)
-  std::vector<std::vector<RetentionFloor>> contexts;  // once priced by the step model
-  std::vector<char> exact, never, in_lp;
+  std::vector<std::vector<int>> sets{};
+  std::vector<std::vector<int>> counted{};           // first_computations: the ops each set's column covers
+  std::vector<double> cheap{};                       // cheap_floor, below every context's floor
+  std::vector<std::vector<int>> keepable{};          // retainable_outputs: credited to a set not yet priced
+  std::vector<StoreRow> store_rows{};                // Theorem 10
+  std::vector<std::vector<int>> store_candidates{};  // the store rows a context of each set may count in
+  std::vector<char> store_row_met{};                 // some column in the LP counts in the row (or dropped)
+  std::vector<std::vector<RetentionFloor>> contexts{};        // once priced by the step model
+  std::vector<std::vector<std::vector<int>>> context_rows{};  // the store rows each context counts in
+  std::vector<char> exact{}, never{}, in_lp{};
   CoverBound& out;
   std::function<bool()> expired;
   size_t retention_choices;
@@ -289,50 +290,51 @@ struct SetFloors {
       return false;
     }
     exact[i] = 1;
+    context_rows[i].clear();
+    for (const RetentionFloor& c : contexts[i]) context_rows[i].push_back(rows_counting(i, c));
     return true;
   }
-  // The store rows a column of set i counts in: it may evict the tensor, or it counts the reader without
-  // surely loading the tensor. Without a context (a set not yet priced), every row it might count in.
-  std::vector<int> store_rows_of(int i, const RetentionFloor* context) const {
+  // The store rows a column of set i in `context` counts in: it may evict the tensor, or it counts the
+  // reader without surely loading the tensor.
+  std::vector<int> rows_counting(int i, const RetentionFloor& context) const {
+    auto has = [](const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); };
     std::vector<int> rows;
-    for (int r : store_candidates[i]) {
-      const StoreRow& row = store_rows[r];
-      const auto& c = counted[i];
-      if (!context ||
-          std::find(context->evicted.begin(), context->evicted.end(), row.tensor) != context->evicted.end() ||
-          (std::find(c.begin(), c.end(), row.reader) != c.end() &&
-           std::find(context->loaded.begin(), context->loaded.end(), row.tensor) == context->loaded.end()))
+    for (int r : store_candidates[i])
+      if (has(context.evicted, store_rows[r].tensor) ||
+          (has(counted[i], store_rows[r].reader) && !has(context.loaded, store_rows[r].tensor)))
         rows.push_back(r);
-    }
     return rows;
   }
-  // What a column of set i in a context is charged at the duals: the prices of the ops it can compute first,
-  // plus the credits of what it keeps, minus those of what it receives, plus its store rows' prices.
+  // What a column of set i is charged at the duals: the prices of the ops it can compute first, plus the
+  // credits of what it keeps, minus those of what it receives, plus the prices of its store rows.
   double charged(int i, const std::vector<int>& kept, const std::vector<int>& received, const Prices& y,
-                 const RetentionFloor* context) const {
+                 const std::vector<int>& rows) const {
     double sum = 0;
     for (int o : counted[i]) sum += y.op[o];
     for (int t : kept) sum += y.credit[t];
     for (int t : received) sum -= y.credit[t];
-    for (int r : store_rows_of(i, context)) sum += y.store[r];
+    for (int r : rows) sum += y.store[r];
     return sum;
   }
   // The least floor minus charge over set i's contexts (before pricing: the cheap floor, receiving nothing,
   // keeping all it could and counting in every store row it might, which is below every context).
   double reduced_cost(int i, const Prices& y) const {
-    if (!exact[i]) return cheap[i] - charged(i, keepable[i], {}, y, nullptr);
+    if (!exact[i]) return cheap[i] - charged(i, keepable[i], {}, y, store_candidates[i]);
     double least = std::numeric_limits<double>::infinity();
-    for (const RetentionFloor& c : contexts[i])
-      least = std::min(least, c.floor.value - charged(i, c.retained_out, c.retained_in, y, &c));
+    for (size_t c = 0; c < contexts[i].size(); ++c) {
+      const RetentionFloor& r = contexts[i][c];
+      least =
+          std::min(least, r.floor.value - charged(i, r.retained_out, r.retained_in, y, context_rows[i][c]));
+    }
     return least;
   }
   void add_to(CoverLp& lp, int i) {
     in_lp[i] = 1;
-    for (const RetentionFloor& c : contexts[i]) {
-      const std::vector<int> rows = store_rows_of(i, &c);
-      if (c.retained_in.empty())  // a column that receives needs one that keeps to meet a row
+    for (size_t c = 0; c < contexts[i].size(); ++c) {
+      const std::vector<int>& rows = context_rows[i][c];
+      if (contexts[i][c].retained_in.empty())  // a column that receives needs one that keeps to meet a row
         for (int r : rows) store_row_met[r] = 1;
-      lp.add(counted[i], c, rows);
+      lp.add(counted[i], contexts[i][c], rows);
     }
   }
 };
@@ -394,9 +396,9 @@ void meet_every_store_row(SetFloors& f, CoverLp& lp) {
     if (i < 0 || f.in_lp[i] || f.never[i]) return false;
     const auto& candidates = f.store_candidates[i];
     if (std::find(candidates.begin(), candidates.end(), r) == candidates.end() || !f.price(i)) return false;
-    for (const RetentionFloor& c : f.contexts[i]) {
-      if (!c.retained_in.empty()) continue;  // a column that receives needs one that keeps
-      const std::vector<int> rows = f.store_rows_of(i, &c);
+    for (size_t c = 0; c < f.contexts[i].size(); ++c) {
+      if (!f.contexts[i][c].retained_in.empty()) continue;  // a column that receives needs one that keeps
+      const std::vector<int>& rows = f.context_rows[i][c];
       if (std::find(rows.begin(), rows.end(), r) != rows.end()) return true;
     }
     return false;
@@ -430,10 +432,11 @@ void certify(const SetFloors& f, Prices& y, CoverBound& out) {
       if (charged > floor) scale = std::min(scale, floor / charged);
       columns.push_back({charged, i, context});
     };
-    if (!f.exact[i]) check(f.cheap[i], f.charged(i, f.keepable[i], {}, y, nullptr), -1);
+    if (!f.exact[i]) check(f.cheap[i], f.charged(i, f.keepable[i], {}, y, f.store_candidates[i]), -1);
     for (size_t c = 0; c < f.contexts[i].size(); ++c) {
       const RetentionFloor& r = f.contexts[i][c];
-      check(r.floor.value, f.charged(i, r.retained_out, r.retained_in, y, &r), static_cast<int>(c));
+      check(r.floor.value, f.charged(i, r.retained_out, r.retained_in, y, f.context_rows[i][c]),
+            static_cast<int>(c));
     }
   }
   for (double& price : y.op) price *= scale;
@@ -485,23 +488,12 @@ CoverBound cover_bound(const Problem& p, const Graph& graph, const ModelOptions&
     if (limits.cancel && limits.cancel->load()) return 0.0;
     return std::chrono::duration<double>(deadline - Clock::now()).count();
   };
-  SetFloors f{p,
-              graph,
-              options,
-              {},
-              {},
-              {},
-              {},
-              {},
-              {},
-              {},
-              {},
-              {},
-              {},
-              {},
-              out,
-              [&] { return left() <= 0; },
-              limits.retention_choices};
+  SetFloors f{.p = p,
+              .graph = graph,
+              .options = options,
+              .out = out,
+              .expired = [&] { return left() <= 0; },
+              .retention_choices = limits.retention_choices};
   // Tile sizes are tried one count at a time: with a native tile of thousands, that is too many to price.
   if (p.native_w > kCoverMaxNative || p.native_h > kCoverMaxNative) {
     out.status = "native granularity above " + std::to_string(kCoverMaxNative) + ": not attempted";
@@ -528,16 +520,21 @@ CoverBound cover_bound(const Problem& p, const Graph& graph, const ModelOptions&
     f.keepable[i] = retainable_outputs(p, graph, f.sets[i]);
   }
   if (limits.store_rows) f.store_rows = store_rows(p, graph);
+  // A set may count in the rows of the tensors its ops make and of the readers it computes first.
+  std::vector<std::vector<int>> rows_made(p.num_ops()), rows_read(p.num_ops());
+  for (int r = 0; r < static_cast<int>(f.store_rows.size()); ++r) {
+    rows_made[graph.producer[f.store_rows[r].tensor]].push_back(r);
+    rows_read[f.store_rows[r].reader].push_back(r);
+  }
   f.store_candidates.resize(m);
-  for (int i = 0; i < m; ++i)
-    for (size_t r = 0; r < f.store_rows.size(); ++r) {
-      const auto& set = f.sets[i];
-      const bool makes =
-          std::find(set.begin(), set.end(), graph.producer[f.store_rows[r].tensor]) != set.end();
-      const bool counts =
-          std::find(f.counted[i].begin(), f.counted[i].end(), f.store_rows[r].reader) != f.counted[i].end();
-      if (makes || counts) f.store_candidates[i].push_back(static_cast<int>(r));
-    }
+  f.context_rows.resize(m);
+  for (int i = 0; i < m; ++i) {
+    std::vector<int>& rows = f.store_candidates[i];
+    for (int o : f.sets[i]) rows.insert(rows.end(), rows_made[o].begin(), rows_made[o].end());
+    for (int o : f.counted[i]) rows.insert(rows.end(), rows_read[o].begin(), rows_read[o].end());
+    std::sort(rows.begin(), rows.end());
+    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  }
   f.store_row_met.assign(f.store_rows.size(), 0);
   CoverLp lp(p.num_ops(), p.num_tensors(), static_cast<int>(f.store_rows.size()));
   Prices y;

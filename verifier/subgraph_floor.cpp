@@ -276,10 +276,28 @@ bool kept_outputs_fit(int64_t H, int64_t W, int64_t native_h, int64_t native_w, 
   return false;
 }
 
+// The capacity less what every step of the structure holds whatever its tiles: the retained-in tensors
+// (M20 A), and, since a MatMul runs at every step (M18), a slice of each of its operands made outside and not
+// received (M19, M20 B), at least one element each.
+double room_beside_every_step(const Problem& p, const Graph& graph, const SubgraphModel& model,
+                              int64_t resident) {
+  std::vector<int> operands;
+  for (int o : model.ops())
+    if (p.is_matmul(o))
+      for (int t : p.inputs[o]) {
+        const int maker = graph.producer[t];
+        if ((maker < 0 || !contains(model.ops(), maker)) && !contains(model.retained_in(), t) &&
+            !contains(operands, t))
+          operands.push_back(t);
+      }
+  return p.fast_memory_capacity - static_cast<double>(resident) - static_cast<double>(operands.size());
+}
+
 // The granularities a context that keeps `kept` elements of outputs (those of `kept_outputs` among the
-// structure's non-ephemeral outputs, others made non-ephemeral by keeping them) may use: each priced one
-// whose tile counts could hold them, else the next column counts of its k and row count that could and fit
-// (priced through `cache`, one entry per class). Empty: nothing holds them.
+// structure's non-ephemeral outputs, others made non-ephemeral by keeping them) may use, with `room` from
+// room_beside_every_step: each priced one whose tile counts could hold them, else the next column counts of
+// its k and row count that could and fit (priced through `cache`, one entry per class). Empty: nothing holds
+// them.
 std::vector<PricedGranularity> priced_for_keeping(
     FloorSearch& f, SubgraphModel& model, const GranularityClasses& c, const std::vector<int>& loaded_anyway,
     const std::vector<PricedGranularity>& priced, double room, double kept,
@@ -288,18 +306,6 @@ std::vector<PricedGranularity> priced_for_keeping(
   int n_other = 0, n_all = static_cast<int>(kept_outputs.size());
   for (int t : model.nonephemeral_outputs())
     if (!contains(kept_outputs, t)) ++n_other, ++n_all;
-  // A MatMul runs at every step (M18) and holds a slice of each operand made outside and not received (M19,
-  // M20 B): at least one element each.
-  std::vector<int> operands;
-  for (int o : model.ops())
-    if (f.p.is_matmul(o))
-      for (int t : f.p.inputs[o]) {
-        const int maker = f.graph.producer[t];
-        if ((maker < 0 || !contains(model.ops(), maker)) && !contains(model.retained_in(), t) &&
-            !contains(operands, t))
-          operands.push_back(t);
-      }
-  room -= static_cast<double>(operands.size());
   const int64_t H = model.grid_height(), W = model.grid_width();
   auto holds = [&](const Granularity& g) {
     return kept_outputs_fit(H, W, f.p.native_h, f.p.native_w, (H + g.h - 1) / g.h, (W + g.w - 1) / g.w, room,
@@ -466,6 +472,7 @@ std::vector<RetentionFloor> subgraph_floors(const Problem& p, const Graph& graph
       continue;
     }
     std::map<std::tuple<size_t, size_t, size_t>, std::optional<PricedGranularity>> more_columns;
+    const double room_for_keeping = room_beside_every_step(p, graph, model, resident);
     for (uint32_t keep = 0; keep < 1u << decisions.size(); ++keep) {
       RetentionFloor context{{}, retained_in, kept_free, loaded_anyway, {}};
       int64_t kept_size = 0;
@@ -489,8 +496,7 @@ std::vector<RetentionFloor> subgraph_floors(const Problem& p, const Graph& graph
       // And beside the other outputs' tiles: the tile counts must leave room for them (Theorem 9).
       const auto usable = kept.empty() || f.ignore_capacity
                               ? priced
-                              : priced_for_keeping(f, model, classes, loaded_anyway, priced,
-                                                   p.fast_memory_capacity - static_cast<double>(resident),
+                              : priced_for_keeping(f, model, classes, loaded_anyway, priced, room_for_keeping,
                                                    static_cast<double>(kept_size), kept, more_columns);
       if (usable.empty()) continue;
       // The outputs not tried both ways are counted as kept, but only `room` of them fit: those stored
