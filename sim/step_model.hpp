@@ -152,6 +152,18 @@ class SubgraphModel {
   };
   LastKSteps last_k_steps(int64_t last_k) const;
 
+  // The k-steps before the last of a split reduction, from the first (or, `skip_first`, the second) of each
+  // tile (docs/bounds.md#theorem-11), summed over every tile at the current granularity: the compute of the
+  // ops that run there; the elements every one of them loads (M19, M21): the slices of forms that follow the
+  // reduction at every step, of tensors read in no other form, whose k-range the previous step did not have;
+  // and the compute of every step of the subgraph. Zero with nk < 2.
+  struct InnerKSteps {
+    double compute = 0;
+    double elements = 0;
+    double all_steps_compute = 0;
+  };
+  InnerKSteps inner_k_steps(bool skip_first) const;
+
   // Facts the schedule-level rules and the drivers need.
   int index() const { return index_; }
   const std::vector<int>& ops() const { return ops_; }

@@ -104,6 +104,19 @@ inline double StepWalker::compute_time(const Coord& c, uint8_t active, StepDetai
   return compute;
 }
 
+namespace {
+
+// Tiles of one size compute alike: every row but the last has the full height, and so for columns.
+// (representative, how many) per class.
+std::vector<std::pair<int64_t, int64_t>> tile_classes(int64_t count) {
+  std::vector<std::pair<int64_t, int64_t>> c;
+  if (count >= 2) c.push_back({0, count - 1});
+  c.push_back({count - 1, 1});
+  return c;
+}
+
+}  // namespace
+
 SubgraphModel::LastKSteps SubgraphModel::last_k_steps(int64_t last_k) const {
   LastKSteps out;
   out.elements_max = last_k_step_elements_max(last_k);
@@ -112,16 +125,9 @@ SubgraphModel::LastKSteps SubgraphModel::last_k_steps(int64_t last_k) const {
   // Every-step ops compute in proportion to the k-range (M24's q, or a streamed axis): scaled up to last_k.
   const double scale = q1 > q0 ? static_cast<double>(last_k) / static_cast<double>(q1 - q0)
                                : std::numeric_limits<double>::infinity();
-  // Tiles of one size compute alike: every row but the last has the full height, and so for columns.
-  auto classes = [](int64_t count) {
-    std::vector<std::pair<int64_t, int64_t>> c;  // (representative, how many)
-    if (count >= 2) c.push_back({0, count - 1});
-    c.push_back({count - 1, 1});
-    return c;
-  };
   const StepWalker walker(*this);
-  for (const auto& [row, rows] : classes(nrows_))
-    for (const auto& [col, cols] : classes(ncols_)) {
+  for (const auto& [row, rows] : tile_classes(nrows_))
+    for (const auto& [col, cols] : tile_classes(ncols_)) {
       const auto [r0, r1] = row_range(row);
       const auto [c0, c1] = col_range(col);
       const StepWalker::Coord c{row * ncols_ + col, row * ncols_ + col, ks, Region{r0, r1, c0, c1}};
@@ -129,6 +135,44 @@ SubgraphModel::LastKSteps SubgraphModel::last_k_steps(int64_t last_k) const {
       out.last_only_compute += tiles * walker.compute_time(c, kLastKStep, nullptr);
       const double every = walker.compute_time(c, kEveryStep, nullptr);
       out.every_step_compute_max += every > 0 ? tiles * every * scale : 0;
+    }
+  return out;
+}
+
+SubgraphModel::InnerKSteps SubgraphModel::inner_k_steps(bool skip_first) const {
+  InnerKSteps out;
+  if (nk_ < 2) return out;
+  const int64_t first = skip_first ? 1 : 0;
+  const StepWalker walker(*this);
+  // Every k-step but the last spans a whole k (M12), so its compute and slices are those of k-step 1, except
+  // that k-step 0 also runs the prologues (M18).
+  auto inner = [&](const StepWalker::Coord& c, uint8_t active) {
+    double elements = 0;
+    for (const SliceForm& f : forms_) {
+      const bool follows = f.form.rows.kind == AxisKind::Reduction || f.form.cols.kind == AxisKind::Reduction;
+      if ((f.runs_at & kEveryStep) && follows && !f.may_alias)
+        elements += static_cast<double>(walker.numeric(f.form, c).area());
+    }
+    return std::pair{walker.compute_time(c, active, nullptr), elements};
+  };
+  for (const auto& [row, rows] : tile_classes(nrows_))
+    for (const auto& [col, cols] : tile_classes(ncols_)) {
+      const auto [r0, r1] = row_range(row);
+      const auto [c0, c1] = col_range(col);
+      const Region tile{r0, r1, c0, c1};
+      const int64_t j = row * ncols_ + col;
+      const double tiles = static_cast<double>(rows) * static_cast<double>(cols);
+      const auto [compute0, elements0] = inner({j, j, 0, tile}, kEveryStep | kFirstKStep);
+      const auto [compute1, elements1] = inner({j, j, 1, tile}, kEveryStep);
+      const double middle = static_cast<double>(nk_ - 2);  // k-steps 1 .. nk - 2
+      if (first == 0) {
+        out.compute += tiles * compute0;
+        out.elements += tiles * elements0;
+      }
+      out.compute += tiles * middle * compute1;
+      out.elements += tiles * middle * elements1;
+      const double last = walker.compute_time({j, j, nk_ - 1, tile}, kEveryStep | kLastKStep, nullptr);
+      out.all_steps_compute += tiles * (compute0 + middle * compute1 + last);
     }
   return out;
 }

@@ -52,7 +52,8 @@ TEST(CertifiedBound, NeverAboveTheExactOptimumOfRandomTinyProblems) {
     ASSERT_TRUE(exact.exhaustive);
     const CertifiedBound bound = certified_bound(p, g, options);
     EXPECT_GE(bound.bound, bound.rule_book * (1 - 1e-12));
-    EXPECT_NEAR(certificate_sum(bound), bound.bound, 1e-9 * bound.bound);
+    EXPECT_NEAR(certificate_sum(bound), bound.lambda_bound, 1e-9 * bound.lambda_bound);
+    EXPECT_EQ(bound.bound, std::max(bound.lambda_bound, bound.inner_k_steps.bound));
     if (!exact.feasible) {
       ++infeasible;
       continue;
@@ -149,13 +150,14 @@ TEST(BoundProgram, PrintsTheCertificateAndExitsTwoOnBadInput) {
   const CertifiedBound direct = certified_bound(p, analyze_graph(p, problem), ModelOptions{});
   // The lambda combination's certificate adds up to lambda_bound; the cover bound's prices to its own; the
   // bound printed is the larger.
-  EXPECT_DOUBLE_EQ(direct.bound, certificate["lambda_bound"].get<double>());
+  EXPECT_DOUBLE_EQ(direct.lambda_bound, certificate["lambda_bound"].get<double>());
   const nlohmann::json& cover = certificate["cover"];
   ASSERT_TRUE(cover["complete"].get<bool>());
   double prices = 0;
   for (const auto& price : cover["op_prices"]) prices += price.get<double>();
   EXPECT_NEAR(prices, cover["bound"].get<double>(), 1e-9 * prices);
   EXPECT_DOUBLE_EQ(std::max(direct.bound, cover["bound"].get<double>()), certificate["bound"].get<double>());
+  EXPECT_DOUBLE_EQ(direct.inner_k_steps.bound, certificate["inner_k_steps"]["bound"].get<double>());
   EXPECT_GT(certificate["bound"].get<double>(), certificate["rule_book_bound"].get<double>());
   double compute = 0, traffic = 0;
   bool reload_term = false;

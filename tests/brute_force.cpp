@@ -239,6 +239,39 @@ Problem random_retention_chain(std::mt19937& rng, int max_ops) {
   return p;
 }
 
+Problem random_deep_chain(std::mt19937& rng) {
+  TinyProblem tiny(rng);
+  Problem& p = tiny.p;
+  auto pick = [&](int lo, int hi) { return tiny.pick(lo, hi); };
+  // rows x K intermediates of at most 6 elements (the brute force permutes grids of up to 6 tiles), with
+  // K deeper than either native side.
+  const int deep = static_cast<int>(std::max(p.native_w, p.native_h)) + 1;  // 2 or 3
+  const int64_t rows = pick(1, 2);
+  const int64_t depth = rows == 2 ? 3 : pick(deep, 6);
+  int current = tiny.add_tensor(rows, depth);
+  const int matmuls = pick(2, 3);
+  const bool side = pick(0, 2) == 0;
+  int first_intermediate = -1;
+  for (int i = 0; i < matmuls; ++i) {
+    const int out = tiny.add_tensor(rows, depth);
+    tiny.add_op(OpType::MatMul, {current, tiny.add_tensor(depth, depth)}, out, pick(2, 40));
+    current = out;
+    if (i + 1 == matmuls) break;
+    const int joined = tiny.add_tensor(rows, depth);
+    tiny.add_op(OpType::Pointwise, {current}, joined, pick(1, 20));
+    current = joined;
+    if (first_intermediate < 0) first_intermediate = joined;
+  }
+  if (side)  // a second reader of the first intermediate, joining the last output
+    tiny.add_op(OpType::Pointwise, {first_intermediate, current}, tiny.add_tensor(rows, depth), pick(1, 10));
+  const int size = static_cast<int>(rows * depth);
+  // Mostly too small for two whole intermediates; sometimes large enough, so that a subgraph may keep one
+  // beside another it received.
+  p.fast_memory_capacity = pick(size + 2, pick(0, 2) ? std::max(size + 2, 2 * size - 1) : 2 * size + 4);
+  p.slow_memory_bandwidth = std::uniform_real_distribution<double>(0.1, 0.8)(rng);
+  return p;
+}
+
 Problem random_fan_out(std::mt19937& rng) {
   TinyProblem tiny(rng);
   Problem& p = tiny.p;

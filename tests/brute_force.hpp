@@ -42,6 +42,11 @@ Problem random_retention_chain(std::mt19937& rng, int max_ops = 4);
 // may be kept whole for the next subgraph beside the others' tiles, in a fast memory about two of them large.
 Problem random_fan_out(std::mt19937& rng);
 
+// MatMuls with square weights and reductions deeper than native, joined by Pointwise ops read by the next
+// MatMul alone (sometimes a side Pointwise op reads an intermediate too), in a fast memory that mostly holds
+// one intermediate whole beside a step's slices but not two: the links of Theorem 11 (docs/bounds.md).
+Problem random_deep_chain(std::mt19937& rng);
+
 // A random chain of MatMuls (and Pointwise ops between them) whose reductions are deeper than native and
 // whose tensors exceed the fast memory: the structures the bound's reload and recompute terms are about.
 Problem random_matmul_chain(std::mt19937& rng, int max_ops = 4);

@@ -1,5 +1,6 @@
 #include "traces/bound_report.hpp"
 
+#include <cmath>
 #include <iomanip>
 
 #include "sim/number_format.hpp"
@@ -18,7 +19,24 @@ nlohmann::json certified_bound_to_json(const CertifiedBound& b) {
       {"bound", b.bound},     {"lambda_bound", b.lambda_bound}, {"lambda", b.lambda}, {"compute", b.compute},
       {"traffic", b.traffic}, {"rule_book_bound", b.rule_book}, {"terms", terms}};
   if (b.cover) out["cover"] = cover_bound_to_json(*b.cover);
+  out["inner_k_steps"] = inner_k_step_bound_to_json(b.inner_k_steps);
   return out;
+}
+
+nlohmann::json inner_k_step_bound_to_json(const InnerKStepBound& b) {
+  // Infinite cases (no MatMul to recompute, no possible link) are null: JSON has no infinity.
+  auto finite = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  nlohmann::json trees = nlohmann::json::array();
+  for (const InnerKStepBound::Tree& t : b.trees)
+    trees.push_back({{"matmuls", t.matmuls}, {"excess", t.excess}, {"reason", t.reason}});
+  return {{"applies", b.applies},
+          {"status", b.status},
+          {"bound", b.bound},
+          {"compute_floor", b.compute_floor},
+          {"recompute_case", finite(b.recompute_case)},
+          {"link_case", finite(b.link_case)},
+          {"chain_case", b.chain_case},
+          {"trees", trees}};
 }
 
 nlohmann::json cover_bound_to_json(const CoverBound& c) {
@@ -49,6 +67,24 @@ nlohmann::json cover_bound_to_json(const CoverBound& c) {
           {"seconds", c.seconds},       {"binding_sets", binding}};
 }
 
+void print_inner_k_step_bound(std::ostream& out, const InnerKStepBound& b) {
+  out << "inner k-step bound (compute plus what deep reductions cannot hide, docs/bounds.md#theorem-11): ";
+  if (!b.applies) {
+    out << format_number(b.bound) << ", the compute floor (" << b.status << ")\n";
+    return;
+  }
+  auto text = [](double v) { return std::isfinite(v) ? format_display(v) : std::string("none possible"); };
+  out << format_number(b.bound) << "\n  = compute floor " << format_display(b.compute_floor)
+      << " + the least of: a MatMul computed twice " << text(b.recompute_case)
+      << ", two MatMuls linked in one subgraph " << text(b.link_case) << ", neither "
+      << format_display(b.chain_case) << "\n";
+  for (const InnerKStepBound::Tree& t : b.trees) {
+    out << "    {";
+    for (size_t i = 0; i < t.matmuls.size(); ++i) out << (i ? " " : "") << t.matmuls[i];
+    out << "} " << format_display(t.excess) << ": " << t.reason << "\n";
+  }
+}
+
 void print_certified_bound(std::ostream& out, const CertifiedBound& b) {
   out << "certified bound: " << format_number(b.bound) << "\n"
       << "  = " << format_number(b.lambda) << " x compute " << format_display(b.compute) << " + "
@@ -62,6 +98,7 @@ void print_certified_bound(std::ostream& out, const CertifiedBound& b) {
     out << std::left << std::setw(12) << t.subject << std::setw(18) << t.rule << std::right << std::setw(18)
         << format_display(t.compute) << std::setw(18) << format_display(t.traffic) << "  " << t.reason
         << "\n";
+  print_inner_k_step_bound(out, b.inner_k_steps);
   if (!b.cover) return;
   const CoverBound& c = *b.cover;
   out << "cover bound (every subgraph pays its own roofline, docs/bounds.md#theorem-6): ";

@@ -10,6 +10,8 @@ namespace mlsys {
 
 nlohmann::json certified_bound_to_json(const CertifiedBound& bound);
 nlohmann::json cover_bound_to_json(const CoverBound& cover);
+nlohmann::json inner_k_step_bound_to_json(const InnerKStepBound& bound);
+void print_inner_k_step_bound(std::ostream& out, const InnerKStepBound& bound);
 void print_certified_bound(std::ostream& out, const CertifiedBound& bound);
 
 }  // namespace mlsys

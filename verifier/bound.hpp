@@ -13,6 +13,7 @@
 #include "sim/problem.hpp"
 #include "sim/step_model.hpp"
 #include "verifier/cover_bound.hpp"
+#include "verifier/inner_k_step_bound.hpp"
 
 namespace mlsys {
 
@@ -32,9 +33,11 @@ struct CertifiedBound {
   double compute = 0, traffic = 0;  // the sums of the terms at that lambda
   double rule_book = 0;             // section 8's bound, for comparison (the certified one is never lower)
   std::vector<BoundTerm> terms;
-  // The cover bound (docs/bounds.md#theorem-6), when asked for: `bound` is the larger of the two, and
-  // `lambda_bound` keeps the lambda combination's value.
+  // `bound` is the largest of three bounds, each valid on its own: the lambda combination (kept in
+  // `lambda_bound`, which the terms above add up to), Theorem 11's compute plus unhidden inner k-steps
+  // (docs/bounds.md#theorem-11), and the cover bound (docs/bounds.md#theorem-6) when asked for.
   double lambda_bound = 0;
+  InnerKStepBound inner_k_steps;
   std::optional<CoverBound> cover;
 };
 

@@ -1,0 +1,104 @@
+// Theorem 11 (verifier/inner_k_step_bound): never above the exact optimum of random tiny problems (the brute
+// force of tests/brute_force over every schedule the rule book accepts), equal to a hand derivation on a
+// chain of two MatMuls, and above benchmark 15's published value.
+#include "verifier/inner_k_step_bound.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <random>
+
+#include "sim/json_io.hpp"
+#include "support.hpp"
+#include "tests/brute_force.hpp"
+#include "verifier/bound.hpp"
+
+namespace mlsys {
+namespace {
+
+TEST(InnerKStepBound, NeverAboveTheExactOptimumOfRandomDeepChains) {
+  // MLSYS_INNER_TRIALS and MLSYS_INNER_SEED run longer campaigns (docs/bounds.md#soundness).
+  const char* trials_env = std::getenv("MLSYS_INNER_TRIALS");
+  const char* seed_env = std::getenv("MLSYS_INNER_SEED");
+  const int trials = trials_env ? std::atoi(trials_env) : 300;
+  std::mt19937 rng(seed_env ? static_cast<unsigned>(std::atol(seed_env)) : 20261126u);
+  int checked = 0, applied = 0, above_compute = 0, chain_binding = 0, tight = 0;
+  while (checked < trials) {
+    const int kind = checked % 3;
+    const Problem p = kind == 0   ? testing::random_deep_chain(rng)
+                      : kind == 1 ? testing::random_retention_chain(rng, 4)
+                                  : testing::random_matmul_chain(rng, 4);
+    const Graph g = analyze_graph(p, "tiny");
+    const ModelOptions options;
+    const InnerKStepBound bound = inner_k_step_bound(p, g, options);
+    const testing::BruteForceResult exact = testing::brute_force_optimum(p, g, options);
+    ASSERT_TRUE(exact.exhaustive);
+    if (!exact.feasible) continue;
+    ++checked;
+    ASSERT_LE(bound.bound, exact.optimum * (1 + 1e-9))
+        << "bound " << bound.bound << " above the optimum " << exact.optimum << " of problem "
+        << problem_to_json(p).dump();
+    applied += bound.applies;
+    if (bound.bound > bound.compute_floor * (1 + 1e-9)) ++above_compute;
+    if (bound.applies && bound.chain_case < std::min(bound.recompute_case, bound.link_case) &&
+        bound.chain_case > 0)
+      ++chain_binding;
+    if (bound.bound >= exact.optimum * (1 - 1e-9)) ++tight;
+  }
+  // The theorem must bite on a fair share, or this test proves nothing about it.
+  EXPECT_GT(above_compute, checked / 10) << "of " << checked;
+  EXPECT_GT(chain_binding, checked / 20) << "of " << checked;
+  std::cout << "[ inner    ] " << checked << " tiny problems: Theorem 11 applied to " << applied
+            << ", rose above the compute floor on " << above_compute << " (the chain case deciding on "
+            << chain_binding << "), equalled the optimum on " << tight << "\n";
+}
+
+TEST(InnerKStepBound, AnIntermediateKeptBesideAReceivedOneCostsTheLinkNothing) {
+  // Found by the campaign (seed 5, 3,000 problems) with a link priced whatever the first MatMul received:
+  // op 0 reads two graph inputs, so it receives nothing and its subgraph can keep the 6-element tensor 3
+  // whole in a fast memory of 9 for op 2. The link is then free; charging op 1's load put the bound at
+  // 215.97, above this optimum.
+  const Problem p = parse_problem(nlohmann::json::parse(R"({
+      "base_costs": [26.0, 4.0, 35.0], "fast_memory_capacity": 9.0, "heights": [2, 2, 3, 2, 2, 3],
+      "inputs": [[0, 2], [1], [3, 5]], "native_granularity": [1, 2], "op_types": ["MatMul", "Pointwise", "MatMul"],
+      "outputs": [[1], [3], [4]], "slow_memory_bandwidth": 0.2518094161930733, "widths": [3, 3, 3, 3, 3, 3]})"),
+                                  "regression");
+  const Graph g = analyze_graph(p, "regression");
+  const InnerKStepBound bound = inner_k_step_bound(p, g, ModelOptions{});
+  const testing::BruteForceResult exact = testing::brute_force_optimum(p, g, ModelOptions{});
+  ASSERT_TRUE(exact.feasible && exact.exhaustive);
+  EXPECT_NEAR(exact.optimum, 215.22394900156524, 1e-9);
+  ASSERT_TRUE(bound.applies) << bound.status;
+  EXPECT_LE(bound.bound, exact.optimum * (1 + 1e-9));
+}
+
+TEST(InnerKStepBound, RulesOutThePublishedValueOfBenchmark15) {
+  // By hand (docs/bounds.md#theorem-11). Every tensor is 512 x 512 = 262,144 elements, loaded in
+  // 262,144 / 35 = 7,489.83 time units; fast memory 350,000 holds one whole, not two. The 24 MatMuls
+  // (K = 512 > 128, base 3,000) lie on one path, so each is comparable with all others; recomputing one costs
+  // 48,000 (its floor) and linking two makes the head compute 4 x 48,000 (144,000 beyond its floor). Links:
+  // the 13 Pointwise ops of base 300 between main-chain MatMuls whose output only the next MatMul reads, and
+  // the 3 of base 200 in the tail chain. With both ends receiving their operand retained, such an op runs
+  // alone and loads its input: 7,489.83 - 16 x 300 = 2,689.83 (or - 16 x 200 = 4,289.83). A MatMul that
+  // loads its LHS pays, per tile of 16, 3 inner k-steps of 128 x 128 x 2 / 35 = 936.23 against 750 of
+  // compute: 8,938.97 (5,959.31 when a side op also reads the LHS: 2 steps). Each tree of 3 linked MatMuls
+  // therefore pays 2 x 2,689.83 (all receive), the pair {37, 39} 2,689.83 and the tail 3 x 4,289.83.
+  const std::string path = test::source_path("benchmarks/mlsys-2026-15.json");
+  const Problem p = load_problem(path);
+  const Graph g = analyze_graph(p, path);
+  const InnerKStepBound bound = inner_k_step_bound(p, g, ModelOptions{});
+  ASSERT_TRUE(bound.applies) << bound.status;
+  const double load = 262144.0 / 35;
+  EXPECT_DOUBLE_EQ(bound.compute_floor, 1307200.0);
+  EXPECT_DOUBLE_EQ(bound.recompute_case, 48000.0);
+  EXPECT_DOUBLE_EQ(bound.link_case, 144000.0);
+  EXPECT_EQ(bound.trees.size(), 8u);
+  EXPECT_NEAR(bound.chain_case, 13 * (load - 4800) + 3 * (load - 3200), 1e-6);
+  EXPECT_GT(bound.bound, 1314179.0);  // the published value (k above 128)
+  const CertifiedBound certified = certified_bound(p, g, ModelOptions{});
+  EXPECT_DOUBLE_EQ(certified.bound, bound.bound);
+}
+
+}  // namespace
+}  // namespace mlsys

@@ -1,0 +1,321 @@
+// Theorem 11 (docs/bounds.md#theorem-11). The step model prices each MatMul's inner k-steps
+// (SubgraphModel::inner_k_steps); this file decides which MatMuls and links the argument covers and runs the
+// dynamic program over them.
+#include "verifier/inner_k_step_bound.hpp"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <variant>
+
+#include "sim/number_format.hpp"
+#include "sim/step_model.hpp"
+
+namespace mlsys {
+
+namespace {
+
+constexpr double kInf = InnerKStepBound::kNone;
+
+// The MatMuls and, per op, which of them it depends on (bit sets over the MatMuls' indices).
+struct MatmulAncestry {
+  std::vector<int> matmuls;
+  std::vector<int> index;  // per op: its position in `matmuls`, or -1
+  std::vector<std::vector<uint64_t>> ancestors;
+  bool has(int op, int matmul_index) const {
+    return (ancestors[op][matmul_index / 64] >> (matmul_index % 64)) & 1;
+  }
+};
+
+MatmulAncestry matmul_ancestry(const Problem& p, const Graph& g) {
+  MatmulAncestry a;
+  a.index.assign(p.num_ops(), -1);
+  for (int o = 0; o < p.num_ops(); ++o)
+    if (p.is_matmul(o)) {
+      a.index[o] = static_cast<int>(a.matmuls.size());
+      a.matmuls.push_back(o);
+    }
+  const size_t words = (a.matmuls.size() + 63) / 64;
+  a.ancestors.assign(p.num_ops(), std::vector<uint64_t>(words, 0));
+  for (int o : g.topological_order)
+    for (int t : p.inputs[o]) {
+      const int q = g.producer[t];
+      if (q < 0) continue;
+      for (size_t w = 0; w < words; ++w) a.ancestors[o][w] |= a.ancestors[q][w];
+      if (a.index[q] >= 0) a.ancestors[o][a.index[q] / 64] |= uint64_t{1} << (a.index[q] % 64);
+    }
+  return a;
+}
+
+// The MatMuls the theorem covers: a reduction deeper than every native side (so every run that is no head
+// splits it, M6 and M12, and no prologue can feed it, M14), two different operands, and every other MatMul
+// an ancestor or a descendant (so none can share its subgraph unlinked without a recomputation).
+std::vector<bool> covered_matmuls(const Problem& p, const Graph& g, const MatmulAncestry& a) {
+  std::vector<bool> covered(p.num_ops(), false);
+  const int64_t native = std::max(p.native_w, p.native_h);
+  std::vector<int> descendants(a.matmuls.size(), 0), ancestors(a.matmuls.size(), 0);
+  for (size_t i = 0; i < a.matmuls.size(); ++i)
+    for (size_t j = 0; j < a.matmuls.size(); ++j)
+      if (a.has(a.matmuls[i], static_cast<int>(j))) {
+        ++ancestors[i];
+        ++descendants[j];
+      }
+  for (size_t i = 0; i < a.matmuls.size(); ++i) {
+    const int m = a.matmuls[i];
+    covered[m] = g.reduction_depth[m] > native && p.inputs[m][0] != p.inputs[m][1] &&
+                 ancestors[i] + descendants[i] + 1 == static_cast<int>(a.matmuls.size());
+  }
+  return covered;
+}
+
+// E_m: the least, over every granularity, of m's compute beyond its floor plus what the loads of its inner
+// k-steps exceed their compute by, when it receives `received` retained and loads its other operands.
+// Granularity pairs are tried by tile count: a MatMul's compute is base per tile (tiles are at most native,
+// M24), so once it alone exceeds the best found, no larger count can do better. Returns 0 (no claim) when
+// the budget of evaluations runs out.
+double matmul_excess(const Problem& p, const Graph& g, const ModelOptions& options, int m,
+                     const std::vector<int>& received, double floor_m, int64_t& budget) {
+  auto compiled = SubgraphModel::compile_structure(p, g, {m}, {}, 0, received, options);
+  if (!std::holds_alternative<SubgraphModel>(compiled)) return 0;
+  SubgraphModel& model = std::get<SubgraphModel>(compiled);
+  // The first k-step of a tile loads the operands too unless another op could have read them at the step
+  // before (an epilogue of the previous tile, M19): only when m is their only reader is it counted.
+  bool skip_first = false;
+  for (int x : p.inputs[m])
+    if (std::find(received.begin(), received.end(), x) == received.end() && g.consumers[x].size() != 1)
+      skip_first = true;
+  const int y = p.outputs[m][0];
+  auto counts = [](int64_t extent, int64_t native) {  // tile count -> one size giving it
+    std::vector<std::pair<int64_t, int64_t>> out;
+    for (int64_t size = std::min(native, extent); size >= 1; --size) {
+      const int64_t count = (extent + size - 1) / size;
+      if (out.empty() || out.back().first != count) out.push_back({count, size});
+    }
+    return out;
+  };
+  const auto rows = counts(p.heights[y], p.native_h), cols = counts(p.widths[y], p.native_w);
+  std::vector<std::array<int64_t, 3>> pairs;  // tiles, h, w
+  for (const auto& [nr, h] : rows)
+    for (const auto& [nc, w] : cols) pairs.push_back({nr * nc, h, w});
+  std::sort(pairs.begin(), pairs.end());
+  const int64_t k_max = std::min<int64_t>(p.native_w, g.reduction_depth[m]);
+  const double B = p.slow_memory_bandwidth;
+  double best = kInf;
+  for (const auto& [tiles, h, w] : pairs)
+    for (int64_t k = 1; k <= k_max; ++k) {
+      if (--budget < 0) return 0;
+      if (model.set_granularity({w, h, k})) continue;
+      const SubgraphModel::InnerKSteps inner = model.inner_k_steps(skip_first);
+      const double compute_extra = std::max(0.0, inner.all_steps_compute - floor_m);
+      if (compute_extra >= best) return best;  // this count and every larger one
+      best = std::min(best, compute_extra + std::max(0.0, inner.elements / B - inner.compute));
+    }
+  return best == kInf ? 0 : best;
+}
+
+// A Pointwise op p joining covered MatMuls: T = from's output, read by p alone; X = p's only output, read
+// only by `to`, on `side`. Then `to` can receive X retained only from the subgraph just before its own,
+// which holds p and either `from` (keeping X whole beside what `from` received) or nothing else (M7: p has
+// no other neighbour), and then it receives T retained from `from`'s subgraph or loads all of T.
+struct Link {
+  int from, via, to, side, T, X;
+};
+
+std::vector<Link> links_between(const Problem& p, const Graph& g, const std::vector<bool>& covered) {
+  std::vector<Link> links;
+  for (int op = 0; op < p.num_ops(); ++op) {
+    if (p.is_matmul(op) || p.outputs[op].size() != 1) continue;
+    const int T = p.inputs[op][0], X = p.outputs[op][0];
+    if (!std::all_of(p.inputs[op].begin(), p.inputs[op].end(), [&](int t) { return t == T; })) continue;
+    const int from = g.producer[T];
+    if (from < 0 || !covered[from]) continue;
+    if (!std::all_of(g.consumers[T].begin(), g.consumers[T].end(),
+                     [&](const Consumer& c) { return c.op == op; }))
+      continue;
+    if (g.consumers[X].size() != 1 || !covered[g.consumers[X][0].op]) continue;
+    links.push_back({from, op, g.consumers[X][0].op, g.consumers[X][0].position, T, X});
+  }
+  return links;
+}
+
+// The least compute a head pays beyond its floor when it links into any MatMul (M24: per tile of the tail,
+// at least one native row of tiles of its output across the streamed side), or kInf without any possible
+// link. Budgeted like matmul_excess: nullopt-like -1 when it runs out.
+double least_link_penalty(const Problem& p, const Graph& g, const ModelOptions& options,
+                          const std::vector<double>& op_floor, int64_t visits) {
+  double least = kInf;
+  const double n_w = static_cast<double>(p.native_w), n_h = static_cast<double>(p.native_h);
+  std::vector<int> seen(p.num_ops(), -1), stack;
+  for (int a = 0; a < p.num_ops(); ++a) {
+    if (!p.is_matmul(a)) continue;
+    const int ya = p.outputs[a][0];
+    const double depth = options.matmul_compute == MatmulCompute::NativeK
+                             ? static_cast<double>(g.reduction_depth[a]) / n_w
+                             : 1.0;
+    stack.assign(1, ya);
+    while (!stack.empty()) {
+      const int t = stack.back();
+      stack.pop_back();
+      for (const Consumer& c : g.consumers[t]) {
+        if (--visits < 0) return -1;
+        if (p.is_matmul(c.op)) {
+          const int yb = p.outputs[c.op][0];
+          const double tail_tiles = std::ceil(static_cast<double>(p.heights[yb]) / n_h) *
+                                    std::ceil(static_cast<double>(p.widths[yb]) / n_w);
+          const double streamed = static_cast<double>(c.position == 0 ? p.widths[ya] : p.heights[ya]);
+          least = std::min(
+              least, std::max(0.0, p.base_costs[a] * depth * tail_tiles * streamed / n_w - op_floor[a]));
+          continue;
+        }
+        if (seen[c.op] == a) continue;
+        seen[c.op] = a;
+        for (int out : p.outputs[c.op]) stack.push_back(out);
+      }
+    }
+  }
+  return least;
+}
+
+// What a subset of a MatMul's operands (bit 0 the LHS, bit 1 the RHS) occupies received whole.
+int64_t received_size(const Problem& p, int m, int mask) {
+  int64_t size = 0;
+  for (int side = 0; side < 2; ++side)
+    if (mask & (1 << side)) size += p.size(p.inputs[m][side]);
+  return size;
+}
+
+// A tree's MatMuls (producers first) and, for its certificate, the price of each choice of each MatMul and
+// each link.
+InnerKStepBound::Tree describe_tree(const Problem& p, int root,
+                                    const std::vector<std::vector<const Link*>>& incoming,
+                                    const std::vector<std::array<double, 4>>& excess,
+                                    const std::vector<double>& op_floor) {
+  InnerKStepBound::Tree tree;
+  const double B = p.slow_memory_bandwidth;
+  std::vector<int> pending{root};
+  std::string links_text;
+  while (!pending.empty()) {
+    const int x = pending.back();
+    pending.pop_back();
+    tree.matmuls.push_back(x);
+    for (const Link* l : incoming[x]) {
+      pending.push_back(l->from);
+      links_text += "; op " + std::to_string(l->via) + " (tensor " + std::to_string(l->T) + " to " +
+                    std::to_string(l->X) + ") costs " +
+                    format_display(std::max(0.0, static_cast<double>(p.size(l->T)) / B - op_floor[l->via])) +
+                    " when op " + std::to_string(l->to) + " receives tensor " + std::to_string(l->X) +
+                    " and op " + std::to_string(l->from) + "'s subgraph cannot keep it";
+    }
+  }
+  std::reverse(tree.matmuls.begin(), tree.matmuls.end());
+  std::string ops_text;
+  for (int x : tree.matmuls) {
+    ops_text += (ops_text.empty() ? "" : "; ") + std::string("op ") + std::to_string(x) + ":";
+    for (int mask = 0; mask < 4; ++mask) {
+      if (excess[x][mask] == kInf) continue;
+      std::string what = mask == 0 ? "loading both operands" : "receiving";
+      for (int side = 0; side < 2; ++side)
+        if (mask & (1 << side)) what += " tensor " + std::to_string(p.inputs[x][side]);
+      ops_text += " " + what + " " + format_display(excess[x][mask]) + ",";
+    }
+    ops_text.pop_back();
+  }
+  tree.reason = "inner k-steps beyond compute (" + ops_text + ")" + links_text;
+  return tree;
+}
+
+}  // namespace
+
+InnerKStepBound inner_k_step_bound(const Problem& p, const Graph& g, const ModelOptions& options) {
+  InnerKStepBound out;
+  std::vector<double> op_floor(p.num_ops());
+  for (int o = 0; o < p.num_ops(); ++o) {
+    op_floor[o] = compute_floor(p, g, o, options.matmul_compute);
+    out.compute_floor += op_floor[o];
+  }
+  out.bound = out.compute_floor;
+  auto refuse = [&](std::string why) {
+    out.status = std::move(why);
+    return out;
+  };
+  if (options.allow_supernative_k) return refuse("k above native is allowed: no reduction must split");
+  int matmul_count = 0;
+  for (int o = 0; o < p.num_ops(); ++o) matmul_count += p.is_matmul(o);
+  if (matmul_count > kInnerKStepMaxMatmuls) return refuse("more MatMuls than the theorem's limit");
+  // The ancestry bit sets: ops x MatMuls bits (at most 128 MiB).
+  if (static_cast<int64_t>(p.num_ops()) * ((matmul_count + 63) / 64) > (int64_t{1} << 24))
+    return refuse("too many ops and MatMuls for the theorem's reachability");
+  const MatmulAncestry ancestry = matmul_ancestry(p, g);
+  const std::vector<bool> covered = covered_matmuls(p, g, ancestry);
+  if (std::none_of(covered.begin(), covered.end(), [](bool c) { return c; }))
+    return refuse("no MatMul reduces deeper than native and is comparable with every other MatMul");
+
+  for (int m : ancestry.matmuls) out.recompute_case = std::min(out.recompute_case, op_floor[m]);
+  constexpr int64_t kVisits = 20'000'000;
+  out.link_case = least_link_penalty(p, g, options, op_floor, kVisits);
+  if (out.link_case < 0) return refuse("too many Pointwise paths between MatMuls to price their links");
+
+  // E_m for each subset of operands m may receive (never a graph input, M9; whole, M20 A).
+  const double cap = p.fast_memory_capacity, B = p.slow_memory_bandwidth;
+  int64_t budget = 2'000'000;
+  std::vector<std::array<double, 4>> excess(p.num_ops());
+  for (int m : ancestry.matmuls) {
+    if (!covered[m]) continue;
+    for (int mask = 0; mask < 4; ++mask) {
+      std::vector<int> received;
+      bool possible = received_size(p, m, mask) <= cap;
+      for (int side = 0; side < 2; ++side)
+        if (mask & (1 << side)) {
+          received.push_back(p.inputs[m][side]);
+          possible = possible && !g.is_graph_input[p.inputs[m][side]];
+        }
+      excess[m][mask] = possible ? matmul_excess(p, g, options, m, received, op_floor[m], budget) : kInf;
+    }
+  }
+  if (budget < 0) return refuse("too many granularities to price");
+
+  // The dynamic program, producers first: each covered MatMul has at most one link out (its output is read by
+  // the link's Pointwise op alone) and one in per operand, so the links form trees.
+  const std::vector<Link> links = links_between(p, g, covered);
+  std::vector<std::vector<const Link*>> incoming(p.num_ops());
+  std::vector<bool> has_out(p.num_ops(), false);
+  for (const Link& l : links) {
+    incoming[l.to].push_back(&l);
+    has_out[l.from] = true;
+  }
+  auto link_cost = [&](const Link& l, int from_mask, int to_mask) {
+    if (!(to_mask & (1 << l.side))) return 0.0;  // `to` loads X: priced in its own E
+    const double beside = static_cast<double>(received_size(p, l.from, from_mask));
+    if (beside + static_cast<double>(p.size(l.X)) <= cap || beside + static_cast<double>(p.size(l.T)) <= cap)
+      return 0.0;  // from's subgraph could keep X (or T) whole beside what it received
+    return std::max(0.0, static_cast<double>(p.size(l.T)) / B - op_floor[l.via]);
+  };
+  std::vector<std::array<double, 4>> best(p.num_ops());
+  for (int m : g.topological_order) {
+    if (!covered[m]) continue;
+    for (int mask = 0; mask < 4; ++mask) {
+      double total = excess[m][mask];
+      for (const Link* l : incoming[m]) {
+        double least = kInf;
+        for (int from_mask = 0; from_mask < 4; ++from_mask)
+          least = std::min(least, best[l->from][from_mask] + link_cost(*l, from_mask, mask));
+        total += least;
+      }
+      best[m][mask] = total;
+    }
+  }
+  for (int m : g.topological_order) {
+    if (!covered[m] || has_out[m]) continue;
+    InnerKStepBound::Tree tree = describe_tree(p, m, incoming, excess, op_floor);
+    tree.excess = *std::min_element(best[m].begin(), best[m].end());
+    out.chain_case += tree.excess;
+    out.trees.push_back(std::move(tree));
+  }
+  out.applies = true;
+  out.bound = out.compute_floor + std::min({out.recompute_case, out.link_case, out.chain_case});
+  return out;
+}
+
+}  // namespace mlsys
