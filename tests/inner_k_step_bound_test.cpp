@@ -8,8 +8,10 @@
 #include <cstdlib>
 #include <iostream>
 #include <random>
+#include <variant>
 
 #include "sim/json_io.hpp"
+#include "sim/step_model.hpp"
 #include "support.hpp"
 #include "tests/brute_force.hpp"
 #include "verifier/bound.hpp"
@@ -71,6 +73,37 @@ TEST(InnerKStepBound, AnIntermediateKeptBesideAReceivedOneCostsTheLinkNothing) {
   EXPECT_NEAR(exact.optimum, 215.22394900156524, 1e-9);
   ASSERT_TRUE(bound.applies) << bound.status;
   EXPECT_LE(bound.bound, exact.optimum * (1 + 1e-9));
+}
+
+TEST(InnerKStepBound, AnEpilogueReadingTheOperandCanHoldItsFirstKStepSlice) {
+  // Why a tile's first k-step counts only when the MatMul alone reads its operand (Theorem 11): Z = f(X @ W,
+  // X) at [w, h, k] = [2, 2, 2] over a 2 x 4 grid. The epilogue reads X's tile at the last k-step of tile 0,
+  // X[0:2, 0:2], which is the MatMul's slice at the first k-step of tile 1: M21 reuses it.
+  Problem p;
+  p.widths = {4, 4, 4, 4};  // X 2 x 4, W 4 x 4, Y 2 x 4, Z 2 x 4
+  p.heights = {2, 4, 2, 2};
+  p.inputs = {{0, 1}, {2, 0}};
+  p.outputs = {{2}, {3}};
+  p.op_types = {OpType::MatMul, OpType::Pointwise};
+  p.base_costs = {10, 1};
+  p.fast_memory_capacity = 100;
+  p.slow_memory_bandwidth = 1;
+  p.native_w = p.native_h = 2;
+  const Graph g = analyze_graph(p, "epilogue");
+  auto compiled =
+      SubgraphModel::compile(p, g, SubgraphSpec{{0, 1}, {2, 2, 2}, {}, std::nullopt}, 0, {}, ModelOptions{});
+  ASSERT_TRUE(std::holds_alternative<SubgraphModel>(compiled));
+  bool checked = false;
+  std::get<SubgraphModel>(compiled).simulate([&](const StepDetail& step) {
+    if (step.ref.position != 1 || step.ref.k_step != 0) return;
+    for (const SliceUse& slice : step.slices)
+      if (slice.tensor == 0) {
+        EXPECT_EQ(slice.region, (Region{0, 2, 0, 2}));
+        EXPECT_FALSE(slice.loaded);
+        checked = true;
+      }
+  });
+  EXPECT_TRUE(checked);
 }
 
 TEST(InnerKStepBound, RulesOutThePublishedValueOfBenchmark15) {
