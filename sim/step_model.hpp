@@ -156,11 +156,14 @@ class SubgraphModel {
   // tile (docs/bounds.md#theorem-11), summed over every tile at the current granularity: the compute of the
   // ops that run there; the elements every one of them loads (M19, M21): the slices of forms that follow the
   // reduction at every step, of tensors read in no other form, whose k-range the previous step did not have;
-  // and the compute of every step of the subgraph. Zero with nk < 2.
+  // and the compute of every step of the subgraph. `last_excess`: over every tile, how far the last k-step's
+  // memory time exceeds its compute, counting the loads of those same forms and the store of every evicted
+  // output's tile (M22). Zero with nk < 2.
   struct InnerKSteps {
     double compute = 0;
     double elements = 0;
     double all_steps_compute = 0;
+    double last_excess = 0;
   };
   InnerKSteps inner_k_steps(bool skip_first) const;
 

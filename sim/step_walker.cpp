@@ -171,8 +171,12 @@ SubgraphModel::InnerKSteps SubgraphModel::inner_k_steps(bool skip_first) const {
       }
       out.compute += tiles * middle * compute1;
       out.elements += tiles * middle * elements1;
-      const double last = walker.compute_time({j, j, nk_ - 1, tile}, kEveryStep | kLastKStep, nullptr);
+      const StepWalker::Coord last_step{j, j, nk_ - 1, tile};
+      const double last = walker.compute_time(last_step, kEveryStep | kLastKStep, nullptr);
       out.all_steps_compute += tiles * (compute0 + middle * compute1 + last);
+      const double stores = static_cast<double>(tile.area()) * static_cast<double>(evicted_.size());
+      const double last_memory = (inner(last_step, kEveryStep).second + stores) / bandwidth_;
+      out.last_excess += tiles * std::max(0.0, last_memory - last);
     }
   return out;
 }

@@ -35,7 +35,9 @@ nlohmann::json inner_k_step_bound_to_json(const InnerKStepBound& b) {
           {"compute_floor", b.compute_floor},
           {"recompute_case", finite(b.recompute_case)},
           {"link_case", finite(b.link_case)},
+          {"disturbed_loss", finite(b.disturbed_loss)},
           {"chain_case", b.chain_case},
+          {"mixed_case", finite(b.mixed_case)},
           {"trees", trees}};
 }
 
@@ -75,9 +77,10 @@ void print_inner_k_step_bound(std::ostream& out, const InnerKStepBound& b) {
   }
   auto text = [](double v) { return std::isfinite(v) ? format_display(v) : std::string("none possible"); };
   out << format_number(b.bound) << "\n  = compute floor " << format_display(b.compute_floor)
-      << " + the least of: a MatMul computed twice " << text(b.recompute_case)
-      << ", two MatMuls linked in one subgraph " << text(b.link_case) << ", neither "
-      << format_display(b.chain_case) << "\n";
+      << " + the lesser of: no MatMul recomputed or linked " << format_display(b.chain_case)
+      << " (the trees below), or some " << text(b.mixed_case) << " (each extra run of a MatMul at least "
+      << text(b.recompute_case) << ", each link at least " << text(b.link_case) << ", against at most "
+      << text(b.disturbed_loss) << " less in the trees per MatMul they disturb)\n";
   for (const InnerKStepBound::Tree& t : b.trees) {
     out << "    {";
     for (size_t i = 0; i < t.matmuls.size(); ++i) out << (i ? " " : "") << t.matmuls[i];

@@ -75,10 +75,15 @@ std::vector<bool> covered_matmuls(const Problem& p, const Graph& g, const Matmul
 // Granularity pairs are tried by tile count: a MatMul's compute is base per tile (tiles are at most native,
 // M24), so once it alone exceeds the best found, no larger count can do better. Returns 0 (no claim) when
 // the budget of evaluations runs out.
-double matmul_excess(const Problem& p, const Graph& g, const ModelOptions& options, int m,
-                     const std::vector<int>& received, double floor_m, int64_t& budget) {
+struct MatmulExcess {
+  double inner = 0;   // E_m
+  double stored = 0;  // E_m with the last k-steps' excess when m's subgraph is m alone and stores its output
+};
+
+MatmulExcess matmul_excess(const Problem& p, const Graph& g, const ModelOptions& options, int m,
+                           const std::vector<int>& received, double floor_m, int64_t& budget) {
   auto compiled = SubgraphModel::compile_structure(p, g, {m}, {}, 0, received, options);
-  if (!std::holds_alternative<SubgraphModel>(compiled)) return 0;
+  if (!std::holds_alternative<SubgraphModel>(compiled)) return {};
   SubgraphModel& model = std::get<SubgraphModel>(compiled);
   // The first k-step of a tile loads the operands too unless another op could have read them at the step
   // before (an epilogue of the previous tile, M19): only when m is their only reader is it counted.
@@ -100,19 +105,25 @@ double matmul_excess(const Problem& p, const Graph& g, const ModelOptions& optio
   for (const auto& [nr, h] : rows)
     for (const auto& [nc, w] : cols) pairs.push_back({nr * nc, h, w});
   std::sort(pairs.begin(), pairs.end());
+  // The last k-steps count only where no Pointwise op can share m's subgraph: one would be an epilogue (no
+  // prologue feeds m, M14) reading an operand of m, since m's output goes to the link's op.
+  const bool alone =
+      std::all_of(p.inputs[m].begin(), p.inputs[m].end(), [&](int x) { return g.consumers[x].size() == 1; });
   const int64_t k_max = std::min<int64_t>(p.native_w, g.reduction_depth[m]);
   const double B = p.slow_memory_bandwidth;
-  double best = kInf;
+  MatmulExcess best{kInf, kInf};
   for (const auto& [tiles, h, w] : pairs)
     for (int64_t k = 1; k <= k_max; ++k) {
-      if (--budget < 0) return 0;
+      if (--budget < 0) return {};
       if (model.set_granularity({w, h, k})) continue;
       const SubgraphModel::InnerKSteps inner = model.inner_k_steps(skip_first);
       const double compute_extra = std::max(0.0, inner.all_steps_compute - floor_m);
-      if (compute_extra >= best) return best;  // this count and every larger one
-      best = std::min(best, compute_extra + std::max(0.0, inner.elements / B - inner.compute));
+      if (compute_extra >= best.stored) return best;  // this count and every larger one
+      const double e = compute_extra + std::max(0.0, inner.elements / B - inner.compute);
+      best.inner = std::min(best.inner, e);
+      best.stored = std::min(best.stored, e + (alone ? inner.last_excess : 0));
     }
-  return best == kInf ? 0 : best;
+  return best.inner == kInf ? MatmulExcess{} : best;
 }
 
 // A Pointwise op p joining covered MatMuls: T = from's output, read by p alone; X = p's only output, read
@@ -190,7 +201,7 @@ int64_t received_size(const Problem& p, int m, int mask) {
 // each link.
 InnerKStepBound::Tree describe_tree(const Problem& p, int root,
                                     const std::vector<std::vector<const Link*>>& incoming,
-                                    const std::vector<std::array<double, 4>>& excess,
+                                    const std::vector<std::array<MatmulExcess, 4>>& excess,
                                     const std::vector<double>& op_floor) {
   InnerKStepBound::Tree tree;
   const double B = p.slow_memory_bandwidth;
@@ -206,7 +217,8 @@ InnerKStepBound::Tree describe_tree(const Problem& p, int root,
                     std::to_string(l->X) + ") costs " +
                     format_display(std::max(0.0, static_cast<double>(p.size(l->T)) / B - op_floor[l->via])) +
                     " when op " + std::to_string(l->to) + " receives tensor " + std::to_string(l->X) +
-                    " and op " + std::to_string(l->from) + "'s subgraph cannot keep it";
+                    " and op " + std::to_string(l->from) + "'s subgraph cannot keep it (then op " +
+                    std::to_string(l->from) + " stores tensor " + std::to_string(l->T) + ")";
     }
   }
   std::reverse(tree.matmuls.begin(), tree.matmuls.end());
@@ -214,16 +226,89 @@ InnerKStepBound::Tree describe_tree(const Problem& p, int root,
   for (int x : tree.matmuls) {
     ops_text += (ops_text.empty() ? "" : "; ") + std::string("op ") + std::to_string(x) + ":";
     for (int mask = 0; mask < 4; ++mask) {
-      if (excess[x][mask] == kInf) continue;
+      const MatmulExcess& e = excess[x][mask];
+      if (e.inner == kInf) continue;
       std::string what = mask == 0 ? "loading both operands" : "receiving";
       for (int side = 0; side < 2; ++side)
         if (mask & (1 << side)) what += " tensor " + std::to_string(p.inputs[x][side]);
-      ops_text += " " + what + " " + format_display(excess[x][mask]) + ",";
+      ops_text += " " + what + " " + format_display(e.inner);
+      if (e.stored > e.inner) ops_text += " (storing its output " + format_display(e.stored) + ")";
+      ops_text += ",";
     }
     ops_text.pop_back();
   }
   tree.reason = "inner k-steps beyond compute (" + ops_text + ")" + links_text;
   return tree;
+}
+
+struct ChainSolution {
+  double total = 0;           // the least sum over the trees
+  double disturbed_loss = 0;  // the most one MatMul left out can lower it
+  std::vector<InnerKStepBound::Tree> trees;
+};
+
+// The dynamic program, producers first: each covered MatMul has at most one link out (its output is read by
+// the link's Pointwise op alone) and one in per operand, so the links form trees. A state is the operands
+// received (bits 0 and 1) and whether the MatMul stores its output for its link (bit 2), which prices its
+// last k-steps too.
+ChainSolution solve_chains(const Problem& p, const Graph& g, const std::vector<bool>& covered,
+                           const std::vector<std::array<MatmulExcess, 4>>& excess,
+                           const std::vector<Link>& links, const std::vector<double>& op_floor) {
+  const double cap = p.fast_memory_capacity, B = p.slow_memory_bandwidth;
+  std::vector<std::vector<const Link*>> incoming(p.num_ops());
+  std::vector<const Link*> outgoing(p.num_ops(), nullptr);
+  for (const Link& l : links) {
+    incoming[l.to].push_back(&l);
+    outgoing[l.from] = &l;
+  }
+  auto link_cost = [&](const Link& l, int from_state, int to_state) {
+    if (!(to_state & (1 << l.side))) return 0.0;  // `to` loads X: priced in its own E
+    const double beside = static_cast<double>(received_size(p, l.from, from_state & 3));
+    if (beside + static_cast<double>(p.size(l.X)) <= cap || beside + static_cast<double>(p.size(l.T)) <= cap)
+      return 0.0;                        // from's subgraph could keep X (or T) whole beside what it received
+    if (!(from_state & 4)) return kInf;  // p loads T, which from's subgraph must have stored
+    return std::max(0.0, static_cast<double>(p.size(l.T)) / B - op_floor[l.via]);
+  };
+  auto node_cost = [&](int m, int state) {
+    return state & 4 ? excess[m][state & 3].stored : excess[m][state & 3].inner;
+  };
+  ChainSolution out;
+  std::vector<std::array<double, 8>> best(p.num_ops());
+  for (int m : g.topological_order) {
+    if (!covered[m]) continue;
+    // What leaving m out of the trees can lower their total by at most: m's cost and its links' in the state
+    // that keeps them finite whatever its neighbours' states are.
+    double ext = kInf;
+    for (int state = 0; state < 8; ++state) {
+      double total = node_cost(m, state), alone = node_cost(m, state);
+      for (const Link* l : incoming[m]) {
+        double least = kInf, worst = 0;
+        for (int from_state = 0; from_state < 8; ++from_state) {
+          least = std::min(least, best[l->from][from_state] + link_cost(*l, from_state, state));
+          worst = std::max(worst, link_cost(*l, from_state, state));
+        }
+        total += least;
+        alone += worst;
+      }
+      if (const Link* l = outgoing[m]) {
+        double worst = 0;
+        for (int to_state = 0; to_state < 8; ++to_state)
+          worst = std::max(worst, link_cost(*l, state, to_state));
+        alone += worst;
+      }
+      best[m][state] = total;
+      ext = std::min(ext, alone);
+    }
+    out.disturbed_loss = std::max(out.disturbed_loss, ext);
+  }
+  for (int m : g.topological_order) {
+    if (!covered[m] || outgoing[m]) continue;
+    InnerKStepBound::Tree tree = describe_tree(p, m, incoming, excess, op_floor);
+    tree.excess = *std::min_element(best[m].begin(), best[m].end());
+    out.total += tree.excess;
+    out.trees.push_back(std::move(tree));
+  }
+  return out;
 }
 
 }  // namespace
@@ -260,7 +345,7 @@ InnerKStepBound inner_k_step_bound(const Problem& p, const Graph& g, const Model
   // E_m for each subset of operands m may receive (never a graph input, M9; whole, M20 A).
   const double cap = p.fast_memory_capacity, B = p.slow_memory_bandwidth;
   int64_t budget = 2'000'000;
-  std::vector<std::array<double, 4>> excess(p.num_ops());
+  std::vector<std::array<MatmulExcess, 4>> excess(p.num_ops());
   for (int m : ancestry.matmuls) {
     if (!covered[m]) continue;
     for (int mask = 0; mask < 4; ++mask) {
@@ -271,50 +356,33 @@ InnerKStepBound inner_k_step_bound(const Problem& p, const Graph& g, const Model
           received.push_back(p.inputs[m][side]);
           possible = possible && !g.is_graph_input[p.inputs[m][side]];
         }
-      excess[m][mask] = possible ? matmul_excess(p, g, options, m, received, op_floor[m], budget) : kInf;
+      excess[m][mask] = possible ? matmul_excess(p, g, options, m, received, op_floor[m], budget)
+                                 : MatmulExcess{kInf, kInf};
     }
   }
   if (budget < 0) return refuse("too many granularities to price");
 
-  // The dynamic program, producers first: each covered MatMul has at most one link out (its output is read by
-  // the link's Pointwise op alone) and one in per operand, so the links form trees.
-  const std::vector<Link> links = links_between(p, g, covered);
-  std::vector<std::vector<const Link*>> incoming(p.num_ops());
-  std::vector<bool> has_out(p.num_ops(), false);
-  for (const Link& l : links) {
-    incoming[l.to].push_back(&l);
-    has_out[l.from] = true;
-  }
-  auto link_cost = [&](const Link& l, int from_mask, int to_mask) {
-    if (!(to_mask & (1 << l.side))) return 0.0;  // `to` loads X: priced in its own E
-    const double beside = static_cast<double>(received_size(p, l.from, from_mask));
-    if (beside + static_cast<double>(p.size(l.X)) <= cap || beside + static_cast<double>(p.size(l.T)) <= cap)
-      return 0.0;  // from's subgraph could keep X (or T) whole beside what it received
-    return std::max(0.0, static_cast<double>(p.size(l.T)) / B - op_floor[l.via]);
-  };
-  std::vector<std::array<double, 4>> best(p.num_ops());
-  for (int m : g.topological_order) {
-    if (!covered[m]) continue;
-    for (int mask = 0; mask < 4; ++mask) {
-      double total = excess[m][mask];
-      for (const Link* l : incoming[m]) {
-        double least = kInf;
-        for (int from_mask = 0; from_mask < 4; ++from_mask)
-          least = std::min(least, best[l->from][from_mask] + link_cost(*l, from_mask, mask));
-        total += least;
-      }
-      best[m][mask] = total;
+  const ChainSolution chains = solve_chains(p, g, covered, excess, links_between(p, g, covered), op_floor);
+  out.chain_case = chains.total;
+  out.trees = chains.trees;
+  out.disturbed_loss = chains.disturbed_loss;
+  // Recomputed or linked MatMuls: each extra run costs at least the least MatMul floor and leaves at most 3
+  // covered MatMuls outside the chain argument (itself and two it shares subgraphs with), each link costs at
+  // least the least head penalty and leaves 2; the trees lose at most `disturbed_loss` per MatMul left out.
+  out.mixed_case = kInf;
+  const double L = chains.disturbed_loss;
+  const int64_t most =
+      L > 0 && L < kInf ? std::min<int64_t>(1000, static_cast<int64_t>(out.chain_case / L) + 2) : 1;
+  for (int64_t runs = 0; runs <= most; ++runs)
+    for (int64_t links = runs == 0 ? 1 : 0; links <= most; ++links) {
+      const double paid =
+          static_cast<double>(runs) * out.recompute_case + static_cast<double>(links) * out.link_case;
+      const double left =
+          L < kInf ? std::max(0.0, out.chain_case - static_cast<double>(3 * runs + 2 * links) * L) : 0;
+      out.mixed_case = std::min(out.mixed_case, paid + left);
     }
-  }
-  for (int m : g.topological_order) {
-    if (!covered[m] || has_out[m]) continue;
-    InnerKStepBound::Tree tree = describe_tree(p, m, incoming, excess, op_floor);
-    tree.excess = *std::min_element(best[m].begin(), best[m].end());
-    out.chain_case += tree.excess;
-    out.trees.push_back(std::move(tree));
-  }
   out.applies = true;
-  out.bound = out.compute_floor + std::min({out.recompute_case, out.link_case, out.chain_case});
+  out.bound = out.compute_floor + std::min(out.mixed_case, out.chain_case);
   return out;
 }
 

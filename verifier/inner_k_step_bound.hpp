@@ -3,8 +3,8 @@
 // alone in its subgraph with k-steps before the last at which nothing else computes. Their loads beyond
 // compute are priced per MatMul and per operand it receives retained or loads; a Pointwise op between two
 // such MatMuls prices what it costs for both to receive their operand retained. A tree dynamic program over
-// those links gives the least total, unless the schedule recomputes a MatMul or links two, which costs more
-// compute than the alternatives named.
+// those links gives the least total; recomputing or linking MatMuls costs compute that is weighed against
+// what it takes out of that argument.
 #pragma once
 
 #include <limits>
@@ -20,12 +20,17 @@ struct InnerKStepBound {
   bool applies = false;      // some MatMul qualifies; otherwise `bound` is the compute floor alone
   std::string status;        // why not, when it does not apply
   double compute_floor = 0;  // every op's compute floor (M23, M24)
-  // The three cases every schedule falls in, and what each costs beyond the compute floor at least.
+  // What every schedule costs beyond the compute floor at least: `chain_case` if it recomputes no MatMul and
+  // links none, else `mixed_case`, built from what an extra run of a MatMul costs at least
+  // (`recompute_case`), what a link costs its head at least (`link_case`) and what each covered MatMul they
+  // take out of the chain argument can lower the chain case by (`disturbed_loss`).
   static constexpr double kNone = std::numeric_limits<double>::infinity();
-  double recompute_case = kNone;  // some MatMul runs twice: its compute again
-  double link_case = kNone;       // some subgraph links two MatMuls: the head computes again per tile
-  double chain_case = 0;          // neither: the dynamic program's least total
-  double bound = 0;               // compute_floor + the least of the three
+  double recompute_case = kNone;
+  double link_case = kNone;
+  double disturbed_loss = 0;
+  double chain_case = 0;
+  double mixed_case = kNone;
+  double bound = 0;  // compute_floor + min(chain_case, mixed_case)
   // One line per tree of linked MatMuls, with the costs of each choice a reader can add up.
   struct Tree {
     std::vector<int> matmuls;  // the MatMuls of the tree, producers first
