@@ -262,8 +262,13 @@ Problem random_deep_chain(std::mt19937& rng) {
     current = joined;
     if (first_intermediate < 0) first_intermediate = joined;
   }
-  if (side)  // a second reader of the first intermediate, joining the last output
-    tiny.add_op(OpType::Pointwise, {first_intermediate, current}, tiny.add_tensor(rows, depth), pick(1, 10));
+  // A second reader of the first intermediate, joining the last output or on its own (then it may share the
+  // subgraph of the MatMul that reads the intermediate, as an epilogue).
+  if (side) {
+    std::vector<int> inputs{first_intermediate};
+    if (pick(0, 1)) inputs.push_back(current);
+    tiny.add_op(OpType::Pointwise, inputs, tiny.add_tensor(rows, depth), pick(1, 10));
+  }
   const int size = static_cast<int>(rows * depth);
   // Mostly too small for two whole intermediates; sometimes large enough, so that a subgraph may keep one
   // beside another it received.
