@@ -104,6 +104,32 @@ TEST(InnerKStepBound, AnEpilogueReadingTheOperandCanHoldItsFirstKStepSlice) {
   EXPECT_TRUE(checked);
 }
 
+TEST(InnerKStepBound, WithoutAPossibleLinkARecomputationStillCounts) {
+  // One MatMul X @ W, K = 3 deeper than native 2: no link can exist (link_case infinite), so the mixed case
+  // is one extra run (its floor) against the tree it disturbs, never "0 links x infinity".
+  Problem p;
+  p.widths = {3, 3, 3};  // X 2 x 3, W 3 x 3, Y 2 x 3
+  p.heights = {2, 3, 2};
+  p.inputs = {{0, 1}};
+  p.outputs = {{2}};
+  p.op_types = {OpType::MatMul};
+  p.base_costs = {1};
+  p.fast_memory_capacity = 100;
+  p.slow_memory_bandwidth = 0.5;
+  p.native_w = p.native_h = 2;
+  const Graph g = analyze_graph(p, "one");
+  const InnerKStepBound bound = inner_k_step_bound(p, g, ModelOptions{});
+  ASSERT_TRUE(bound.applies) << bound.status;
+  EXPECT_EQ(bound.link_case, InnerKStepBound::kNone);
+  EXPECT_DOUBLE_EQ(bound.recompute_case, bound.compute_floor);
+  EXPECT_GT(bound.chain_case, 0);
+  EXPECT_DOUBLE_EQ(bound.mixed_case,
+                   bound.recompute_case + std::max(0.0, bound.chain_case - 3 * bound.disturbed_loss));
+  const testing::BruteForceResult exact = testing::brute_force_optimum(p, g, ModelOptions{});
+  ASSERT_TRUE(exact.feasible && exact.exhaustive);
+  EXPECT_LE(bound.bound, exact.optimum * (1 + 1e-9));
+}
+
 TEST(InnerKStepBound, RulesOutThePublishedValueOfBenchmark15) {
   // By hand (docs/bounds.md#theorem-11). Every tensor is 512 x 512 = 262,144 elements, a = 262,144 / 35 =
   // 7,489.83 to move; fast memory 350,000 holds one whole, not two. The 24 MatMuls (K = 512 > 128, base

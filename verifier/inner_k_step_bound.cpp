@@ -373,10 +373,14 @@ InnerKStepBound inner_k_step_bound(const Problem& p, const Graph& g, const Model
   const double L = chains.disturbed_loss;
   const int64_t most =
       L > 0 && L < kInf ? std::min<int64_t>(1000, static_cast<int64_t>(out.chain_case / L) + 2) : 1;
+  // Without a possible link (link_case infinite) 0 links cost nothing, not 0 x infinity. Past `most` the
+  // trees are spent, so more runs or links only cost more; if the cap cut that short, each still costs at
+  // least the cheaper of the two.
+  auto times = [](int64_t n, double each) { return n == 0 ? 0.0 : static_cast<double>(n) * each; };
+  if (most == 1000) out.mixed_case = std::min(out.recompute_case, out.link_case);
   for (int64_t runs = 0; runs <= most; ++runs)
     for (int64_t links = runs == 0 ? 1 : 0; links <= most; ++links) {
-      const double paid =
-          static_cast<double>(runs) * out.recompute_case + static_cast<double>(links) * out.link_case;
+      const double paid = times(runs, out.recompute_case) + times(links, out.link_case);
       const double left =
           L < kInf ? std::max(0.0, out.chain_case - static_cast<double>(3 * runs + 2 * links) * L) : 0;
       out.mixed_case = std::min(out.mixed_case, paid + left);
