@@ -468,7 +468,7 @@ CertifiedBound certified_bound(const Problem& p, const Graph& g, const ModelOpti
   describe_terms(out, charges, tensor_terms);
   out.bound = std::max(out.bound, out.rule_book);
   out.lambda_bound = out.bound;
-  out.inner_k_steps = inner_k_step_bound(p, g, options);  // Theorem 11
+  out.inner_k_steps = inner_k_step_bound(p, g, options, expired);  // Theorem 11
   out.bound = std::max(out.lambda_bound, out.inner_k_steps.bound);
   return out;
 }

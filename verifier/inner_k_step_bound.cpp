@@ -81,7 +81,8 @@ struct MatmulExcess {
 };
 
 MatmulExcess matmul_excess(const Problem& p, const Graph& g, const ModelOptions& options, int m,
-                           const std::vector<int>& received, double floor_m, int64_t& budget) {
+                           const std::vector<int>& received, double floor_m, int64_t& budget,
+                           const std::function<bool()>& expired) {
   auto compiled = SubgraphModel::compile_structure(p, g, {m}, {}, 0, received, options);
   if (!std::holds_alternative<SubgraphModel>(compiled)) return {};
   SubgraphModel& model = std::get<SubgraphModel>(compiled);
@@ -114,7 +115,10 @@ MatmulExcess matmul_excess(const Problem& p, const Graph& g, const ModelOptions&
   MatmulExcess best{kInf, kInf};
   for (const auto& [tiles, h, w] : pairs)
     for (int64_t k = 1; k <= k_max; ++k) {
-      if (--budget < 0) return {};
+      if (--budget < 0 || (budget % 4096 == 0 && expired && expired())) {
+        budget = -1;
+        return {};
+      }
       if (model.set_granularity({w, h, k})) continue;
       const SubgraphModel::InnerKSteps inner = model.inner_k_steps(skip_first);
       const double compute_extra = std::max(0.0, inner.all_steps_compute - floor_m);
@@ -313,7 +317,8 @@ ChainSolution solve_chains(const Problem& p, const Graph& g, const std::vector<b
 
 }  // namespace
 
-InnerKStepBound inner_k_step_bound(const Problem& p, const Graph& g, const ModelOptions& options) {
+InnerKStepBound inner_k_step_bound(const Problem& p, const Graph& g, const ModelOptions& options,
+                                   const std::function<bool()>& expired) {
   InnerKStepBound out;
   std::vector<double> op_floor(p.num_ops());
   for (int o = 0; o < p.num_ops(); ++o) {
@@ -356,11 +361,11 @@ InnerKStepBound inner_k_step_bound(const Problem& p, const Graph& g, const Model
           received.push_back(p.inputs[m][side]);
           possible = possible && !g.is_graph_input[p.inputs[m][side]];
         }
-      excess[m][mask] = possible ? matmul_excess(p, g, options, m, received, op_floor[m], budget)
+      excess[m][mask] = possible ? matmul_excess(p, g, options, m, received, op_floor[m], budget, expired)
                                  : MatmulExcess{kInf, kInf};
     }
   }
-  if (budget < 0) return refuse("too many granularities to price");
+  if (budget < 0) return refuse("too many granularities to price in the time or work allowed");
 
   const ChainSolution chains = solve_chains(p, g, covered, excess, links_between(p, g, covered), op_floor);
   out.chain_case = chains.total;

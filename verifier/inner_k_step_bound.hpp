@@ -7,6 +7,7 @@
 // what it takes out of that argument.
 #pragma once
 
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -43,6 +44,10 @@ struct InnerKStepBound {
 // Milliseconds on the benchmarks. Graphs with more than kInnerKStepMaxMatmuls MatMuls get no claim (the
 // reachability it needs is quadratic in them).
 inline constexpr int kInnerKStepMaxMatmuls = 4096;
-InnerKStepBound inner_k_step_bound(const Problem& problem, const Graph& graph, const ModelOptions& options);
+// `expired`, if given, is asked every few thousand granularities; once it says yes, the theorem makes no
+// claim
+// (`bound` is the compute floor), so a deadline holds on hostile graphs.
+InnerKStepBound inner_k_step_bound(const Problem& problem, const Graph& graph, const ModelOptions& options,
+                                   const std::function<bool()>& expired = nullptr);
 
 }  // namespace mlsys
