@@ -457,11 +457,15 @@ TEST(CoverBound, RetentionReachesOnlyTheNextSubgraph) {
   const CertifiedBound lambda = certified_bound(p, g, ModelOptions{});
   const CoverBound cover = cover_bound(p, g, ModelOptions{}, CoverLimits{});
   ASSERT_TRUE(cover.complete) << cover.status;
-  EXPECT_GT(cover.bound, lambda.bound * 1.02);
+  EXPECT_GT(cover.bound, lambda.lambda_bound * 1.02);
   EXPECT_TRUE(
       std::any_of(cover.tensor_credits.begin(), cover.tensor_credits.end(), [](double c) { return c > 0; }));
-  // Below a schedule the rule book accepts: the solver's.
-  EXPECT_LE(cover.bound, solver_cost(p, g, 1) * (1 + 1e-9));
+  // Below a schedule the rule book accepts: the solver's. Theorem 11 is higher still here (233,808.5, which
+  // `mlsys --exhaustive` meets: docs/bounds.md#theorem-11), and below it too.
+  const double solver = solver_cost(p, g, 1);
+  EXPECT_LE(cover.bound, solver * (1 + 1e-9));
+  EXPECT_GT(lambda.inner_k_steps.bound, cover.bound);
+  EXPECT_LE(lambda.bound, solver * (1 + 1e-9));
 }
 
 TEST(CoverBound, BelowTheSolversScheduleOnEveryBenchmarkItCovers) {
