@@ -156,7 +156,8 @@ std::vector<Link> links_between(const Problem& p, const Graph& g, const std::vec
 
 // The least compute a head pays beyond its floor when it links into any MatMul (M24: per tile of the tail,
 // at least one native row of tiles of its output across the streamed side), or kInf without any possible
-// link; -1 once `visits` steps along Pointwise paths are spent (a hostile graph), and the theorem then makes no claim.
+// link; -1 once `visits` steps along Pointwise paths are spent (a hostile graph), and the theorem then makes
+// no claim.
 double least_link_penalty(const Problem& p, const Graph& g, const ModelOptions& options,
                           const std::vector<double>& op_floor, int64_t visits) {
   double least = kInf;
