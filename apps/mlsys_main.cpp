@@ -99,6 +99,7 @@ int main(int argc, char** argv) {
     const auto bound_deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(limit / 20);
     const CertifiedBound certified = certified_bound(
         problem, graph, options.model, [&] { return std::chrono::steady_clock::now() > bound_deadline; });
+    options.certified_bound = certified.bound;  // computed once: the search starts from it
     const auto start = std::chrono::steady_clock::now();
     std::mutex io;
     auto on_improvement = [&](const Schedule& s, double cost, const std::string& strategy,

@@ -22,6 +22,11 @@ namespace mlsys {
 // The least any schedule pays to compute `op`: base per native tile of its output (M23, M24 padding; a chain
 // head's streamed strips add up to its whole output), times K/n_k under native-k. Lower bounds build on it.
 double compute_floor(const Problem& problem, const Graph& graph, int op, MatmulCompute model);
+// The least a MatMul `head` computes per tile of its tail when it heads a link into the tail's input `side`
+// (0 LHS, 1 RHS): its rows (columns) across the whole streamed side, at least one native row (column) of
+// tiles, proportional on the streamed axis and reducing fully (M17, M24). Lower bounds build on it.
+double head_compute_per_tail_tile(const Problem& problem, const Graph& graph, int head, int side,
+                                  MatmulCompute model);
 
 // One axis of a symbolic region.
 enum class AxisKind : uint8_t { TileRows, TileCols, Reduction, Full };

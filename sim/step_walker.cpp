@@ -146,14 +146,14 @@ SubgraphModel::InnerKSteps SubgraphModel::inner_k_steps(bool skip_first) const {
   const StepWalker walker(*this);
   // Every k-step but the last spans a whole k (M12), so its compute and slices are those of k-step 1, except
   // that k-step 0 also runs the prologues (M18).
-  auto inner = [&](const StepWalker::Coord& c, uint8_t active) {
+  auto loaded_elements = [&](const StepWalker::Coord& c) {
     double elements = 0;
     for (const SliceForm& f : forms_) {
       const bool follows = f.form.rows.kind == AxisKind::Reduction || f.form.cols.kind == AxisKind::Reduction;
       if ((f.runs_at & kEveryStep) && follows && !f.may_alias)
         elements += static_cast<double>(walker.numeric(f.form, c).area());
     }
-    return std::pair{walker.compute_time(c, active, nullptr), elements};
+    return elements;
   };
   for (const auto& [row, rows] : tile_classes(nrows_))
     for (const auto& [col, cols] : tile_classes(ncols_)) {
@@ -162,8 +162,10 @@ SubgraphModel::InnerKSteps SubgraphModel::inner_k_steps(bool skip_first) const {
       const Region tile{r0, r1, c0, c1};
       const int64_t j = row * ncols_ + col;
       const double tiles = static_cast<double>(rows) * static_cast<double>(cols);
-      const auto [compute0, elements0] = inner({j, j, 0, tile}, kEveryStep | kFirstKStep);
-      const auto [compute1, elements1] = inner({j, j, 1, tile}, kEveryStep);
+      const StepWalker::Coord step0{j, j, 0, tile}, step1{j, j, 1, tile};
+      const double compute0 = walker.compute_time(step0, kEveryStep | kFirstKStep, nullptr);
+      const double compute1 = walker.compute_time(step1, kEveryStep, nullptr);
+      const double elements0 = loaded_elements(step0), elements1 = loaded_elements(step1);
       const double middle = static_cast<double>(nk_ - 2);  // k-steps 1 .. nk - 2
       if (first == 0) {
         out.compute += tiles * compute0;
@@ -175,7 +177,7 @@ SubgraphModel::InnerKSteps SubgraphModel::inner_k_steps(bool skip_first) const {
       const double last = walker.compute_time(last_step, kEveryStep | kLastKStep, nullptr);
       out.all_steps_compute += tiles * (compute0 + middle * compute1 + last);
       const double stores = static_cast<double>(tile.area()) * static_cast<double>(evicted_.size());
-      const double last_memory = (inner(last_step, kEveryStep).second + stores) / bandwidth_;
+      const double last_memory = (loaded_elements(last_step) + stores) / bandwidth_;
       out.last_excess += tiles * std::max(0.0, last_memory - last);
     }
   return out;
@@ -321,6 +323,16 @@ double compute_floor(const Problem& problem, const Graph& graph, int op, MatmulC
   const bool deep = problem.is_matmul(op) && model == MatmulCompute::NativeK;
   const double depth = deep ? static_cast<double>(graph.reduction_depth[op]) / problem.native_w : 1.0;
   return problem.base_costs[op] * depth * tiles;
+}
+
+double head_compute_per_tail_tile(const Problem& problem, const Graph& graph, int head, int side,
+                                  MatmulCompute model) {
+  const int y = problem.outputs[head][0];
+  const double n_k = static_cast<double>(problem.native_w);
+  const double depth =
+      model == MatmulCompute::NativeK ? static_cast<double>(graph.reduction_depth[head]) / n_k : 1.0;
+  const double streamed = static_cast<double>(side == 0 ? problem.widths[y] : problem.heights[y]);
+  return problem.base_costs[head] * depth * streamed / n_k;
 }
 
 SubgraphResult SubgraphModel::simulate(const std::function<void(const StepDetail&)>& on_step) const {

@@ -196,8 +196,10 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
   // The lambda bound is known at once; the cover bound comes from a thread of its own and may raise it.
   // Its Theorem 11 part may take a second on a hostile graph: it gets a twentieth of the deadline.
   const Clock::time_point bound_deadline = inc.start + (inc.deadline - inc.start) / 20;
-  std::atomic<double> floor{
-      certified_bound(problem, graph, options.model, [&] { return Clock::now() > bound_deadline; }).bound};
+  std::atomic<double> floor{options.certified_bound ? *options.certified_bound
+                                                    : certified_bound(problem, graph, options.model, [&] {
+                                                        return Clock::now() > bound_deadline;
+                                                      }).bound};
   std::atomic<bool> cover_raised{false}, search_over{false};
   std::thread cover_thread;
   if (options.cover_bound_sets > 0 && problem.num_ops() <= kCoverBoundMaxOps)

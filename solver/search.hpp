@@ -38,6 +38,9 @@ struct SolveOptions {
   // of up to kCoverBoundMaxOps ops and this many connected sets of ops (0: never); when it beats the lambda
   // bound, the search stops there instead.
   int64_t cover_bound_sets = 100'000;
+  // The certified bound (verifier/bound.hpp) for `model`, when the caller has it already (mlsys prints it);
+  // otherwise the search computes it, with a twentieth of its deadline.
+  std::optional<double> certified_bound;
   ModelOptions model;
 };
 

@@ -261,7 +261,7 @@ std::optional<TensorTerm> reload_term(const Problem& p, const Graph& g, const Mo
       term.linked_tiles = linked_tiles(p, g, a, term.reader, side);
       term.choice.link_fits = term.linked_tiles > 0;
       term.choice.per_coverage =
-          term.linked_tiles * p.base_costs[a] * depth * (side == 0 ? cols : rows) / n_w;
+          term.linked_tiles * head_compute_per_tail_tile(p, g, a, side, options.matmul_compute);
     }
   }
   return term;

@@ -21,7 +21,6 @@ constexpr double kInf = InnerKStepBound::kNone;
 // The MatMuls and, per op, which of them it depends on (bit sets over the MatMuls' indices).
 struct MatmulAncestry {
   std::vector<int> matmuls;
-  std::vector<int> index;  // per op: its position in `matmuls`, or -1
   std::vector<std::vector<uint64_t>> ancestors;
   bool has(int op, int matmul_index) const {
     return (ancestors[op][matmul_index / 64] >> (matmul_index % 64)) & 1;
@@ -30,10 +29,10 @@ struct MatmulAncestry {
 
 MatmulAncestry matmul_ancestry(const Problem& p, const Graph& g) {
   MatmulAncestry a;
-  a.index.assign(p.num_ops(), -1);
+  std::vector<int> index(p.num_ops(), -1);  // per op: its position in `matmuls`, or -1
   for (int o = 0; o < p.num_ops(); ++o)
     if (p.is_matmul(o)) {
-      a.index[o] = static_cast<int>(a.matmuls.size());
+      index[o] = static_cast<int>(a.matmuls.size());
       a.matmuls.push_back(o);
     }
   const size_t words = (a.matmuls.size() + 63) / 64;
@@ -43,7 +42,7 @@ MatmulAncestry matmul_ancestry(const Problem& p, const Graph& g) {
       const int q = g.producer[t];
       if (q < 0) continue;
       for (size_t w = 0; w < words; ++w) a.ancestors[o][w] |= a.ancestors[q][w];
-      if (a.index[q] >= 0) a.ancestors[o][a.index[q] / 64] |= uint64_t{1} << (a.index[q] % 64);
+      if (index[q] >= 0) a.ancestors[o][index[q] / 64] |= uint64_t{1} << (index[q] % 64);
     }
   return a;
 }
@@ -165,11 +164,7 @@ double least_link_penalty(const Problem& p, const Graph& g, const ModelOptions& 
   std::vector<int> seen(p.num_ops(), -1), stack;
   for (int a = 0; a < p.num_ops(); ++a) {
     if (!p.is_matmul(a)) continue;
-    const int ya = p.outputs[a][0];
-    const double depth = options.matmul_compute == MatmulCompute::NativeK
-                             ? static_cast<double>(g.reduction_depth[a]) / n_w
-                             : 1.0;
-    stack.assign(1, ya);
+    stack.assign(1, p.outputs[a][0]);
     while (!stack.empty()) {
       const int t = stack.back();
       stack.pop_back();
@@ -179,9 +174,8 @@ double least_link_penalty(const Problem& p, const Graph& g, const ModelOptions& 
           const int yb = p.outputs[c.op][0];
           const double tail_tiles = std::ceil(static_cast<double>(p.heights[yb]) / n_h) *
                                     std::ceil(static_cast<double>(p.widths[yb]) / n_w);
-          const double streamed = static_cast<double>(c.position == 0 ? p.widths[ya] : p.heights[ya]);
-          least = std::min(
-              least, std::max(0.0, p.base_costs[a] * depth * tail_tiles * streamed / n_w - op_floor[a]));
+          const double per_tile = head_compute_per_tail_tile(p, g, a, c.position, options.matmul_compute);
+          least = std::min(least, std::max(0.0, tail_tiles * per_tile - op_floor[a]));
           continue;
         }
         if (seen[c.op] == a) continue;
@@ -191,6 +185,11 @@ double least_link_penalty(const Problem& p, const Graph& g, const ModelOptions& 
     }
   }
   return least;
+}
+
+// What a link costs when its Pointwise op runs alone on its loaded input: `G' = {p}` loads all of T.
+double pointwise_alone_price(const Problem& p, const Link& l, const std::vector<double>& op_floor) {
+  return std::max(0.0, static_cast<double>(p.size(l.T)) / p.slow_memory_bandwidth - op_floor[l.via]);
 }
 
 // What a subset of a MatMul's operands (bit 0 the LHS, bit 1 the RHS) occupies received whole.
@@ -208,7 +207,6 @@ InnerKStepBound::Tree describe_tree(const Problem& p, int root,
                                     const std::vector<std::array<MatmulExcess, 4>>& excess,
                                     const std::vector<double>& op_floor) {
   InnerKStepBound::Tree tree;
-  const double B = p.slow_memory_bandwidth;
   std::vector<int> pending{root};
   std::string links_text;
   while (!pending.empty()) {
@@ -219,9 +217,9 @@ InnerKStepBound::Tree describe_tree(const Problem& p, int root,
       pending.push_back(l->from);
       links_text += "; op " + std::to_string(l->via) + " (tensor " + std::to_string(l->T) + " to " +
                     std::to_string(l->X) + ") costs " +
-                    format_display(std::max(0.0, static_cast<double>(p.size(l->T)) / B - op_floor[l->via])) +
-                    " when op " + std::to_string(l->to) + " receives tensor " + std::to_string(l->X) +
-                    " and op " + std::to_string(l->from) + "'s subgraph cannot keep it (then op " +
+                    format_display(pointwise_alone_price(p, *l, op_floor)) + " when op " +
+                    std::to_string(l->to) + " receives tensor " + std::to_string(l->X) + " and op " +
+                    std::to_string(l->from) + "'s subgraph cannot keep it (then op " +
                     std::to_string(l->from) + " stores tensor " + std::to_string(l->T) + ")";
     }
   }
@@ -258,7 +256,7 @@ struct ChainSolution {
 ChainSolution solve_chains(const Problem& p, const Graph& g, const std::vector<bool>& covered,
                            const std::vector<std::array<MatmulExcess, 4>>& excess,
                            const std::vector<Link>& links, const std::vector<double>& op_floor) {
-  const double cap = p.fast_memory_capacity, B = p.slow_memory_bandwidth;
+  const double cap = p.fast_memory_capacity;
   std::vector<std::vector<const Link*>> incoming(p.num_ops());
   std::vector<const Link*> outgoing(p.num_ops(), nullptr);
   for (const Link& l : links) {
@@ -271,7 +269,7 @@ ChainSolution solve_chains(const Problem& p, const Graph& g, const std::vector<b
     if (beside + static_cast<double>(p.size(l.X)) <= cap || beside + static_cast<double>(p.size(l.T)) <= cap)
       return 0.0;                        // from's subgraph could keep X (or T) whole beside what it received
     if (!(from_state & 4)) return kInf;  // p loads T, which from's subgraph must have stored
-    return std::max(0.0, static_cast<double>(p.size(l.T)) / B - op_floor[l.via]);
+    return pointwise_alone_price(p, l, op_floor);
   };
   auto node_cost = [&](int m, int state) {
     return state & 4 ? excess[m][state & 3].stored : excess[m][state & 3].inner;
@@ -348,7 +346,7 @@ InnerKStepBound inner_k_step_bound(const Problem& p, const Graph& g, const Model
   if (out.link_case < 0) return refuse("too many Pointwise paths between MatMuls to price their links");
 
   // E_m for each subset of operands m may receive (never a graph input, M9; whole, M20 A).
-  const double cap = p.fast_memory_capacity, B = p.slow_memory_bandwidth;
+  const double cap = p.fast_memory_capacity;
   int64_t budget = 2'000'000;
   std::vector<std::array<MatmulExcess, 4>> excess(p.num_ops());
   for (int m : ancestry.matmuls) {
