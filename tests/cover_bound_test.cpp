@@ -52,16 +52,6 @@ void for_each_small_granularity(const Problem& p, SubgraphModel& model, At&& at)
         if (!model.set_granularity({w, h, k}) && model.tiles() <= 6) at(w, h, k);
 }
 
-// A campaign's number of trials and seed: the defaults, or those the environment names
-// (docs/bounds.md#soundness runs them longer).
-std::pair<int, std::mt19937> campaign(const char* trials_variable, int trials, const char* seed_variable,
-                                      unsigned seed) {
-  const char* trials_env = std::getenv(trials_variable);
-  const char* seed_env = std::getenv(seed_variable);
-  return {trials_env ? std::atoi(trials_env) : trials,
-          std::mt19937(seed_env ? static_cast<unsigned>(std::atol(seed_env)) : seed)};
-}
-
 // Every connected prefix (in topological order) of a tiny problem's ops, compiled with nothing retained, at
 // every granularity of at most 6 tiles: `on_prefix(ops)` once per prefix, then `at(model, n, w, h, k)`.
 template <typename OnPrefix, typename At>
@@ -137,7 +127,7 @@ TEST(CoverBound, FloorsAreBelowEveryRunOfTheirSet) {
   // granularity, every permutation of a grid of up to 6 tiles: no run costs less than the set's floor, with
   // Theorem 8's last k-steps where it lifts the floor.
   // MLSYS_FLOOR_TRIALS and MLSYS_FLOOR_SEED run longer campaigns (docs/bounds.md#soundness).
-  auto [trials, rng] = campaign("MLSYS_FLOOR_TRIALS", 600, "MLSYS_FLOOR_SEED", 20261126u);
+  auto [trials, rng] = test::campaign("MLSYS_FLOOR_TRIALS", 600, "MLSYS_FLOOR_SEED", 20261126u);
   int checked = 0, lifted = 0;
   for (int trial = 0; trial < trials; ++trial) {
     // Retention chains put Pointwise epilogues after MatMuls with a split reduction: Theorem 8's case.
@@ -180,7 +170,7 @@ TEST(CoverBound, FloorsOfContextsThatKeepOutputsAreBelowEveryRunThatKeepsThem) {
   // granularity of at most 6 tiles and every traversal order: no run that fits costs less than the least
   // floor of the contexts that keep at least those outputs. Fan-outs keep one output beside the others'
   // tiles.
-  auto [trials, rng] = campaign("MLSYS_FLOOR_TRIALS", 400, "MLSYS_FLOOR_SEED", 20261127u);
+  auto [trials, rng] = test::campaign("MLSYS_FLOOR_TRIALS", 400, "MLSYS_FLOOR_SEED", 20261127u);
   int checked = 0, kept_runs = 0;
   for (int trial = 0; trial < trials; ++trial) {
     const Problem p = trial % 4 == 3   ? testing::random_fan_out(rng)
@@ -290,14 +280,11 @@ TEST(CoverBound, TwoFormsThatCoincideAtALargerTileFitWhereASmallerTileDoesNot) {
 
 TEST(CoverBound, NeverAboveTheExactOptimumOfRandomTinyProblems) {
   // MLSYS_COVER_TRIALS and MLSYS_COVER_SEED run longer campaigns (docs/bounds.md#soundness).
-  const char* trials_env = std::getenv("MLSYS_COVER_TRIALS");
-  const char* seed_env = std::getenv("MLSYS_COVER_SEED");
+  auto [trials, rng] = test::campaign("MLSYS_COVER_TRIALS", 1000, "MLSYS_COVER_SEED", 20261125u);
   // MLSYS_COVER_OPS raises the ops per problem (default 4; 5 gives more sets that read back their own
   // ops' results through an op outside them, at several times the brute force's time).
   const char* ops_env = std::getenv("MLSYS_COVER_OPS");
-  const int trials = trials_env ? std::atoi(trials_env) : 1000;
   const int max_ops = ops_env ? std::atoi(ops_env) : 4;
-  std::mt19937 rng(seed_env ? static_cast<unsigned>(std::atol(seed_env)) : 20261125u);
   int checked = 0, above_lambda = 0, tight = 0, incomplete = 0, reentrant = 0, credited = 0;
   while (checked < trials) {
     const int kind = checked % 6;

@@ -21,10 +21,7 @@ namespace {
 
 TEST(InnerKStepBound, NeverAboveTheExactOptimumOfRandomDeepChains) {
   // MLSYS_INNER_TRIALS and MLSYS_INNER_SEED run longer campaigns (docs/bounds.md#soundness).
-  const char* trials_env = std::getenv("MLSYS_INNER_TRIALS");
-  const char* seed_env = std::getenv("MLSYS_INNER_SEED");
-  const int trials = trials_env ? std::atoi(trials_env) : 300;
-  std::mt19937 rng(seed_env ? static_cast<unsigned>(std::atol(seed_env)) : 20261126u);
+  auto [trials, rng] = test::campaign("MLSYS_INNER_TRIALS", 300, "MLSYS_INNER_SEED", 20261126u);
   int checked = 0, applied = 0, above_compute = 0, chain_binding = 0, tight = 0;
   while (checked < trials) {
     const int kind = checked % 3;

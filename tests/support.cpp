@@ -168,4 +168,12 @@ RandomSplitK random_split_k(std::mt19937& rng) {
   return c;
 }
 
+std::pair<int, std::mt19937> campaign(const char* trials_variable, int trials, const char* seed_variable,
+                                      unsigned seed) {
+  const char* trials_env = std::getenv(trials_variable);
+  const char* seed_env = std::getenv(seed_variable);
+  return {trials_env ? std::atoi(trials_env) : trials,
+          std::mt19937(seed_env ? static_cast<unsigned>(std::atol(seed_env)) : seed)};
+}
+
 }  // namespace mlsys::test

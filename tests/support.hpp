@@ -1,7 +1,9 @@
 // Helpers shared by the test suites: paths to checked-in data and running the CLI binaries.
 #pragma once
 
+#include <random>
 #include <string>
+#include <utility>
 
 #include "sim/graph.hpp"
 #include "sim/problem.hpp"
@@ -24,6 +26,11 @@ struct CommandResult {
 };
 // Runs `binary args...` with stdout and stderr captured into files (no shell quoting issues for our paths).
 CommandResult run_command(const std::string& binary, const std::string& args);
+
+// A campaign's number of trials and random generator: the defaults, or those the environment names
+// (docs/bounds.md#soundness runs them longer).
+std::pair<int, std::mt19937> campaign(const char* trials_variable, int trials, const char* seed_variable,
+                                      unsigned seed);
 
 // A fresh temporary directory for the calling test.
 std::string temp_dir(const std::string& name);
