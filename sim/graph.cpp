@@ -7,8 +7,8 @@
 namespace mlsys {
 
 static std::string shape(const Problem& p, int t) {
-  return "tensor " + std::to_string(t) + " (" + std::to_string(p.heights[t]) + "x" + std::to_string(p.widths[t]) +
-         ")";
+  return "tensor " + std::to_string(t) + " (" + std::to_string(p.heights[t]) + "x" +
+         std::to_string(p.widths[t]) + ")";
 }
 
 std::vector<int> topological_order(const Problem& p, const Graph& g,
@@ -45,14 +45,15 @@ Graph analyze_graph(const Problem& p, const std::string& file) {
     const auto& in = p.inputs[o];
     const auto& out = p.outputs[o];
     if (p.is_matmul(o)) {
-      if (in.size() != 2) fail(o, "a MatMul needs exactly 2 inputs [LHS, RHS], got " + std::to_string(in.size()));
+      if (in.size() != 2)
+        fail(o, "a MatMul needs exactly 2 inputs [LHS, RHS], got " + std::to_string(in.size()));
       if (out.size() != 1) fail(o, "a MatMul needs exactly 1 output, got " + std::to_string(out.size()));
       int lhs = in[0], rhs = in[1], y = out[0];
       if (p.widths[lhs] != p.heights[rhs])
         fail(o, "MatMul shape mismatch: LHS " + shape(p, lhs) + " width != RHS " + shape(p, rhs) + " height");
       if (p.heights[y] != p.heights[lhs] || p.widths[y] != p.widths[rhs])
-        fail(o, "MatMul shape mismatch: output " + shape(p, y) + " must be " + std::to_string(p.heights[lhs]) + "x" +
-                    std::to_string(p.widths[rhs]));
+        fail(o, "MatMul shape mismatch: output " + shape(p, y) + " must be " +
+                    std::to_string(p.heights[lhs]) + "x" + std::to_string(p.widths[rhs]));
       g.reduction_depth[o] = p.widths[lhs];
     } else {
       if (in.empty()) fail(o, "a Pointwise op needs at least 1 input");
@@ -67,7 +68,8 @@ Graph analyze_graph(const Problem& p, const std::string& file) {
     }
     for (int t : out) {
       if (g.producer[t] != -1)
-        fail(o, "tensor " + std::to_string(t) + " is already produced by op " + std::to_string(g.producer[t]));
+        fail(o,
+             "tensor " + std::to_string(t) + " is already produced by op " + std::to_string(g.producer[t]));
       g.producer[t] = o;
     }
     for (int i = 0; i < static_cast<int>(in.size()); ++i) g.consumers[in[i]].push_back({o, i});
@@ -82,6 +84,21 @@ Graph analyze_graph(const Problem& p, const std::string& file) {
     for (int o = 0; o < N; ++o)
       if (!ordered[o]) fail(o, "the graph has a cycle through this op");
   }
+  // Heads and in-chain ops (M12): fed by a MatMul through Pointwise ops, and feeding a MatMul's LHS (RHS)
+  // through Pointwise ops.
+  std::vector<bool> fed_by_matmul(N, false);
+  for (int o : g.topological_order) {
+    fed_by_matmul[o] = p.is_matmul(o);
+    for (int t : p.inputs[o])
+      if (g.producer[t] != -1 && fed_by_matmul[g.producer[t]]) fed_by_matmul[o] = true;
+  }
+  std::vector<uint8_t> feeds(N, 0);
+  for (auto it = g.topological_order.rbegin(); it != g.topological_order.rend(); ++it)
+    for (int t : p.outputs[*it])
+      for (const Consumer& c : g.consumers[t])
+        feeds[*it] |= p.is_matmul(c.op) ? (c.position == 0 ? kStreamsColumns : kStreamsRows) : feeds[c.op];
+  g.streamable_axes.assign(N, 0);
+  for (int o = 0; o < N; ++o) g.streamable_axes[o] = fed_by_matmul[o] ? feeds[o] : 0;
   g.is_graph_input.assign(T, false);
   g.is_graph_output.assign(T, false);
   for (int t = 0; t < T; ++t) {

@@ -1,6 +1,7 @@
 // Graph analysis of a problem (M2, M3): producers, consumers, graph inputs/outputs, topological order.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -15,20 +16,27 @@ struct Consumer {
 };
 
 struct Graph {
-  std::vector<int> producer;                   // per tensor, -1 if none
+  std::vector<int> producer;                     // per tensor, -1 if none
   std::vector<std::vector<Consumer>> consumers;  // per tensor
-  std::vector<bool> is_graph_input;            // consumed, never produced
-  std::vector<bool> is_graph_output;           // produced, never consumed
-  std::vector<int> topological_order;          // of ops
-  std::vector<int64_t> reduction_depth;        // K_o per MatMul op (0 for Pointwise)
+  std::vector<bool> is_graph_input;              // consumed, never produced
+  std::vector<bool> is_graph_output;             // produced, never consumed
+  std::vector<int> topological_order;            // of ops
+  std::vector<int64_t> reduction_depth;          // K_o per MatMul op (0 for Pointwise)
+  // Per op, the axes on which some subgraph could price it proportionally (M23, M24): bit 0 (kStreamsColumns)
+  // when it can be the head or an in-chain op of an LHS link, bit 1 (kStreamsRows) of an RHS link. That needs
+  // a MatMul at or above it and a MatMul input below it, both through Pointwise ops only (M12).
+  std::vector<uint8_t> streamable_axes;
 };
 
-// Kahn's algorithm over `graph.producer` / `graph.consumers`. `pick` chooses which of the ready ops (listed in
-// the order they became ready, initially by index) runs next. Ops on a cycle are left out of the result.
+constexpr uint8_t kStreamsColumns = 1, kStreamsRows = 2;
+
+// Kahn's algorithm over `graph.producer` / `graph.consumers`. `pick` chooses which of the ready ops (listed
+// in the order they became ready, initially by index) runs next. Ops on a cycle are left out of the result.
 std::vector<int> topological_order(const Problem& problem, const Graph& graph,
                                    const std::function<size_t(const std::vector<int>& ready)>& pick);
 
-// Validates M2 and derives M3. Throws InputError (exit 2) naming the op, tensor and rule; `file` is for messages.
+// Validates M2 and derives M3. Throws InputError (exit 2) naming the op, tensor and rule; `file` is for
+// messages.
 Graph analyze_graph(const Problem& problem, const std::string& file);
 
 }  // namespace mlsys

@@ -311,15 +311,18 @@ bool StepWalker::advance(StepDetail* detail) {
 double compute_floor(const Problem& problem, const Graph& graph, int op, MatmulCompute model) {
   // Native tiles of the output, padded on both axes (M23, M24). A chain head or an in-chain op may instead be
   // proportional on the tail's reduction axis: the columns for an LHS link, the rows for an RHS link (section
-  // 8's caveat). Which one it is depends on the schedule, so the floor takes the least of the three counts;
-  // they agree whenever the output's sides are multiples of n_k and n_h = n_w (all 24 benchmarks).
+  // 8's caveat). Whether it is one depends on the schedule, so the floor takes the least count among the
+  // roles the graph allows it (Graph::streamable_axes); they agree whenever the output's sides are multiples
+  // of n_k and n_h = n_w (all 24 benchmarks).
   const int y = problem.outputs[op][0];
   const double rows = static_cast<double>(problem.heights[y]), cols = static_cast<double>(problem.widths[y]);
   const double n_k = static_cast<double>(problem.native_w);
   const double padded_rows = std::ceil(rows / static_cast<double>(problem.native_h));
   const double padded_cols = std::ceil(cols / n_k);
-  const double tiles =
-      std::min({padded_rows * padded_cols, padded_rows * (cols / n_k), (rows / n_k) * padded_cols});
+  double tiles = padded_rows * padded_cols;
+  const uint8_t axes = graph.streamable_axes[op];
+  if (axes & kStreamsColumns) tiles = std::min(tiles, padded_rows * (cols / n_k));
+  if (axes & kStreamsRows) tiles = std::min(tiles, (rows / n_k) * padded_cols);
   const bool deep = problem.is_matmul(op) && model == MatmulCompute::NativeK;
   const double depth = deep ? static_cast<double>(graph.reduction_depth[op]) / problem.native_w : 1.0;
   return problem.base_costs[op] * depth * tiles;
