@@ -397,21 +397,20 @@ void StructureCompiler::find_links(SubgraphModel& m) {
       }
   in_chain.assign(p.num_ops(), false);
   for (int o : ops) in_chain[o] = !p.is_matmul(o) && after_matmul[o] && reaches_matmul[o];
-  struct Link {
-    int head, tail, position;
-  };
-  std::vector<Link> links;
+  // Each (head, tail, position) once: sorted and deduplicated, since a search asks about subgraphs of
+  // thousands of chained MatMuls (a batched layer of an imported network).
+  std::vector<std::tuple<int, int, int>> links;
   is_head.assign(p.num_ops(), false);
   is_tail.assign(p.num_ops(), false);
   for (int b : matmuls)
     for (int pos = 0; pos < 2; ++pos)
-      for (int a : heads_of(p.inputs[b][pos]))
-        if (std::none_of(links.begin(), links.end(),
-                         [&](const Link& l) { return l.head == a && l.tail == b && l.position == pos; })) {
-          links.push_back({a, b, pos});
-          is_head[a] = true;
-          is_tail[b] = true;
-        }
+      for (int a : heads_of(p.inputs[b][pos])) {
+        links.emplace_back(a, b, pos);
+        is_head[a] = true;
+        is_tail[b] = true;
+      }
+  std::sort(links.begin(), links.end());
+  links.erase(std::unique(links.begin(), links.end()), links.end());
   // The sliced reduction depth K_s.
   for (int o : matmuls)
     if (links.empty() || (is_tail[o] && !is_head[o]))

@@ -4,6 +4,7 @@
 #include <map>
 #include <numeric>
 #include <queue>
+#include <tuple>
 
 #include "solver/search_internal.hpp"
 
@@ -122,6 +123,8 @@ const char* order_name(OrderKind kind) {
       return "random siblings-first order";
     case OrderKind::MovedIncumbent:
       return "moved order";
+    case OrderKind::BatchedLevels:
+      return "batched-level order";
   }
   return "order";
 }
@@ -145,6 +148,16 @@ std::vector<int> topological(const Problem& p, const Graph& g, OrderKind kind, s
              ready.begin();
     });
   }
+  if (kind == OrderKind::BatchedLevels) {
+    // Wavefronts with each layer's copies side by side: a segment can hold a layer of every row block and
+    // load its weights once.
+    const std::vector<int> level = levels(p, g), copy_class = layer_copy_classes(p, g);
+    return topological_order(p, g, [&](const std::vector<int>& ready) -> size_t {
+      auto key = [&](int op) { return std::tuple(level[op], copy_class[op], op); };
+      return std::min_element(ready.begin(), ready.end(), [&](int a, int b) { return key(a) < key(b); }) -
+             ready.begin();
+    });
+  }
   if (kind == OrderKind::RetentionFriendly)
     return topological_order(p, g, RetentionFriendlyPicker(p, g, nullptr));
   if (kind == OrderKind::RandomRetentionFriendly)
@@ -158,6 +171,31 @@ std::vector<int> topological(const Problem& p, const Graph& g, OrderKind kind, s
     if (kind == OrderKind::DepthFirst) return ready.size() - 1;
     return std::uniform_int_distribution<size_t>(0, ready.size() - 1)(rng);
   });
+}
+
+std::vector<int> layer_copy_classes(const Problem& p, const Graph& g) {
+  std::map<std::vector<int64_t>, int> ids;
+  std::vector<int> copy_class(p.num_ops());
+  for (int op = 0; op < p.num_ops(); ++op) {
+    const int y = p.outputs[op][0];
+    std::vector<int64_t> key{p.is_matmul(op), static_cast<int64_t>(p.base_costs[op] * 1024), p.heights[y],
+                             p.widths[y]};
+    for (int t : p.inputs[op]) key.insert(key.end(), {g.producer[t] < 0 ? t : -1, p.heights[t], p.widths[t]});
+    copy_class[op] = ids.emplace(std::move(key), static_cast<int>(ids.size())).first->second;
+  }
+  return copy_class;
+}
+
+int longest_copy_run(const Problem& p, const Graph& g) {
+  std::mt19937_64 unused;
+  const std::vector<int> order = topological(p, g, OrderKind::BatchedLevels, unused);
+  const std::vector<int> copy_class = layer_copy_classes(p, g);
+  int longest = 0;
+  for (size_t i = 0, run = 0; i < order.size(); ++i) {
+    run = i > 0 && copy_class[order[i]] == copy_class[order[i - 1]] ? run + 1 : 1;
+    longest = std::max(longest, static_cast<int>(run));
+  }
+  return longest;
 }
 
 // Whether two ops share a tensor: one reads what the other produces, or both read the same tensor (the links

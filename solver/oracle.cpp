@@ -15,10 +15,30 @@ bool contains(const std::vector<int>& v, int x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
 
-// Whether an op of the subgraph `ops` reads tensor t (otherwise an output t is stored).
-bool read_inside(const Graph& graph, int t, const std::vector<int>& ops) {
+// Membership in a subgraph's op list: a scan for a handful of ops (every DP question), a bitmap for the
+// thousands of a batched layer, where scans made each question quadratic.
+class OpSet {
+ public:
+  OpSet(const std::vector<int>& ops, int num_ops) : ops_(ops) {
+    if (ops.size() <= kScanned) return;
+    marked_.assign(num_ops, false);
+    for (int o : ops) marked_[o] = true;
+  }
+  bool has(int op) const {
+    if (marked_.empty()) return contains(ops_, op);
+    return op >= 0 && marked_[op];
+  }
+
+ private:
+  static constexpr size_t kScanned = 32;
+  const std::vector<int>& ops_;
+  std::vector<bool> marked_;
+};
+
+// Whether an op of the subgraph reads tensor t (otherwise an output t is stored).
+bool read_inside(const Graph& graph, int t, const OpSet& ops) {
   const auto& readers = graph.consumers[t];
-  return std::any_of(readers.begin(), readers.end(), [&](const Consumer& c) { return contains(ops, c.op); });
+  return std::any_of(readers.begin(), readers.end(), [&](const Consumer& c) { return ops.has(c.op); });
 }
 
 }  // namespace
@@ -112,16 +132,19 @@ double SubgraphOracle::lower_bound(const std::vector<int>& ops, const std::vecto
   // loaded at least once and every output that leaves the subgraph is stored at least once.
   double compute = 0;
   int64_t traffic = 0;
-  std::vector<int> seen;  // a handful of tensors: a vector beats a set here (this runs for every DP question)
+  const OpSet inside(ops, problem_.num_ops());
+  std::vector<int> seen;  // a handful of tensors, sorted: a vector beats a set (this runs for every question)
   for (int o : ops) {
     compute += compute_floor(problem_, graph_, o, options_.matmul_compute);
     for (int t : problem_.inputs[o])
-      if (!contains(ops, graph_.producer[t]) && !contains(retained_in, t) && !contains(seen, t)) {
-        seen.push_back(t);
+      if (!inside.has(graph_.producer[t]) && !contains(retained_in, t)) {
+        const auto at = std::lower_bound(seen.begin(), seen.end(), t);
+        if (at != seen.end() && *at == t) continue;
+        seen.insert(at, t);
         traffic += problem_.size(t);
       }
     for (int t : problem_.outputs[o])
-      if (!read_inside(graph_, t, ops) && !contains(retain, t)) traffic += problem_.size(t);
+      if (!read_inside(graph_, t, inside) && !contains(retain, t)) traffic += problem_.size(t);
   }
   return std::max(compute, static_cast<double>(traffic) / problem_.slow_memory_bandwidth);
 }
@@ -152,10 +175,11 @@ std::optional<std::string> SubgraphOracle::retained_overflow(const std::vector<i
 double SubgraphOracle::compute_per_tile_floor(const std::vector<int>& ops,
                                               const std::vector<int>& retain) const {
   double compute_per_tile = 0;
+  const OpSet inside(ops, problem_.num_ops());
   for (int o : ops) {
     const auto& outputs = problem_.outputs[o];
     // Stored or retained: either way it is produced on every tile.
-    auto leaves = [&](int t) { return !read_inside(graph_, t, ops) || contains(retain, t); };
+    auto leaves = [&](int t) { return !read_inside(graph_, t, inside) || contains(retain, t); };
     if (std::any_of(outputs.begin(), outputs.end(), leaves))
       compute_per_tile += compute_floor(problem_, graph_, o, options_.matmul_compute) /
                           static_cast<double>(problem_.native_tiles(problem_.outputs[o][0]));

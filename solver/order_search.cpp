@@ -62,15 +62,21 @@ class Strategy {
       int from_position = -1, from_state = -1;
       SubgraphChoice choice;
     };
+    const std::vector<std::vector<int>> long_sources = batch_sources();
     std::vector<std::vector<State>> states(n + 1);
     states[0].push_back({});
     for (int j = 1; j <= n; ++j) {
-      for (int i = j - 1; i >= 0 && j - i <= max_length_; --i) {
+      std::vector<int> sources;
+      for (int i = j - 1; i >= 0 && j - i <= max_length_; --i) sources.push_back(i);
+      sources.insert(sources.end(), long_sources[j].begin(), long_sources[j].end());
+      for (int i : sources) {
         if (states[i].empty()) continue;
         const std::vector<int> ops(order_.begin() + i, order_.begin() + j);
         const RetentionNeeds needs = retention_needs(i, j);
         if (!needs.feasible) continue;
-        const std::vector<std::vector<int>> retain_options = retention_options(needs);
+        // A batch keeps all or none of what it may: hundreds of single choices would each ask the oracle.
+        const std::vector<std::vector<int>> retain_options =
+            j - i > max_length_ && needs.optional.size() > 1 ? all_or_none(needs) : retention_options(needs);
         for (int s = 0; s < static_cast<int>(states[i].size()); ++s) {
           const std::vector<int> retained_in = states[i][s].retain;
           if (!receives_all(retained_in, i, j)) continue;
@@ -120,6 +126,48 @@ class Strategy {
     return kind_ == OrderKind::MovedIncumbent ? best * (1 + tolerance_) : best;
   }
 
+  // Batched-level orders (issue 38, the zoo): besides segments of up to max_length_ items, a segment may
+  // span up to kBatchRuns whole runs of one layer's copies, or up to kBatchLevels whole levels (one layer of
+  // every row block with its epilogues, or two layers chained), so that a layer's weights are loaded once for
+  // all blocks and its intermediates stay in fast memory. Per end position, its starts.
+  std::vector<std::vector<int>> batch_sources() {
+    const int n = static_cast<int>(order_.size());
+    std::vector<std::vector<int>> sources(n + 1);
+    horizon_ = max_length_;
+    if (kind_ != OrderKind::BatchedLevels) return sources;
+    const std::vector<int> copy_class = layer_copy_classes(inc_.problem, inc_.graph);
+    const std::vector<int> level = levels(inc_.problem, inc_.graph);
+    auto add_spans = [&](auto&& boundary, size_t most) {
+      std::vector<int> starts;
+      for (int q = 0; q < n; ++q)
+        if (q == 0 || boundary(order_[q], order_[q - 1])) starts.push_back(q);
+      starts.push_back(n);
+      for (size_t r = 0; r + 1 < starts.size(); ++r)
+        for (size_t m = 1; m <= most && r + m < starts.size(); ++m) {
+          const int begin = starts[r], end = starts[r + m];
+          if (end - begin > kMaxBatch) break;
+          if (end - begin <= max_length_ ||
+              std::find(sources[end].begin(), sources[end].end(), begin) != sources[end].end())
+            continue;
+          sources[end].push_back(begin);
+          horizon_ = std::max(horizon_, end - begin);
+        }
+    };
+    add_spans([&](int a, int b) { return copy_class[a] != copy_class[b]; }, kBatchRuns);
+    add_spans([&](int a, int b) { return level[a] != level[b]; }, kBatchLevels);
+    return sources;
+  }
+  static std::vector<std::vector<int>> all_or_none(const RetentionNeeds& needs) {
+    std::vector<int> all = needs.required;
+    all.insert(all.end(), needs.optional.begin(), needs.optional.end());
+    std::sort(all.begin(), all.end());
+    std::vector<int> none = needs.required;
+    std::sort(none.begin(), none.end());
+    return {none, all};
+  }
+  static constexpr size_t kBatchRuns = 3, kBatchLevels = 12;
+  static constexpr int kMaxBatch = 4096;
+
   // Ops at positions [begin, end) of the order as one segment.
   RetentionNeeds retention_needs(int begin, int end) const {
     const Problem& p = inc_.problem;
@@ -137,7 +185,7 @@ class Strategy {
           last_consumer = std::max(last_consumer, at);
         }
         if (last_consumer < end) continue;  // graph output or consumed only here: stored or ephemeral
-        needs.add(t, internal, internal_matmul, last_consumer < end + max_length_);
+        needs.add(t, internal, internal_matmul, last_consumer < end + horizon_);
       }
     return needs;
   }
@@ -159,6 +207,7 @@ class Strategy {
   SubgraphOracle oracle_;
   OrderKind kind_;
   int max_length_;
+  int horizon_ = 0;  // the longest segment: a tensor retained into the next must have all its readers there
   std::mt19937_64 rng_;
   double tolerance_;
   std::vector<int> base_;

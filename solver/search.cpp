@@ -46,16 +46,23 @@ struct Job {
 constexpr int kExactMaxOps = 20;
 // At most this many sets of done ops, it takes milliseconds (benchmarks 1, 3, 4 and 7 have 6, 5, 11 and 41).
 constexpr size_t kQuickProofMaxDownsets = 100;
+// Local-search moves segment at most this long (benchmark 13's sibling group has sixteen).
+constexpr int kLongestMove = 32;
 
 // Sibling groups (MatMuls sharing an operand) beyond what the usual orders' segments form (see first_jobs).
 bool has_long_siblings(int siblings) {
   return siblings > 10;
 }
 
+// Runs of one layer's copies longer than the longest usual segment (see first_jobs).
+bool has_long_copy_runs(int copy_run) {
+  return copy_run > 16;
+}
+
 // The jobs in priority order, before the random ones: a first schedule at once, then longer fusions and
 // other orders.
 std::vector<Job> first_jobs(const Problem& problem, bool exhaustive, bool downsets, bool recompute_cheap,
-                            int siblings, bool prove) {
+                            int siblings, int copy_run, bool prove) {
   // Siblings (MatMuls sharing an operand) in one subgraph load it once. Groups of up to 10 can form in the
   // segments of the other orders; a larger group (benchmark 13: sixteen x_i @ W0) needs orders that put it
   // side by side and segments as long as it. (Adding such orders for benchmark 8's group of nine cost it 1 %
@@ -78,6 +85,9 @@ std::vector<Job> first_jobs(const Problem& problem, bool exhaustive, bool downse
     // schedule of the search's space is cheaper (which ends the search if nothing is recomputable).
     if (prove && length == 1)
       plan.push_back({OrderKind::ByIndex, problem.num_ops(), Recompute::None, true, true});
+    // An imported network cut into row blocks (the zoo): each layer's copies in one subgraph load its
+    // weights once instead of once per block, which segments of 16 ops cannot do.
+    if (has_long_copy_runs(copy_run) && length == 1) plan.push_back({OrderKind::BatchedLevels, 1});
     if (length == 6 || length == 10) plan.push_back({OrderKind::RetentionFriendly, length});
     if (downsets && length == 3) plan.push_back({OrderKind::ByIndex, 3, Recompute::None, true});
   }
@@ -89,6 +99,7 @@ std::vector<Job> first_jobs(const Problem& problem, bool exhaustive, bool downse
   // Wavefronts: benchmark 10's best schedule holds one layer of all six branches per subgraph (12 and 11
   // ops), which other orders line up only by chance (random ones took 2.4-10 s of its 15).
   plan.push_back({OrderKind::ByLevel, 16});
+  if (has_long_copy_runs(copy_run)) plan.push_back({OrderKind::BatchedLevels, 10});
   // Subgraphs of up to 4 ops (5 on graphs of at most 20 ops) from any set of done ops: a graph whose best
   // subgraphs gather ops that orders seldom put side by side needs it. Since the rule book revision of
   // 2026-11-23, benchmark 8's best schedule ends with a 5-op subgraph (the three O = S V with the final
@@ -173,8 +184,8 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
                      (!search::downsets_unaffordable(problem, graph, kQuickProofMaxDownsets) ||
                       (options.threads >= 2 && options.max_orders == 0));
   const bool proof_ends_search = options.exhaustive || recomputable.empty();
-  const std::vector<Job> plan =
-      first_jobs(problem, options.exhaustive, downsets, !cheap.empty(), siblings, prove);
+  const std::vector<Job> plan = first_jobs(problem, options.exhaustive, downsets, !cheap.empty(), siblings,
+                                           longest_copy_run(problem, graph), prove);
   // Then, for as long as time allows (or until the schedule meets the lower bound): every other job perturbs
   // the incumbent's order (local search); the others draw new orders, random or retention-friendly with
   // random ties, one in four of the random ones with a random set of recomputed tensors, and with a long
@@ -234,7 +245,8 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
         recompute = inc.walk_recompute;
         // Moves must be able to keep a long sibling subgraph of the incumbent whole (benchmark 13: sixteen);
         // below the usual length of new orders, short segments keep the local search fast.
-        if (inc.best_longest_segment > 10) job.max_length = inc.best_longest_segment;
+        // A batched incumbent's segments of hundreds of ops would make every move's program quadratic.
+        if (inc.best_longest_segment > 10) job.max_length = std::min(inc.best_longest_segment, kLongestMove);
       }
       std::mt19937_64 rng(seed ^ 0x5eed);
       choose_recomputed(job.recompute, cheap, recomputable, rng, recompute);

@@ -142,7 +142,8 @@ enum class OrderKind {
   RandomRetentionFriendly,
   SiblingsFirst,
   RandomSiblingsFirst,
-  MovedIncumbent
+  MovedIncumbent,
+  BatchedLevels
 };
 const char* order_name(OrderKind kind);
 
@@ -153,6 +154,14 @@ bool same_operand(const Problem& p, const Graph& g, int a, int b, size_t positio
 int largest_sibling_group(const Problem& p, const Graph& g);
 // A topological order of `kind` (random kinds draw from `rng`).
 std::vector<int> topological(const Problem& p, const Graph& g, OrderKind kind, std::mt19937_64& rng);
+// Per op, a class id shared by ops that do the same work on other rows: same kind, base cost and shapes, and
+// the same graph inputs (weights) in the same positions. An importer that cuts tokens or pixels into row
+// blocks makes one copy of each layer per block; batched-level orders put a layer's copies side by side.
+std::vector<int> layer_copy_classes(const Problem& p, const Graph& g);
+// Per op, the longest path (in ops) from the graph inputs: ops of one level never depend on each other.
+std::vector<int> levels(const Problem& p, const Graph& g);
+// The longest run of consecutive ops of one class in the batched-level order.
+int longest_copy_run(const Problem& p, const Graph& g);
 // Whether two ops share a tensor (the links that make a subgraph connected, M7).
 bool related(const Problem& p, const Graph& g, int a, int b);
 // Local search: `order` with a few ops moved to other legal places.
