@@ -147,8 +147,13 @@ section = "\n".join(lines) + "\n"
 path = "docs/bounds.md"
 text = open(path).read()
 head, _, tail = text.partition(MARKER)
-rest = tail.split("\n<a id=", 1)
-after = "\n<a id=" + rest[1] if len(rest) > 1 else ""
+# Replace the generated part (up to the table's last row) and keep what follows: notes on the table, then the
+# next sections.
+old_lines = tail.split("\n")
+end = next((i for i, line in enumerate(old_lines) if line.startswith("|")), len(old_lines))
+while end < len(old_lines) and old_lines[end].startswith("|"):
+    end += 1
+after = "\n".join(old_lines[end:])
 with open(path + ".tmp", "w") as f:
     f.write(head.rstrip("\n") + "\n\n" + section + after)
 os.replace(path + ".tmp", path)
