@@ -139,24 +139,20 @@ std::vector<int> levels(const Problem& p, const Graph& g) {
 }
 
 std::vector<int> topological(const Problem& p, const Graph& g, OrderKind kind, std::mt19937_64& rng) {
-  if (kind == OrderKind::ByLevel) {
-    // Wavefronts: parallel branches advance together, so a segment can hold one layer of every branch.
+  if (kind == OrderKind::ByLevel || kind == OrderKind::BatchedLevels) {
+    // Wavefronts: parallel branches advance together, so a segment can hold one layer of every branch; the
+    // batched kind also puts each layer's copies side by side, so a segment can hold a layer of every row
+    // block and load its weights once. A producer's level is below its readers', so sorting by level is
+    // already topological: O(n log n), where picking the least ready op would be quadratic on wide graphs.
     const std::vector<int> level = levels(p, g);
-    return topological_order(p, g, [&](const std::vector<int>& ready) -> size_t {
-      return std::min_element(ready.begin(), ready.end(),
-                              [&](int a, int b) { return std::pair(level[a], a) < std::pair(level[b], b); }) -
-             ready.begin();
+    const std::vector<int> copy_class =
+        kind == OrderKind::BatchedLevels ? layer_copy_classes(p, g) : std::vector<int>(p.num_ops(), 0);
+    std::vector<int> order(p.num_ops());
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&](int a, int b) {
+      return std::tuple(level[a], copy_class[a], a) < std::tuple(level[b], copy_class[b], b);
     });
-  }
-  if (kind == OrderKind::BatchedLevels) {
-    // Wavefronts with each layer's copies side by side: a segment can hold a layer of every row block and
-    // load its weights once.
-    const std::vector<int> level = levels(p, g), copy_class = layer_copy_classes(p, g);
-    return topological_order(p, g, [&](const std::vector<int>& ready) -> size_t {
-      auto key = [&](int op) { return std::tuple(level[op], copy_class[op], op); };
-      return std::min_element(ready.begin(), ready.end(), [&](int a, int b) { return key(a) < key(b); }) -
-             ready.begin();
-    });
+    return order;
   }
   if (kind == OrderKind::RetentionFriendly)
     return topological_order(p, g, RetentionFriendlyPicker(p, g, nullptr));
