@@ -63,6 +63,9 @@ class Strategy {
       SubgraphChoice choice;
     };
     const std::vector<std::vector<int>> long_sources = batch_sources();
+    horizon_ = max_length_;
+    for (int j = 0; j <= n; ++j)
+      for (int i : long_sources[j]) horizon_ = std::max(horizon_, j - i);
     std::vector<std::vector<State>> states(n + 1);
     states[0].push_back({});
     for (int j = 1; j <= n; ++j) {
@@ -130,10 +133,9 @@ class Strategy {
   // span up to kBatchRuns whole runs of one layer's copies, or up to kBatchLevels whole levels (one layer of
   // every row block with its epilogues, or two layers chained), so that a layer's weights are loaded once for
   // all blocks and its intermediates stay in fast memory. Per end position, its starts.
-  std::vector<std::vector<int>> batch_sources() {
+  std::vector<std::vector<int>> batch_sources() const {
     const int n = static_cast<int>(order_.size());
     std::vector<std::vector<int>> sources(n + 1);
-    horizon_ = max_length_;
     if (kind_ != OrderKind::BatchedLevels) return sources;
     const std::vector<int> copy_class = layer_copy_classes(inc_.problem, inc_.graph);
     const std::vector<int> level = levels(inc_.problem, inc_.graph);
@@ -150,7 +152,6 @@ class Strategy {
               std::find(sources[end].begin(), sources[end].end(), begin) != sources[end].end())
             continue;
           sources[end].push_back(begin);
-          horizon_ = std::max(horizon_, end - begin);
         }
     };
     add_spans([&](int a, int b) { return copy_class[a] != copy_class[b]; }, kBatchRuns);
