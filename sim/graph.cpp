@@ -1,6 +1,7 @@
 #include "sim/graph.hpp"
 
 #include <algorithm>
+#include <queue>
 
 #include "sim/violation.hpp"
 
@@ -11,12 +12,18 @@ static std::string shape(const Problem& p, int t) {
          std::to_string(p.widths[t]) + ")";
 }
 
-std::vector<int> topological_order(const Problem& p, const Graph& g,
-                                   const std::function<size_t(const std::vector<int>& ready)>& pick) {
+// Per op, how many of its inputs some op produces: Kahn's count of what it still waits for.
+static std::vector<int> produced_input_counts(const Problem& p, const Graph& g) {
   std::vector<int> pending(p.num_ops(), 0);
   for (int o = 0; o < p.num_ops(); ++o)
     for (int t : p.inputs[o])
       if (g.producer[t] != -1) ++pending[o];
+  return pending;
+}
+
+std::vector<int> topological_order(const Problem& p, const Graph& g,
+                                   const std::function<size_t(const std::vector<int>& ready)>& pick) {
+  std::vector<int> pending = produced_input_counts(p, g);
   std::vector<int> ready, order;
   for (int o = 0; o < p.num_ops(); ++o)
     if (pending[o] == 0) ready.push_back(o);
@@ -28,6 +35,23 @@ std::vector<int> topological_order(const Problem& p, const Graph& g,
     for (int t : p.outputs[o])
       for (const Consumer& c : g.consumers[t])
         if (--pending[c.op] == 0) ready.push_back(c.op);
+  }
+  return order;
+}
+
+std::vector<int> lowest_index_topological_order(const Problem& p, const Graph& g) {
+  std::vector<int> pending = produced_input_counts(p, g);
+  std::priority_queue<int, std::vector<int>, std::greater<>> ready;
+  for (int o = 0; o < p.num_ops(); ++o)
+    if (pending[o] == 0) ready.push(o);
+  std::vector<int> order;
+  while (!ready.empty()) {
+    const int o = ready.top();
+    ready.pop();
+    order.push_back(o);
+    for (int t : p.outputs[o])
+      for (const Consumer& c : g.consumers[t])
+        if (--pending[c.op] == 0) ready.push(c.op);
   }
   return order;
 }
@@ -75,9 +99,7 @@ Graph analyze_graph(const Problem& p, const std::string& file) {
     for (int i = 0; i < static_cast<int>(in.size()); ++i) g.consumers[in[i]].push_back({o, i});
   }
   // Ops left out of a topological order lie on a cycle. The canonical order takes the lowest ready index.
-  g.topological_order = topological_order(p, g, [](const std::vector<int>& ready) {
-    return static_cast<size_t>(std::min_element(ready.begin(), ready.end()) - ready.begin());
-  });
+  g.topological_order = lowest_index_topological_order(p, g);
   if (static_cast<int>(g.topological_order.size()) != N) {
     std::vector<bool> ordered(N, false);
     for (int o : g.topological_order) ordered[o] = true;

@@ -20,7 +20,7 @@ struct Graph {
   std::vector<std::vector<Consumer>> consumers;  // per tensor
   std::vector<bool> is_graph_input;              // consumed, never produced
   std::vector<bool> is_graph_output;             // produced, never consumed
-  std::vector<int> topological_order;            // of ops
+  std::vector<int> topological_order;            // of ops, the lowest ready index first
   std::vector<int64_t> reduction_depth;          // K_o per MatMul op (0 for Pointwise)
   // Per op, the axes on which some subgraph could price it proportionally (M23, M24): bit 0 (kStreamsColumns)
   // when it can be the head or an in-chain op of an LHS link, bit 1 (kStreamsRows) of an RHS link. That needs
@@ -34,6 +34,9 @@ constexpr uint8_t kStreamsColumns = 1, kStreamsRows = 2;
 // in the order they became ready, initially by index) runs next. Ops on a cycle are left out of the result.
 std::vector<int> topological_order(const Problem& problem, const Graph& graph,
                                    const std::function<size_t(const std::vector<int>& ready)>& pick);
+// The topological order that always takes the lowest ready index, in O(n log n) (a heap, where `pick` would
+// scan the ready list: quadratic on a graph of many independent ops).
+std::vector<int> lowest_index_topological_order(const Problem& problem, const Graph& graph);
 
 // Validates M2 and derives M3. Throws InputError (exit 2) naming the op, tensor and rule; `file` is for
 // messages.

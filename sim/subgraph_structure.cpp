@@ -6,6 +6,8 @@
 #include <numeric>
 #include <sstream>
 #include <tuple>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "sim/step_model.hpp"
 #include "sim/step_model_internal.hpp"
@@ -153,14 +155,15 @@ namespace {
 // output tensors of the guests left without a host.
 std::vector<int> partial_sums_without_host(const Problem& p, const std::vector<int>& guests,
                                            const std::vector<std::vector<int>>& reaches) {
+  // Keyed by the hosts reached, not sized to the problem: a batched subgraph has thousands of guests.
   std::vector<int> host_of_guest(guests.size(), -1);
-  std::vector<int> guest_of_host(p.num_tensors(), -1);
-  std::vector<bool> visited;
+  std::unordered_map<int, int> guest_of_host;
+  std::unordered_set<int> visited;
   std::function<bool(size_t)> place = [&](size_t g) {
     for (int h : reaches[g]) {
-      if (visited[h]) continue;
-      visited[h] = true;
-      if (guest_of_host[h] == -1 || place(static_cast<size_t>(guest_of_host[h]))) {
+      if (!visited.insert(h).second) continue;
+      auto hosted = guest_of_host.find(h);
+      if (hosted == guest_of_host.end() || place(static_cast<size_t>(hosted->second))) {
         guest_of_host[h] = static_cast<int>(g);
         host_of_guest[g] = h;
         return true;
@@ -170,7 +173,7 @@ std::vector<int> partial_sums_without_host(const Problem& p, const std::vector<i
   };
   std::vector<int> unhosted;
   for (size_t g = 0; g < guests.size(); ++g) {
-    visited.assign(p.num_tensors(), false);
+    visited.clear();
     place(g);
   }
   for (size_t g = 0; g < guests.size(); ++g)
@@ -181,7 +184,8 @@ std::vector<int> partial_sums_without_host(const Problem& p, const std::vector<i
 
 // compile_structure, one method per rule group in the rule book's order. The builder holds what the groups
 // share: the op list with its positions and the tensor classes (M8), the link roles (M12) and the symbolic
-// regions (M17).
+// regions (M17). All of it is indexed by position in the subgraph, never sized to the problem, so a
+// question costs what its subgraph has, even on a graph of 50,000 ops.
 class StructureCompiler {
  public:
   StructureCompiler(const Problem& p, const Graph& graph, const std::vector<int>& ops, int index)
@@ -203,7 +207,21 @@ class StructureCompiler {
   RuleViolation reject(const char* rule, const std::string& message, int op = -1, int tensor = -1) const {
     return rejection(index, rule, message, op, tensor);
   }
-  bool in_subgraph(int op) const { return op >= 0 && position[op] != -1; }
+  // The op's position in the declared list, -1 outside the subgraph.
+  int position_of(int op) const {
+    auto it = std::lower_bound(positions.begin(), positions.end(), std::make_pair(op, -1));
+    return it != positions.end() && it->first == op ? it->second : -1;
+  }
+  bool in_subgraph(int op) const { return op >= 0 && position_of(op) != -1; }
+  // The M12 roles and M17 forms of an op of the subgraph.
+  struct OpRole {
+    bool after_matmul = false, reaches_matmul = false, feeds_lhs = false, in_chain = false, is_head = false,
+         is_tail = false;
+    Form out_form{};
+    std::array<Form, 2> mm_in_form{};
+  };
+  OpRole& role(int op) { return roles[position_of(op)]; }
+  const OpRole& role(int op) const { return roles[position_of(op)]; }
   bool is_retained(int t) const { return std::find(retain.begin(), retain.end(), t) != retain.end(); }
   bool produced_here(int t) const { return in_subgraph(graph.producer[t]); }
   std::vector<Consumer> internal_consumers(int t) const;
@@ -213,7 +231,7 @@ class StructureCompiler {
   std::vector<int> heads_of(int t) const;
   std::vector<int> hosts_reached(int y) const;
   Form input_form(const Consumer& c) const {
-    return p.is_matmul(c.op) ? mm_in_form[c.op][c.position] : out_form[c.op];
+    return p.is_matmul(c.op) ? role(c.op).mm_in_form[c.position] : role(c.op).out_form;
   }
 
   const Problem& p;
@@ -222,13 +240,11 @@ class StructureCompiler {
   const int index;
   const std::vector<SubgraphModel::MatmulDepth> matmul_depths;
   std::vector<int> matmuls;
-  std::vector<int> position;  // of each op in the declared list, -1 outside the subgraph
-  std::vector<int> retain;    // R_i, deduplicated
-  // M12 roles: in-chain Pointwise ops (after a MatMul and leading to one), links' heads and tails.
-  std::vector<bool> after_matmul, reaches_matmul, feeds_lhs, in_chain, is_head, is_tail;
-  // M17: the region each op's output is computed over, and each MatMul's operand forms.
-  std::vector<Form> out_form;
-  std::vector<std::array<Form, 2>> mm_in_form;
+  std::vector<std::pair<int, int>> positions;  // (op, position in the declared list), sorted by op
+  std::vector<int> retain;                     // R_i, deduplicated
+  // By position. M12 roles: in-chain Pointwise ops (after a MatMul and leading to one), links' heads and
+  // tails; M17: the region each op's output is computed over, and each MatMul's operand forms.
+  std::vector<OpRole> roles;
 };
 
 std::vector<Consumer> StructureCompiler::internal_consumers(int t) const {
@@ -237,40 +253,42 @@ std::vector<Consumer> StructureCompiler::internal_consumers(int t) const {
     if (in_subgraph(c.op)) result.push_back(c);
   // Declared order, so that regions are derived deterministically.
   std::sort(result.begin(), result.end(),
-            [&](const Consumer& a, const Consumer& b) { return position[a.op] < position[b.op]; });
+            [&](const Consumer& a, const Consumer& b) { return position_of(a.op) < position_of(b.op); });
   return result;
 }
 
 std::optional<RuleViolation> StructureCompiler::check_op_list() {
   if (ops.empty()) return reject("M7", "the subgraph has no ops");
-  position.assign(p.num_ops(), -1);
-  for (size_t i = 0; i < ops.size(); ++i) {
-    if (position[ops[i]] != -1)
-      return reject("M7", "op " + std::to_string(ops[i]) + " is listed twice", ops[i]);
-    position[ops[i]] = static_cast<int>(i);
-  }
+  for (size_t i = 0; i < ops.size(); ++i) positions.emplace_back(ops[i], static_cast<int>(i));
+  std::sort(positions.begin(), positions.end());
+  // The first repeat in declared order is the one named.
+  int repeat = -1;
+  for (size_t i = 1; i < positions.size(); ++i)
+    if (positions[i].first == positions[i - 1].first && (repeat == -1 || positions[i].second < repeat))
+      repeat = positions[i].second;
+  if (repeat != -1)
+    return reject("M7", "op " + std::to_string(ops[repeat]) + " is listed twice", ops[repeat]);
+  roles.assign(ops.size(), OpRole{});
   for (int b : ops)
     for (int t : p.inputs[b]) {
       int a = graph.producer[t];
-      if (in_subgraph(a) && position[a] > position[b])
+      if (in_subgraph(a) && position_of(a) > position_of(b))
         return reject("M7",
                       "op " + std::to_string(b) + " reads " + tensor_name(t) + ", produced by op " +
                           std::to_string(a) +
                           " which is listed after it; the declared order must be topological",
                       b, t);
     }
+  // Ops touching one tensor are joined: (tensor, position) pairs sorted by tensor put them side by side.
   Components comp(ops.size());
-  std::vector<int> first_toucher(p.num_tensors(), -1);
+  std::vector<std::pair<int, int>> touches;
   for (size_t i = 0; i < ops.size(); ++i) {
-    auto touch = [&](int t) {
-      if (first_toucher[t] == -1)
-        first_toucher[t] = static_cast<int>(i);
-      else
-        comp.join(first_toucher[t], static_cast<int>(i));
-    };
-    for (int t : p.inputs[ops[i]]) touch(t);
-    for (int t : p.outputs[ops[i]]) touch(t);
+    for (int t : p.inputs[ops[i]]) touches.emplace_back(t, static_cast<int>(i));
+    for (int t : p.outputs[ops[i]]) touches.emplace_back(t, static_cast<int>(i));
   }
+  std::sort(touches.begin(), touches.end());
+  for (size_t i = 1; i < touches.size(); ++i)
+    if (touches[i].first == touches[i - 1].first) comp.join(touches[i - 1].second, touches[i].second);
   for (size_t i = 1; i < ops.size(); ++i)
     if (comp.find(static_cast<int>(i)) != comp.find(0))
       return reject("M7",
@@ -356,16 +374,15 @@ std::optional<RuleViolation> StructureCompiler::unify_grid(SubgraphModel& m) {
 // The MatMuls a tensor comes from through in-chain ops (the tensor's producer if it is a MatMul).
 std::vector<int> StructureCompiler::heads_of(int t) const {
   std::vector<int> heads, stack{t};
-  std::vector<bool> seen(p.num_tensors(), false);
+  std::unordered_set<int> seen;
   while (!stack.empty()) {
     const int u = stack.back();
     stack.pop_back();
     const int a = graph.producer[u];
-    if (!in_subgraph(a) || seen[u]) continue;
-    seen[u] = true;
+    if (!in_subgraph(a) || !seen.insert(u).second) continue;
     if (p.is_matmul(a)) {
       if (std::find(heads.begin(), heads.end(), a) == heads.end()) heads.push_back(a);
-    } else if (in_chain[a]) {
+    } else if (role(a).in_chain) {
       for (int v : p.inputs[a]) stack.push_back(v);
     }
   }
@@ -378,61 +395,55 @@ void StructureCompiler::find_links(SubgraphModel& m) {
   // only, a MatMul's output) and leads to one (`reaches_matmul`: a MatMul reads, through Pointwise ops only,
   // its output); those are the in-chain ops. Declared order is topological, so one pass each way decides
   // both.
-  after_matmul.assign(p.num_ops(), false);
-  reaches_matmul.assign(p.num_ops(), false);
-  feeds_lhs.assign(p.num_ops(), false);  // some path from the op ends at a MatMul's LHS
+  // `feeds_lhs`: some path from the op ends at a MatMul's LHS.
   for (int o : ops) {
     if (p.is_matmul(o)) continue;
     for (int t : p.inputs[o]) {
       const int a = graph.producer[t];
-      if (in_subgraph(a) && (p.is_matmul(a) || after_matmul[a])) after_matmul[o] = true;
+      if (in_subgraph(a) && (p.is_matmul(a) || role(a).after_matmul)) role(o).after_matmul = true;
     }
   }
   for (auto it = ops.rbegin(); it != ops.rend(); ++it)
     for (int t : p.outputs[*it])
       for (const Consumer& c : internal_consumers(t)) {
         const bool matmul = p.is_matmul(c.op);
-        if (matmul || reaches_matmul[c.op]) reaches_matmul[*it] = true;
-        if ((matmul && c.position == 0) || (!matmul && feeds_lhs[c.op])) feeds_lhs[*it] = true;
+        if (matmul || role(c.op).reaches_matmul) role(*it).reaches_matmul = true;
+        if ((matmul && c.position == 0) || (!matmul && role(c.op).feeds_lhs)) role(*it).feeds_lhs = true;
       }
-  in_chain.assign(p.num_ops(), false);
-  for (int o : ops) in_chain[o] = !p.is_matmul(o) && after_matmul[o] && reaches_matmul[o];
+  for (int o : ops) role(o).in_chain = !p.is_matmul(o) && role(o).after_matmul && role(o).reaches_matmul;
   // Each (head, tail, position) once: sorted and deduplicated, since a search asks about subgraphs of
   // thousands of chained MatMuls (a batched layer of an imported network).
   std::vector<std::tuple<int, int, int>> links;
-  is_head.assign(p.num_ops(), false);
-  is_tail.assign(p.num_ops(), false);
   for (int b : matmuls)
     for (int pos = 0; pos < 2; ++pos)
       for (int a : heads_of(p.inputs[b][pos])) {
         links.emplace_back(a, b, pos);
-        is_head[a] = true;
-        is_tail[b] = true;
+        role(a).is_head = true;
+        role(b).is_tail = true;
       }
   std::sort(links.begin(), links.end());
   links.erase(std::unique(links.begin(), links.end()), links.end());
   // The sliced reduction depth K_s.
   for (int o : matmuls)
-    if (links.empty() || (is_tail[o] && !is_head[o]))
+    if (links.empty() || (role(o).is_tail && !role(o).is_head))
       m.facts_.K_s = std::max(m.facts_.K_s, graph.reduction_depth[o]);
   m.facts_.links = links.size();
   // M13: a middle MatMul.
   m.facts_.has_middle =
-      std::any_of(matmuls.begin(), matmuls.end(), [&](int o) { return is_head[o] && is_tail[o]; });
+      std::any_of(matmuls.begin(), matmuls.end(), [&](int o) { return role(o).is_head && role(o).is_tail; });
 }
 
 // The non-ephemeral outputs reached from tensor `y` through Pointwise ops of the subgraph only.
 std::vector<int> StructureCompiler::hosts_reached(int y) const {
   std::vector<int> hosts, stack{y};
-  std::vector<bool> seen(p.num_tensors(), false);
+  std::unordered_set<int> seen;
   while (!stack.empty()) {
     const int u = stack.back();
     stack.pop_back();
     for (const Consumer& c : internal_consumers(u)) {
       if (p.is_matmul(c.op)) continue;  // through Pointwise ops only
       for (int v : p.outputs[c.op]) {
-        if (seen[v]) continue;
-        seen[v] = true;
+        if (!seen.insert(v).second) continue;
         if (!is_ephemeral(v)) hosts.push_back(v);
         stack.push_back(v);
       }
@@ -452,7 +463,7 @@ void StructureCompiler::count_unhosted_partial_sums(SubgraphModel& m) {
   std::vector<std::vector<int>> reaches;  // per guest: the non-ephemeral outputs it reaches
   for (int o : matmuls) {
     const int y = p.outputs[o][0];
-    if (is_head[o] || !is_ephemeral(y)) continue;
+    if (role(o).is_head || !is_ephemeral(y)) continue;
     guests.push_back(o);
     reaches.push_back(hosts_reached(y));
   }
@@ -462,7 +473,7 @@ void StructureCompiler::count_unhosted_partial_sums(SubgraphModel& m) {
 void StructureCompiler::find_prologues(SubgraphModel& m) {
   // Pointwise ops that are not in-chain whose output a MatMul reads directly.
   for (int o : ops) {
-    if (p.is_matmul(o) || in_chain[o]) continue;
+    if (p.is_matmul(o) || role(o).in_chain) continue;
     for (int t : p.outputs[o])
       for (const Consumer& c : internal_consumers(t))
         if (p.is_matmul(c.op))
@@ -472,8 +483,6 @@ void StructureCompiler::find_prologues(SubgraphModel& m) {
 
 void StructureCompiler::derive_regions(SubgraphModel& m) {
   // Symbolic regions, in reverse declared order.
-  out_form.assign(p.num_ops(), Form{});
-  mm_in_form.assign(p.num_ops(), {});
   for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
     const int o = *it;
     std::optional<Form> region;
@@ -488,11 +497,12 @@ void StructureCompiler::derive_regions(SubgraphModel& m) {
           m.checks_.push_back({o, t, *region, d});
       }
     }
-    out_form[o] = *region;
+    OpRole& r = role(o);
+    r.out_form = *region;
     if (p.is_matmul(o)) {
       const int64_t K = graph.reduction_depth[o];
-      const Axis q = is_head[o] ? Axis{AxisKind::Full, K} : Axis{AxisKind::Reduction, K};
-      mm_in_form[o] = {Form{region->rows, q}, Form{q, region->cols}};
+      const Axis q = r.is_head ? Axis{AxisKind::Full, K} : Axis{AxisKind::Reduction, K};
+      r.mm_in_form = {Form{region->rows, q}, Form{q, region->cols}};
     }
   }
 }
@@ -505,13 +515,14 @@ void StructureCompiler::compile_ops(SubgraphModel& m) {
     c.matmul = p.is_matmul(o);
     c.base = p.base_costs[o];
     c.reduction_depth = graph.reduction_depth[o];
-    c.producer = c.matmul && is_head[o];
+    const OpRole& r = role(o);
+    c.producer = c.matmul && r.is_head;
     // A head and an in-chain op compute the streamed strip (M23, M24): the tail's reduction axis, which is
     // the columns for an LHS link and the rows for an RHS link.
-    if (c.producer || in_chain[o]) c.streamed = feeds_lhs[o] ? 1 : 2;
-    const bool prologue = !c.matmul && !in_chain[o] && reaches_matmul[o];
-    c.runs_at = c.matmul || in_chain[o] ? kEveryStep : prologue ? kFirstKStep : kLastKStep;
-    c.run_form = prologue ? bounding(out_form[o]) : out_form[o];
+    if (c.producer || r.in_chain) c.streamed = r.feeds_lhs ? 1 : 2;
+    const bool prologue = !c.matmul && !r.in_chain && r.reaches_matmul;
+    c.runs_at = c.matmul || r.in_chain ? kEveryStep : prologue ? kFirstKStep : kLastKStep;
+    c.run_form = prologue ? bounding(r.out_form) : r.out_form;
     m.compiled_.push_back(c);
     // M19 slice forms of this op's external, not retained-in inputs.
     for (int pos = 0; pos < static_cast<int>(p.inputs[o].size()); ++pos) {
@@ -519,7 +530,7 @@ void StructureCompiler::compile_ops(SubgraphModel& m) {
       if (produced_here(t) ||
           std::find(m.retained_in_.begin(), m.retained_in_.end(), t) != m.retained_in_.end())
         continue;
-      const Form f = c.matmul ? mm_in_form[o][pos] : c.run_form;
+      const Form f = c.matmul ? r.mm_in_form[pos] : c.run_form;
       auto same = std::find_if(m.forms_.begin(), m.forms_.end(), [&](const SubgraphModel::SliceForm& s) {
         return s.tensor == t && s.form == f;
       });

@@ -162,8 +162,8 @@ std::vector<int> topological(const Problem& p, const Graph& g, OrderKind kind, s
     return topological_order(p, g, RetentionFriendlyPicker(p, g, nullptr, true));
   if (kind == OrderKind::RandomSiblingsFirst)
     return topological_order(p, g, RetentionFriendlyPicker(p, g, &rng, true));
+  if (kind == OrderKind::ByIndex) return g.topological_order;  // analyze_graph's canonical order
   return topological_order(p, g, [&](const std::vector<int>& ready) -> size_t {
-    if (kind == OrderKind::ByIndex) return std::min_element(ready.begin(), ready.end()) - ready.begin();
     if (kind == OrderKind::DepthFirst) return ready.size() - 1;
     return std::uniform_int_distribution<size_t>(0, ready.size() - 1)(rng);
   });

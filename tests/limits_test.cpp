@@ -229,5 +229,44 @@ TEST(SolverDeadline, SixHundredOpGraphWithinItsTimeout) {
   EXPECT_EQ(0, check.exit_code) << check.err;
 }
 
+TEST(SolverDeadline, FiftyThousandIndependentOpsWithinTheDefaultTimeout) {
+  // 50,000 Pointwise ops, each reading its own 128 x 128 graph input and writing a graph output; base 10,
+  // bandwidth 100, native [128, 128]. No two ops share a tensor, so each is its own subgraph (M7) and costs
+  // max(10, (16,384 + 16,384) / 100) = 327.68: the optimum is 50,000 x 327.68 = 16,384,000. A question about
+  // one op must cost what the op has, not what the graph has: compiling each subgraph over arrays sized to
+  // the problem once took 8.5 s here and found no schedule.
+  constexpr int kOps = 50000;
+  json widths = json::array(), inputs = json::array(), outputs = json::array(), bases = json::array(),
+       types = json::array();
+  for (int i = 0; i < kOps; ++i) {
+    widths.push_back(128);
+    widths.push_back(128);
+    inputs.push_back({2 * i});
+    outputs.push_back({2 * i + 1});
+    bases.push_back(10);
+    types.push_back("Pointwise");
+  }
+  const json problem = {{"widths", widths},
+                        {"heights", widths},
+                        {"inputs", inputs},
+                        {"outputs", outputs},
+                        {"base_costs", bases},
+                        {"op_types", types},
+                        {"fast_memory_capacity", 1000000},
+                        {"slow_memory_bandwidth", 100},
+                        {"native_granularity", {128, 128}}};
+  const std::string dir = temp_dir("wide");
+  write_text(dir + "/problem.json", problem.dump());
+  const auto start = Clock::now();
+  const CommandResult r =
+      run_command(MLSYS_SOLVER_BIN, dir + "/problem.json " + dir + "/out.json --timeout 2");
+  EXPECT_LT(seconds_since(start), 2.25);
+  ASSERT_EQ(0, r.exit_code) << r.err;
+  const CommandResult check =
+      run_command(MLSYS_VERIFY_BIN, dir + "/problem.json " + dir + "/out.json --strict --json");
+  ASSERT_EQ(0, check.exit_code) << check.err;
+  EXPECT_NEAR(16384000.0, json::parse(check.out).at("total_latency").get<double>(), 1e-3);
+}
+
 }  // namespace
 }  // namespace mlsys::test
