@@ -94,6 +94,22 @@ struct Incumbent {
     stats.exhaustive_complete = stats.exhaustive_complete || complete;
   }
 
+  // The best cost the merge pass last started from (merge_search.cpp): it runs again only on a new best.
+  double merged_from = -1;
+  bool merge_running = false;
+  // Claims the merge pass for the calling thread when the best schedule changed since its last run.
+  bool claim_merge() {
+    std::lock_guard lock(mutex);
+    if (!best || merge_running || best_cost == merged_from) return false;
+    merge_running = true;
+    merged_from = best_cost;
+    return true;
+  }
+  void release_merge() {
+    std::lock_guard lock(mutex);
+    merge_running = false;
+  }
+
   // Set when an exhaustive search has finished: the helper jobs beside it stop too.
   std::atomic<bool> exhaustive_done{false};
   bool expired() const { return stop.load() || exhaustive_done.load() || Clock::now() >= deadline; }
@@ -104,6 +120,10 @@ struct Incumbent {
     Schedule s;
     for (const Segment& seg : segments)
       s.subgraphs.push_back({seg.ops, seg.choice.granularity, seg.retain, seg.choice.traversal_order()});
+    offer(std::move(s), order, recompute, strategy);
+  }
+  void offer(Schedule s, const std::vector<int>& order, const std::vector<int>& recompute,
+             const std::string& strategy) {
     VerifyOptions vo;
     vo.model = options.model;
     const ScheduleReport report = verify_schedule(problem, graph, s, vo);
@@ -118,8 +138,8 @@ struct Incumbent {
     best_recompute = walk_recompute = recompute;
     best_cost = report.total_latency;
     best_longest_segment = 1;
-    for (const Segment& seg : segments)
-      best_longest_segment = std::max(best_longest_segment, static_cast<int>(seg.ops.size()));
+    for (const SubgraphSpec& sg : s.subgraphs)
+      best_longest_segment = std::max(best_longest_segment, static_cast<int>(sg.ops.size()));
     bound.store(best_cost);
     stats.best_cost = best_cost;
     stats.best_strategy = strategy;
@@ -213,6 +233,13 @@ void run_order_search(Incumbent& inc, OracleCache& cache, OrderKind kind, int ma
 // Every schedule without recomputation whose subgraphs have at most `max_length` ops, by sets of done ops
 // (solver/downset_search.cpp). Returns false if the deadline or a signal cut it short.
 bool run_downset_search(Incumbent& inc, OracleCache& cache, int max_length, bool exhaustive);
+
+// ---- fusing the best schedule's neighbours (solver/merge_search.cpp)
+
+// Merges pairs of the best schedule's subgraphs where one reads what the other produces, while the oracle
+// says the pair costs less as one subgraph, and offers the result. It finds fusions that no op order puts
+// side by side: an attention head's scores, softmax and weighted sum lie levels apart among other heads'.
+void run_merge_search(Incumbent& inc, OracleCache& cache);
 // Why the DP over sets of done ops cannot run on this graph (too many such sets: at most `max_downsets`, 0
 // for the exhaustive search's own limit), or nullopt.
 std::optional<std::string> downsets_unaffordable(const Problem& p, const Graph& g, size_t max_downsets = 0);

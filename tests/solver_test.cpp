@@ -92,6 +92,35 @@ TEST(SolverQuality, RowBlocksOfOneLayerLoadTheirWeightOnce) {
   EXPECT_EQ(stats.stopped_by, "certified bound");
 }
 
+TEST(SolverQuality, TheMergePassFusesAttentionHeadsThatNoOrderLinesUp) {
+  // Two heads, numbered by level: S_h = Q_h @ K_h, P_h = f(S_h), A_h = P_h @ V_h, all 128 x 128, base 5,
+  // bandwidth 1024 (a tensor moves in 16), native [128, 128]. The index order interleaves the heads, so its
+  // one-op segments (the only job an order budget of 1 runs) cost 48 + 32 + 48 = 128 per head: 256. Fused
+  // as S_h -> P_h -> A_h (one LHS link, in-chain P_h), a head loads Q, K, V and stores A: 64 against 15 of
+  // compute. 2 x 64 = 128 is also the I/O bound (six inputs, two outputs), so the search stops there.
+  ProblemBuilder b;
+  std::vector<int> q, k, v, s, pw, a;
+  for (int h = 0; h < 2; ++h)
+    for (auto* t : {&q, &k, &v, &s, &pw, &a}) t->push_back(b.tensor(128, 128));
+  for (int h = 0; h < 2; ++h) b.op("MatMul", {q[h], k[h]}, s[h], 5);
+  for (int h = 0; h < 2; ++h) b.op("Pointwise", {s[h]}, pw[h], 5);
+  for (int h = 0; h < 2; ++h) b.op("MatMul", {pw[h], v[h]}, a[h], 5);
+  const Problem p = parse_problem(b.problem(1000000, 1024, 128, 128), "heads");
+  const Graph g = analyze_graph(p, "heads");
+  SolveOptions options;
+  options.threads = 1;
+  options.max_orders = 1;
+  std::atomic<bool> stop{false};
+  SolveStats stats;
+  const std::optional<Schedule> best = solve(p, g, options, stop, nullptr, &stats);
+  ASSERT_TRUE(best);
+  EXPECT_NEAR(stats.best_cost, 128, 1e-9);
+  EXPECT_NE(stats.best_strategy.find("merge"), std::string::npos) << stats.best_strategy;
+  EXPECT_EQ(stats.stopped_by, "certified bound");
+  ASSERT_EQ(best->subgraphs.size(), 2u);
+  for (const SubgraphSpec& sg : best->subgraphs) EXPECT_EQ(sg.ops.size(), 3u);
+}
+
 TEST(Solver, NoFeasibleScheduleWritesEmptyObjectAndExits1) {
   // One 128x128 Pointwise op: its smallest working set (1x1 tile: one input and one output element = 2) does
   // not fit in a capacity of 1.

@@ -1,0 +1,146 @@
+// Fusing the best schedule's neighbours: a pair of subgraphs where the later one reads what the earlier one
+// produces becomes one subgraph at the later one's place when the oracle prices it below the two. Orders
+// put side by side only what their kind lines up; this asks about the pairs the data flow suggests.
+#include <algorithm>
+#include <unordered_set>
+
+#include "solver/search_internal.hpp"
+
+namespace mlsys::search {
+namespace {
+
+// Subgraphs above this many ops are not merged: each question's price grows with its ops, and the pass
+// asks one per producer of every subgraph.
+constexpr size_t kLongestMerge = 32;
+
+class MergePass {
+ public:
+  MergePass(Incumbent& inc, OracleCache& cache, Schedule schedule)
+      : inc_(inc),
+        p_(inc.problem),
+        g_(inc.graph),
+        oracle_(inc.problem, inc.graph, inc.options.model, &inc.evaluations, &cache),
+        s_(std::move(schedule)),
+        latency_(s_.reported_latencies.value_or(std::vector<double>{})) {
+    oracle_.set_expired([&inc] { return inc.expired(); });
+  }
+
+  // Merges until no pair gains; returns how many merges were made.
+  int run() {
+    int merges = 0;
+    if (latency_.size() != s_.subgraphs.size()) return 0;  // only a verified schedule has them
+    for (bool merged = true; merged && !inc_.expired();) {
+      merged = false;
+      for (size_t j = 1; j < s_.subgraphs.size() && !inc_.expired(); ++j)
+        for (size_t i : producers_of(j))
+          if (try_merge(i, j)) {
+            ++merges;
+            merged = true;
+            break;  // subgraph j moved to j - 1: the next j is the subgraph after it
+          }
+    }
+    return merges;
+  }
+  const Schedule& schedule() const { return s_; }
+
+ private:
+  // The subgraphs before j that hold the nearest producer of one of j's inputs, nearest first.
+  std::vector<size_t> producers_of(size_t j) const {
+    std::vector<size_t> found;
+    for (int op : s_.subgraphs[j].ops)
+      for (int t : p_.inputs[op]) {
+        const int producer = g_.producer[t];
+        if (producer < 0) continue;
+        for (size_t i = j; i-- > 0;)
+          if (holds(i, producer)) {
+            if (std::find(found.begin(), found.end(), i) == found.end()) found.push_back(i);
+            break;
+          }
+      }
+    std::sort(found.rbegin(), found.rend());
+    return found;
+  }
+  bool holds(size_t i, int op) const {
+    const std::vector<int>& ops = s_.subgraphs[i].ops;
+    return std::find(ops.begin(), ops.end(), op) != ops.end();
+  }
+  const std::vector<int>& retained_in(size_t i) const {
+    static const std::vector<int> none;
+    return i == 0 ? none : s_.subgraphs[i - 1].retain;
+  }
+
+  // Whether i's ops can run at j's place inside j: nothing retained into or out of either (a merge then
+  // changes no other subgraph's inputs), no subgraph between them reads what i produces, and every tensor
+  // that becomes internal (i produces it, j reads it) has no reader outside the pair, since an internal
+  // tensor is never written back (M8).
+  bool mergeable(size_t i, size_t j) const {
+    const SubgraphSpec& a = s_.subgraphs[i];
+    const SubgraphSpec& b = s_.subgraphs[j];
+    if (a.ops.size() + b.ops.size() > kLongestMerge) return false;
+    if (!a.retain.empty() || !b.retain.empty() || !retained_in(i).empty() || !retained_in(j).empty())
+      return false;
+    std::unordered_set<int> pair(a.ops.begin(), a.ops.end());
+    for (int op : b.ops)
+      if (!pair.insert(op).second) return false;  // an op recomputed in both
+    std::unordered_set<int> produced;
+    for (int op : a.ops) produced.insert(p_.outputs[op].begin(), p_.outputs[op].end());
+    for (size_t k = i + 1; k < j; ++k)
+      for (int op : s_.subgraphs[k].ops)
+        for (int t : p_.inputs[op])
+          if (produced.count(t)) return false;
+    for (int op : b.ops)
+      for (int t : p_.inputs[op])
+        if (produced.count(t))
+          for (const Consumer& c : g_.consumers[t])
+            if (!pair.count(c.op)) return false;
+    return true;
+  }
+
+  bool try_merge(size_t i, size_t j) {
+    if (!mergeable(i, j)) return false;
+    std::vector<int> ops = s_.subgraphs[i].ops;
+    ops.insert(ops.end(), s_.subgraphs[j].ops.begin(), s_.subgraphs[j].ops.end());
+    const double apart = latency_[i] + latency_[j];
+    if (oracle_.lower_bound(ops, {}, {}) >= apart) return false;
+    const std::optional<SubgraphChoice> best = oracle_.best(ops, {}, {});
+    if (!best || best->latency >= apart * (1 - 1e-12)) return false;
+    s_.subgraphs[j] = {ops, best->granularity, {}, best->traversal_order()};
+    latency_[j] = best->latency;
+    s_.subgraphs.erase(s_.subgraphs.begin() + static_cast<long>(i));
+    latency_.erase(latency_.begin() + static_cast<long>(i));
+    return true;
+  }
+
+  Incumbent& inc_;
+  const Problem& p_;
+  const Graph& g_;
+  SubgraphOracle oracle_;
+  Schedule s_;
+  std::vector<double> latency_;
+};
+
+}  // namespace
+
+void run_merge_search(Incumbent& inc, OracleCache& cache) {
+  Schedule start;
+  std::vector<int> recompute;
+  {
+    std::lock_guard lock(inc.mutex);
+    start = *inc.best;
+    recompute = inc.best_recompute;
+  }
+  MergePass pass(inc, cache, std::move(start));
+  const int merges = pass.run();
+  if (merges == 0) return;
+  // The order the local search walks from: the merged schedule's ops, first instances only.
+  std::vector<int> order;
+  std::vector<bool> seen(inc.problem.num_ops(), false);
+  for (const SubgraphSpec& sg : pass.schedule().subgraphs)
+    for (int op : sg.ops)
+      if (!seen[op]) order.push_back(op), seen[op] = true;
+  Schedule merged = pass.schedule();
+  merged.reported_latencies.reset();
+  inc.offer(std::move(merged), order, recompute, "merge(" + std::to_string(merges) + " pairs)");
+}
+
+}  // namespace mlsys::search
