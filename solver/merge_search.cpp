@@ -2,6 +2,7 @@
 // produces becomes one subgraph at the later one's place when the oracle prices it below the two. Orders
 // put side by side only what their kind lines up; this asks about the pairs the data flow suggests.
 #include <algorithm>
+#include <optional>
 #include <unordered_set>
 
 #include "solver/search_internal.hpp"
@@ -69,42 +70,52 @@ class MergePass {
     return i == 0 ? none : s_.subgraphs[i - 1].retain;
   }
 
-  // Whether i's ops can run at j's place inside j: nothing retained into or out of either (a merge then
-  // changes no other subgraph's inputs), no subgraph between them reads what i produces, and every tensor
-  // that becomes internal (i produces it, j reads it) has no reader outside the pair, since an internal
-  // tensor is never written back (M8).
-  bool mergeable(size_t i, size_t j) const {
+  // What the pair receives retained and retains when i's ops run inside j, or nullopt if the merge would
+  // change another subgraph. Neighbours merge in place: the pair receives what i received and keeps what j
+  // kept, and what i kept for j becomes internal. Otherwise i's ops move to j's place, so i may neither
+  // receive nor keep anything, and no subgraph between them may read what i produces. Either way every
+  // tensor that becomes internal (i produces it, j reads it) may have no reader outside the pair, since an
+  // internal tensor is never written back (M8).
+  struct Retention {
+    std::vector<int> in, out;
+  };
+  std::optional<Retention> mergeable(size_t i, size_t j) const {
     const SubgraphSpec& a = s_.subgraphs[i];
     const SubgraphSpec& b = s_.subgraphs[j];
-    if (a.ops.size() + b.ops.size() > kLongestMerge) return false;
-    if (!a.retain.empty() || !b.retain.empty() || !retained_in(i).empty() || !retained_in(j).empty())
-      return false;
+    if (a.ops.size() + b.ops.size() > kLongestMerge) return std::nullopt;
+    const bool neighbours = j == i + 1;
+    if (!neighbours && (!a.retain.empty() || !retained_in(i).empty())) return std::nullopt;
     std::unordered_set<int> pair(a.ops.begin(), a.ops.end());
     for (int op : b.ops)
-      if (!pair.insert(op).second) return false;  // an op recomputed in both
+      if (!pair.insert(op).second) return std::nullopt;  // an op recomputed in both
     std::unordered_set<int> produced;
     for (int op : a.ops) produced.insert(p_.outputs[op].begin(), p_.outputs[op].end());
     for (size_t k = i + 1; k < j; ++k)
       for (int op : s_.subgraphs[k].ops)
         for (int t : p_.inputs[op])
-          if (produced.count(t)) return false;
+          if (produced.count(t)) return std::nullopt;
+    auto read_outside = [&](int t) {
+      return std::any_of(g_.consumers[t].begin(), g_.consumers[t].end(),
+                         [&](const Consumer& c) { return !pair.count(c.op); });
+    };
     for (int op : b.ops)
       for (int t : p_.inputs[op])
-        if (produced.count(t))
-          for (const Consumer& c : g_.consumers[t])
-            if (!pair.count(c.op)) return false;
-    return true;
+        if (produced.count(t) && read_outside(t)) return std::nullopt;
+    for (int t : a.retain)
+      if (read_outside(t)) return std::nullopt;
+    return Retention{neighbours ? retained_in(i) : retained_in(j), b.retain};
   }
 
   bool try_merge(size_t i, size_t j) {
-    if (!mergeable(i, j)) return false;
+    const std::optional<Retention> retention = mergeable(i, j);
+    if (!retention) return false;
     std::vector<int> ops = s_.subgraphs[i].ops;
     ops.insert(ops.end(), s_.subgraphs[j].ops.begin(), s_.subgraphs[j].ops.end());
     const double apart = latency_[i] + latency_[j];
-    if (oracle_.lower_bound(ops, {}, {}) >= apart) return false;
-    const std::optional<SubgraphChoice> best = oracle_.best(ops, {}, {});
+    if (oracle_.lower_bound(ops, retention->in, retention->out) >= apart) return false;
+    const std::optional<SubgraphChoice> best = oracle_.best(ops, retention->in, retention->out);
     if (!best || best->latency >= apart * (1 - 1e-12)) return false;
-    s_.subgraphs[j] = {ops, best->granularity, {}, best->traversal_order()};
+    s_.subgraphs[j] = {ops, best->granularity, retention->out, best->traversal_order()};
     latency_[j] = best->latency;
     s_.subgraphs.erase(s_.subgraphs.begin() + static_cast<long>(i));
     latency_.erase(latency_.begin() + static_cast<long>(i));

@@ -121,6 +121,30 @@ TEST(SolverQuality, TheMergePassFusesAttentionHeadsThatNoOrderLinesUp) {
   for (const SubgraphSpec& sg : best->subgraphs) EXPECT_EQ(sg.ops.size(), 3u);
 }
 
+TEST(SolverQuality, TheMergePassFusesNeighboursThroughWhatTheFirstRetains) {
+  // X -> P1 -> Y -> P2 -> Z, 128 x 128, P1 base 24, P2 base 8, bandwidth 1024 (a tensor moves in 16). One-op
+  // segments (the one job an order budget of 1 runs) keep Y in fast memory: max(24, 16) + max(8, 16) = 40.
+  // As one subgraph Y is internal: max(24 + 8, 16 + 16) = 32, which meets the certified bound (compute 32,
+  // I/O 32). The merge turns what P1 retained for P2 into an internal tensor.
+  ProblemBuilder b;
+  const int x = b.tensor(128, 128), y = b.tensor(128, 128), z = b.tensor(128, 128);
+  b.op("Pointwise", {x}, y, 24);
+  b.op("Pointwise", {y}, z, 8);
+  const Problem p = parse_problem(b.problem(1000000, 1024, 128, 128), "neighbours");
+  const Graph g = analyze_graph(p, "neighbours");
+  SolveOptions options;
+  options.threads = 1;
+  options.max_orders = 1;
+  std::atomic<bool> stop{false};
+  SolveStats stats;
+  const std::optional<Schedule> best = solve(p, g, options, stop, nullptr, &stats);
+  ASSERT_TRUE(best);
+  EXPECT_NEAR(stats.best_cost, 32, 1e-9);
+  EXPECT_NE(stats.best_strategy.find("merge"), std::string::npos) << stats.best_strategy;
+  ASSERT_EQ(best->subgraphs.size(), 1u);
+  EXPECT_TRUE(best->subgraphs[0].retain.empty());
+}
+
 TEST(Solver, NoFeasibleScheduleWritesEmptyObjectAndExits1) {
   // One 128x128 Pointwise op: its smallest working set (1x1 tile: one input and one output element = 2) does
   // not fit in a capacity of 1.
