@@ -13,6 +13,10 @@ namespace {
 // Subgraphs above this many ops are not merged: each question's price grows with its ops, and the pass
 // asks one per producer of every subgraph.
 constexpr size_t kLongestMerge = 32;
+// A producer is looked for among this many subgraphs before its reader, so that a pass costs at most this
+// many scans per input on any graph (an attention head's three ops lie a level of heads apart: 16 subgraphs
+// on gpt2-medium).
+constexpr size_t kMergeWindow = 256;
 
 class MergePass {
  public:
@@ -52,7 +56,7 @@ class MergePass {
       for (int t : p_.inputs[op]) {
         const int producer = g_.producer[t];
         if (producer < 0) continue;
-        for (size_t i = j; i-- > 0;)
+        for (size_t i = j; i-- > 0 && j - i <= kMergeWindow;)
           if (holds(i, producer)) {
             if (std::find(found.begin(), found.end(), i) == found.end()) found.push_back(i);
             break;
@@ -142,7 +146,7 @@ void run_merge_search(Incumbent& inc, OracleCache& cache) {
   }
   MergePass pass(inc, cache, std::move(start));
   const int merges = pass.run();
-  if (merges == 0) return;
+  if (merges == 0 || inc.expired()) return;  // verifying a whole schedule past the deadline would overrun it
   // The order the local search walks from: the merged schedule's ops, first instances only.
   std::vector<int> order;
   std::vector<bool> seen(inc.problem.num_ops(), false);
