@@ -445,4 +445,41 @@ Problem random_link_pair(std::mt19937& rng, bool made_kept) {
   return p;
 }
 
+Problem random_deep_island(std::mt19937& rng) {
+  TinyProblem tiny(rng);
+  Problem& p = tiny.p;
+  auto pick = [&](int lo, int hi) { return tiny.pick(lo, hi); };
+  // M: X @ W, reducing deeper than native, every grid within 6 tiles at w = h = 1.
+  const int64_t K = pick(static_cast<int>(p.native_w) + 1, 3);
+  int64_t rows, cols;
+  do {
+    rows = pick(1, 3);
+    cols = pick(1, 3);
+  } while (rows * cols > 6 || rows * K > 6 || K * cols > 6);
+  const int X = tiny.add_tensor(rows, K), W = tiny.add_tensor(K, cols);
+  int Y = tiny.add_tensor(rows, cols);
+  tiny.add_op(OpType::MatMul, {X, W}, Y, pick(1, 6));
+  if (pick(0, 1)) {  // an epilogue
+    const int E = tiny.add_tensor(rows, cols);
+    tiny.add_op(OpType::Pointwise, {Y}, E, pick(1, 20));
+    Y = E;
+  }
+  // Compute-heavy Pointwise ops: elsewhere and of another shape, of M's output's shape, or reading it.
+  const int kind = std::max(0, pick(-1, 2));  // elsewhere half of the time
+  int64_t r2 = rows, c2 = cols;
+  if (kind == 0)
+    do {
+      r2 = pick(1, 3);
+      c2 = pick(1, 3);
+    } while (r2 * c2 > 6);
+  std::vector<int> ins{tiny.add_tensor(r2, c2)};
+  if (kind == 2) ins.push_back(Y);
+  int out = tiny.add_tensor(r2, c2);
+  tiny.add_op(OpType::Pointwise, ins, out, pick(5, 60));
+  if (pick(0, 1)) tiny.add_op(OpType::Pointwise, {out}, tiny.add_tensor(r2, c2), pick(5, 60));
+  p.fast_memory_capacity = pick(3, 12);
+  p.slow_memory_bandwidth = std::uniform_real_distribution<double>(0.25, 2.0)(rng);
+  return p;
+}
+
 }  // namespace mlsys::testing

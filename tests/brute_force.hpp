@@ -56,4 +56,9 @@ Problem random_matmul_chain(std::mt19937& rng, int max_ops = 4);
 // with `made_kept` the head's kept operand is made by a third MatMul (Theorem 5's chain).
 Problem random_link_pair(std::mt19937& rng, bool made_kept = false);
 
+// A MatMul reducing deeper than native over graph inputs (sometimes with an epilogue) beside compute-heavy
+// Pointwise ops: of another shape and elsewhere, of its output's shape, or reading its output. Theorem 12
+// prices the inputs' loads beyond what the ops that can share the MatMul's subgraph compute.
+Problem random_deep_island(std::mt19937& rng);
+
 }  // namespace mlsys::testing

@@ -20,7 +20,24 @@ nlohmann::json certified_bound_to_json(const CertifiedBound& b) {
       {"traffic", b.traffic}, {"rule_book_bound", b.rule_book}, {"terms", terms}};
   if (b.cover) out["cover"] = cover_bound_to_json(*b.cover);
   out["inner_k_steps"] = inner_k_step_bound_to_json(b.inner_k_steps);
+  out["deep_weights"] = deep_weight_bound_to_json(b.deep_weights);
   return out;
+}
+
+nlohmann::json deep_weight_bound_to_json(const DeepWeightBound& b) {
+  nlohmann::json families = nlohmann::json::array();
+  for (const DeepWeightBound::Family& f : b.families)
+    families.push_back({{"depth", f.depth},
+                        {"inputs", f.inputs},
+                        {"loads", f.loads},
+                        {"pool", f.pool},
+                        {"pool_compute", f.pool_compute},
+                        {"excess", f.excess()}});
+  return {{"applies", b.applies},
+          {"status", b.status},
+          {"bound", b.bound},
+          {"compute_floor", b.compute_floor},
+          {"families", families}};
 }
 
 nlohmann::json inner_k_step_bound_to_json(const InnerKStepBound& b) {
@@ -88,6 +105,23 @@ void print_inner_k_step_bound(std::ostream& out, const InnerKStepBound& b) {
   }
 }
 
+void print_deep_weight_bound(std::ostream& out, const DeepWeightBound& b) {
+  out << "deep-weight bound (compute plus loads only deep MatMuls' subgraphs can hide, "
+         "docs/bounds.md#theorem-12): ";
+  if (!b.applies) {
+    out << format_number(b.bound) << ", the compute floor (" << b.status << ")\n";
+    return;
+  }
+  out << format_number(b.bound) << "\n  = compute floor " << format_display(b.compute_floor);
+  for (const DeepWeightBound::Family& f : b.families) out << " + " << format_display(f.excess());
+  out << "\n";
+  for (const DeepWeightBound::Family& f : b.families)
+    out << "    K = " << f.depth << ": " << f.inputs.size() << " graph inputs only such MatMuls read, loaded at "
+        << "least once: " << format_display(f.loads) << "; the " << f.pool.size()
+        << " ops that can share a subgraph with a reader compute at least " << format_display(f.pool_compute)
+        << "; the rest, " << format_display(f.excess()) << ", no compute hides\n";
+}
+
 void print_certified_bound(std::ostream& out, const CertifiedBound& b) {
   out << "certified bound: " << format_number(b.bound) << "\n"
       << "  = " << format_number(b.lambda) << " x compute " << format_display(b.compute) << " + "
@@ -102,6 +136,7 @@ void print_certified_bound(std::ostream& out, const CertifiedBound& b) {
         << format_display(t.compute) << std::setw(18) << format_display(t.traffic) << "  " << t.reason
         << "\n";
   print_inner_k_step_bound(out, b.inner_k_steps);
+  print_deep_weight_bound(out, b.deep_weights);
   if (!b.cover) return;
   const CoverBound& c = *b.cover;
   out << "cover bound (every subgraph pays its own roofline, docs/bounds.md#theorem-6): ";

@@ -473,12 +473,15 @@ CertifiedBound certified_bound(const Problem& p, const Graph& g, const ModelOpti
   out.bound = std::max(out.bound, out.rule_book);
   out.lambda_bound = out.bound;
   out.inner_k_steps = inner_k_step_bound(p, g, options, expired);  // Theorem 11
-  out.bound = std::max(out.lambda_bound, out.inner_k_steps.bound);
+  out.deep_weights = deep_weight_bound(p, g, options);              // Theorem 12
+  out.bound = std::max({out.lambda_bound, out.inner_k_steps.bound, out.deep_weights.bound});
   return out;
 }
 
 void add_cover_bound(CertifiedBound& bound, CoverBound cover) {
-  if (cover.attempted) bound.bound = std::max({bound.lambda_bound, bound.inner_k_steps.bound, cover.bound});
+  if (cover.attempted)
+    bound.bound =
+        std::max({bound.lambda_bound, bound.inner_k_steps.bound, bound.deep_weights.bound, cover.bound});
   bound.cover = std::move(cover);
 }
 

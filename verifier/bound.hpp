@@ -13,6 +13,7 @@
 #include "sim/problem.hpp"
 #include "sim/step_model.hpp"
 #include "verifier/cover_bound.hpp"
+#include "verifier/deep_weight_bound.hpp"
 #include "verifier/inner_k_step_bound.hpp"
 
 namespace mlsys {
@@ -33,11 +34,14 @@ struct CertifiedBound {
   double compute = 0, traffic = 0;  // the sums of the terms at that lambda
   double rule_book = 0;             // section 8's bound, for comparison (the certified one is never lower)
   std::vector<BoundTerm> terms;
-  // `bound` is the largest of three bounds, each valid on its own: the lambda combination (kept in
+  // `bound` is the largest of four bounds, each valid on its own: the lambda combination (kept in
   // `lambda_bound`, which the terms above add up to), Theorem 11's compute plus unhidden inner k-steps
-  // (docs/bounds.md#theorem-11), and the cover bound (docs/bounds.md#theorem-6) when asked for.
+  // (docs/bounds.md#theorem-11), Theorem 12's compute plus the loads of inputs only deep MatMuls read beyond
+  // what can hide them (docs/bounds.md#theorem-12), and the cover bound (docs/bounds.md#theorem-6) when
+  // asked for.
   double lambda_bound = 0;
   InnerKStepBound inner_k_steps;
+  DeepWeightBound deep_weights;
   std::optional<CoverBound> cover;
 };
 
