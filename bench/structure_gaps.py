@@ -124,8 +124,9 @@ lines = [MARKER, "", "### Where the bound and where the search are loose, by gra
          "gap in two: the bound's part (exhaustive optimum over the certified bound; the true optimum, which may "
          "recompute, lies between them) and the search's part (the timed search over the exhaustive optimum).", "",
          "The certified bound is the largest of the lambda bound, the inner k-step bound "
-         "(docs/bounds.md#theorem-11; never the largest on these networks) and the cover bound "
-         "(docs/bounds.md#theorem-6); the lambda and cover bounds are shown.", "",
+         "(docs/bounds.md#theorem-11; never the largest on these networks), the deep-weight bound "
+         "(docs/bounds.md#theorem-12) and the cover bound (docs/bounds.md#theorem-6); the lambda and cover "
+         "bounds are shown.", "",
          "| structure | network | ops | section 8 | lambda bound | cover bound | certified bound | exhaustive optimum "
          "| complete | timed search | proven gap | bound's part | search's part |",
          "|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|"]

@@ -22,6 +22,8 @@ namespace mlsys {
 // The least any schedule pays to compute `op`: base per native tile of its output (M23, M24 padding; a chain
 // head's streamed strips add up to its whole output), times K/n_k under native-k. Lower bounds build on it.
 double compute_floor(const Problem& problem, const Graph& graph, int op, MatmulCompute model);
+// compute_floor of every op, by op index.
+std::vector<double> compute_floors(const Problem& problem, const Graph& graph, MatmulCompute model);
 // The least a MatMul `head` computes per tile of its tail when it heads a link into the tail's input `side`
 // (0 LHS, 1 RHS): its rows (columns) across the whole streamed side, at least one native row (column) of
 // tiles, proportional on the streamed axis and reducing fully (M17, M24). Lower bounds build on it.

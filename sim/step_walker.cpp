@@ -308,6 +308,12 @@ bool StepWalker::advance(StepDetail* detail) {
   return true;
 }
 
+std::vector<double> compute_floors(const Problem& problem, const Graph& graph, MatmulCompute model) {
+  std::vector<double> floors(problem.num_ops());
+  for (int o = 0; o < problem.num_ops(); ++o) floors[o] = compute_floor(problem, graph, o, model);
+  return floors;
+}
+
 double compute_floor(const Problem& problem, const Graph& graph, int op, MatmulCompute model) {
   // Native tiles of the output, padded on both axes (M23, M24). A chain head or an in-chain op may instead be
   // proportional on the tail's reduction axis: the columns for an LHS link, the rows for an RHS link (section

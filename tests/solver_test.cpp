@@ -92,6 +92,16 @@ TEST(SolverQuality, RowBlocksOfOneLayerLoadTheirWeightOnce) {
   EXPECT_EQ(stats.stopped_by, "certified bound");
 }
 
+// One thread and an order budget of one job (the index order cut into one-op segments): what the merge pass
+// between jobs adds is then all that changes.
+std::optional<Schedule> solve_with_one_job(const Problem& p, const Graph& g, SolveStats& stats) {
+  SolveOptions options;
+  options.threads = 1;
+  options.max_orders = 1;
+  std::atomic<bool> stop{false};
+  return solve(p, g, options, stop, nullptr, &stats);
+}
+
 TEST(SolverQuality, TheMergePassFusesAttentionHeadsThatNoOrderLinesUp) {
   // Two heads, numbered by level: S_h = Q_h @ K_h, P_h = f(S_h), A_h = P_h @ V_h, all 128 x 128, base 5,
   // bandwidth 1024 (a tensor moves in 16), native [128, 128]. The index order interleaves the heads, so its
@@ -107,12 +117,8 @@ TEST(SolverQuality, TheMergePassFusesAttentionHeadsThatNoOrderLinesUp) {
   for (int h = 0; h < 2; ++h) b.op("MatMul", {pw[h], v[h]}, a[h], 5);
   const Problem p = parse_problem(b.problem(1000000, 1024, 128, 128), "heads");
   const Graph g = analyze_graph(p, "heads");
-  SolveOptions options;
-  options.threads = 1;
-  options.max_orders = 1;
-  std::atomic<bool> stop{false};
   SolveStats stats;
-  const std::optional<Schedule> best = solve(p, g, options, stop, nullptr, &stats);
+  const std::optional<Schedule> best = solve_with_one_job(p, g, stats);
   ASSERT_TRUE(best);
   EXPECT_NEAR(stats.best_cost, 128, 1e-9);
   EXPECT_NE(stats.best_strategy.find("merge"), std::string::npos) << stats.best_strategy;
@@ -132,12 +138,8 @@ TEST(SolverQuality, TheMergePassFusesNeighboursThroughWhatTheFirstRetains) {
   b.op("Pointwise", {y}, z, 8);
   const Problem p = parse_problem(b.problem(1000000, 1024, 128, 128), "neighbours");
   const Graph g = analyze_graph(p, "neighbours");
-  SolveOptions options;
-  options.threads = 1;
-  options.max_orders = 1;
-  std::atomic<bool> stop{false};
   SolveStats stats;
-  const std::optional<Schedule> best = solve(p, g, options, stop, nullptr, &stats);
+  const std::optional<Schedule> best = solve_with_one_job(p, g, stats);
   ASSERT_TRUE(best);
   EXPECT_NEAR(stats.best_cost, 32, 1e-9);
   EXPECT_NE(stats.best_strategy.find("merge"), std::string::npos) << stats.best_strategy;

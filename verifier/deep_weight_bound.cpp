@@ -3,6 +3,7 @@
 #include "verifier/deep_weight_bound.hpp"
 
 #include <algorithm>
+#include <numeric>
 #include <set>
 #include <utility>
 
@@ -99,11 +100,8 @@ DeepWeightBound::Family family_of_depth(const Problem& p, const Graph& g, const 
 
 DeepWeightBound deep_weight_bound(const Problem& p, const Graph& g, const ModelOptions& options) {
   DeepWeightBound out;
-  std::vector<double> floors(p.num_ops());
-  for (int o = 0; o < p.num_ops(); ++o) {
-    floors[o] = compute_floor(p, g, o, options.matmul_compute);
-    out.compute_floor += floors[o];
-  }
+  const std::vector<double> floors = compute_floors(p, g, options.matmul_compute);
+  out.compute_floor = std::accumulate(floors.begin(), floors.end(), 0.0);
   out.bound = out.compute_floor;
   if (options.allow_supernative_k) {
     out.status = "--allow-supernative-k lets k exceed n_k, so a deep MatMul may share a subgraph with any";

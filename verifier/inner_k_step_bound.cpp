@@ -318,11 +318,8 @@ ChainSolution solve_chains(const Problem& p, const Graph& g, const std::vector<b
 InnerKStepBound inner_k_step_bound(const Problem& p, const Graph& g, const ModelOptions& options,
                                    const std::function<bool()>& expired) {
   InnerKStepBound out;
-  std::vector<double> op_floor(p.num_ops());
-  for (int o = 0; o < p.num_ops(); ++o) {
-    op_floor[o] = compute_floor(p, g, o, options.matmul_compute);
-    out.compute_floor += op_floor[o];
-  }
+  const std::vector<double> op_floor = compute_floors(p, g, options.matmul_compute);
+  for (double f : op_floor) out.compute_floor += f;
   out.bound = out.compute_floor;
   auto refuse = [&](std::string why) {
     out.status = std::move(why);
