@@ -126,6 +126,7 @@ int main(int argc, char** argv) {
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     // The cover bound, which ran beside the search, may have raised the certified bound.
     const double bound = std::max(certified.bound, stats.certified_bound);
+    if (stats.certified_by == "lambda") stats.certified_by = largest_bound_name(certified);
     if (!stats_path.empty()) {
       nlohmann::json j{
           {"valid", best.has_value()},

@@ -62,7 +62,7 @@ struct SolveStats {
   // not run.
   double exact_space_bound = 0;
   double certified_bound = 0;  // the larger of the lambda and cover bounds known when the search ended
-  std::string certified_by;    // "lambda" or "cover"
+  std::string certified_by;    // "cover", else "lambda" (mlsys names the largest of the others)
 };
 
 // Called (serialized) on every verified improvement; the schedule carries its exact subgraph latencies.

@@ -149,6 +149,7 @@ TEST(CertifiedBound, Theorem12ChargesLoadsThatOnlyADeepMatMulsSubgraphCanHide) {
   EXPECT_EQ(bound.deep_weights.families[0].pool, std::vector<int>{1});
   EXPECT_DOUBLE_EQ(bound.deep_weights.bound, 66.0);
   EXPECT_DOUBLE_EQ(bound.bound, 66.0);
+  EXPECT_EQ(largest_bound_name(bound), "deep weights");  // what mlsys --progress names as the certifier
   const testing::BruteForceResult exact = testing::brute_force_optimum(p, g, ModelOptions{});
   ASSERT_TRUE(exact.feasible && exact.exhaustive);
   EXPECT_NEAR(exact.optimum, 70.0, 1e-9);

@@ -478,6 +478,12 @@ CertifiedBound certified_bound(const Problem& p, const Graph& g, const ModelOpti
   return out;
 }
 
+std::string largest_bound_name(const CertifiedBound& b) {
+  if (b.deep_weights.bound > std::max(b.lambda_bound, b.inner_k_steps.bound)) return "deep weights";
+  if (b.inner_k_steps.bound > b.lambda_bound) return "inner k-steps";
+  return "lambda";
+}
+
 void add_cover_bound(CertifiedBound& bound, CoverBound cover) {
   if (cover.attempted)
     bound.bound =

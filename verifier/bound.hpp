@@ -45,6 +45,10 @@ struct CertifiedBound {
   std::optional<CoverBound> cover;
 };
 
+// Which of the bounds without the cover bound is the largest: "lambda", "inner k-steps" (Theorem 11) or
+// "deep weights" (Theorem 12).
+std::string largest_bound_name(const CertifiedBound& bound);
+
 // Attaches a cover bound and keeps the larger of the two bounds (each is valid on its own).
 void add_cover_bound(CertifiedBound& bound, CoverBound cover);
 
