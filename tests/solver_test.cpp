@@ -92,9 +92,11 @@ TEST(SolverQuality, RowBlocksOfOneLayerLoadTheirWeightOnce) {
   EXPECT_EQ(stats.stopped_by, "certified bound");
 }
 
-// One thread and an order budget of one job (the index order cut into one-op segments): what the merge pass
-// between jobs adds is then all that changes.
-std::optional<Schedule> solve_with_one_job(const Problem& p, const Graph& g, SolveStats& stats) {
+// Capacity 10^6, bandwidth 1024, native [128, 128]; one thread and an order budget of one job (the index
+// order cut into one-op segments): what the merge pass between jobs adds is then all that changes.
+std::optional<Schedule> solve_with_one_job(const ProblemBuilder& b, SolveStats& stats) {
+  const Problem p = parse_problem(b.problem(1000000, 1024, 128, 128), "one-job");
+  const Graph g = analyze_graph(p, "one-job");
   SolveOptions options;
   options.threads = 1;
   options.max_orders = 1;
@@ -115,10 +117,8 @@ TEST(SolverQuality, TheMergePassFusesAttentionHeadsThatNoOrderLinesUp) {
   for (int h = 0; h < 2; ++h) b.op("MatMul", {q[h], k[h]}, s[h], 5);
   for (int h = 0; h < 2; ++h) b.op("Pointwise", {s[h]}, pw[h], 5);
   for (int h = 0; h < 2; ++h) b.op("MatMul", {pw[h], v[h]}, a[h], 5);
-  const Problem p = parse_problem(b.problem(1000000, 1024, 128, 128), "heads");
-  const Graph g = analyze_graph(p, "heads");
   SolveStats stats;
-  const std::optional<Schedule> best = solve_with_one_job(p, g, stats);
+  const std::optional<Schedule> best = solve_with_one_job(b, stats);
   ASSERT_TRUE(best);
   EXPECT_NEAR(stats.best_cost, 128, 1e-9);
   EXPECT_NE(stats.best_strategy.find("merge"), std::string::npos) << stats.best_strategy;
@@ -136,10 +136,8 @@ TEST(SolverQuality, TheMergePassFusesNeighboursThroughWhatTheFirstRetains) {
   const int x = b.tensor(128, 128), y = b.tensor(128, 128), z = b.tensor(128, 128);
   b.op("Pointwise", {x}, y, 24);
   b.op("Pointwise", {y}, z, 8);
-  const Problem p = parse_problem(b.problem(1000000, 1024, 128, 128), "neighbours");
-  const Graph g = analyze_graph(p, "neighbours");
   SolveStats stats;
-  const std::optional<Schedule> best = solve_with_one_job(p, g, stats);
+  const std::optional<Schedule> best = solve_with_one_job(b, stats);
   ASSERT_TRUE(best);
   EXPECT_NEAR(stats.best_cost, 32, 1e-9);
   EXPECT_NE(stats.best_strategy.find("merge"), std::string::npos) << stats.best_strategy;
