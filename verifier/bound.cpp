@@ -473,7 +473,7 @@ CertifiedBound certified_bound(const Problem& p, const Graph& g, const ModelOpti
   out.bound = std::max(out.bound, out.rule_book);
   out.lambda_bound = out.bound;
   out.inner_k_steps = inner_k_step_bound(p, g, options, expired);  // Theorem 11
-  out.deep_weights = deep_weight_bound(p, g, options);              // Theorem 12
+  out.deep_weights = deep_weight_bound(p, g, options, base.op_floor);  // Theorem 12
   out.bound = std::max({out.lambda_bound, out.inner_k_steps.bound, out.deep_weights.bound});
   return out;
 }

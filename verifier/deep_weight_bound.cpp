@@ -98,9 +98,9 @@ DeepWeightBound::Family family_of_depth(const Problem& p, const Graph& g, const 
 
 }  // namespace
 
-DeepWeightBound deep_weight_bound(const Problem& p, const Graph& g, const ModelOptions& options) {
+DeepWeightBound deep_weight_bound(const Problem& p, const Graph& g, const ModelOptions& options,
+                                  const std::vector<double>& floors) {
   DeepWeightBound out;
-  const std::vector<double> floors = compute_floors(p, g, options.matmul_compute);
   out.compute_floor = std::accumulate(floors.begin(), floors.end(), 0.0);
   out.bound = out.compute_floor;
   if (options.allow_supernative_k) {

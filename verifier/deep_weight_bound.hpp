@@ -32,7 +32,9 @@ struct DeepWeightBound {
 };
 
 // Linear in the graph per depth; no claim with --allow-supernative-k (k may then exceed n_k, and a deep
-// MatMul may sit among many).
-DeepWeightBound deep_weight_bound(const Problem& problem, const Graph& graph, const ModelOptions& options);
+// MatMul may sit among many). `op_floors`: compute_floor of every op (compute_floors), which the lambda
+// bound has already computed.
+DeepWeightBound deep_weight_bound(const Problem& problem, const Graph& graph, const ModelOptions& options,
+                                  const std::vector<double>& op_floors);
 
 }  // namespace mlsys
