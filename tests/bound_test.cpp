@@ -40,7 +40,7 @@ TEST(CertifiedBound, NeverAboveTheExactOptimumOfRandomTinyProblems) {
   const int trials = trials_env ? std::atoi(trials_env) : 2000;
   std::mt19937 rng(seed_env ? static_cast<unsigned>(std::atol(seed_env)) : 20261124u);
   int checked = 0, tighter = 0, infeasible = 0, with_choice = 0, with_theorem3 = 0, with_theorem5 = 0,
-      tight = 0, with_deep_weights = 0, deep_weights_bind = 0;
+      tight = 0, with_deep_weights = 0, deep_weights_bind = 0, with_head_charges = 0;
   while (checked < trials) {
     const int kind = checked % 4;
     const Problem p = kind == 0   ? testing::random_matmul_chain(rng, 4)
@@ -53,9 +53,9 @@ TEST(CertifiedBound, NeverAboveTheExactOptimumOfRandomTinyProblems) {
     const CertifiedBound bound = certified_bound(p, g, options);
     EXPECT_GE(bound.bound, bound.rule_book * (1 - 1e-12));
     EXPECT_NEAR(certificate_sum(bound), bound.lambda_bound, 1e-9 * bound.lambda_bound);
-    EXPECT_EQ(bound.bound,
-              std::max({bound.lambda_bound, bound.inner_k_steps.bound, bound.deep_weights.bound}));
+    EXPECT_EQ(bound.bound, largest_bound_without_cover(bound));
     if (bound.deep_weights.applies) ++with_deep_weights;
+    if (bound.head_discounts.applies) ++with_head_charges;
     if (bound.deep_weights.bound > std::max(bound.lambda_bound, bound.inner_k_steps.bound)) ++deep_weights_bind;
     if (!exact.feasible) {
       ++infeasible;
@@ -91,7 +91,8 @@ TEST(CertifiedBound, NeverAboveTheExactOptimumOfRandomTinyProblems) {
             << "certified bound beat the rule book's on " << tighter << ", had a load-or-recompute term on "
             << with_choice << " (with Theorem 3's operand terms on " << with_theorem3 << ", Theorem 5's on "
             << with_theorem5 << "), Theorem 12's excess on " << with_deep_weights << " (the largest on "
-            << deep_weights_bind << "), equalled the optimum on " << tight << "\n";
+            << deep_weights_bind << "), Theorem 13's charge on " << with_head_charges
+            << ", equalled the optimum on " << tight << "\n";
 }
 
 TEST(CertifiedBound, NeverAboveTheExactOptimumOfRandomDeepIslands) {
@@ -162,6 +163,90 @@ TEST(CertifiedBound, Theorem12ChargesLoadsThatOnlyADeepMatMulsSubgraphCanHide) {
   ModelOptions supernative;
   supernative.allow_supernative_k = true;
   EXPECT_FALSE(certified_bound(p, g, supernative).deep_weights.applies);
+}
+
+TEST(CertifiedBound, NeverAboveTheExactOptimumOfRandomStreamedHeads) {
+  // Theorem 13's own campaign (MLSYS_HEAD_TRIALS, MLSYS_HEAD_SEED).
+  const char* trials_env = std::getenv("MLSYS_HEAD_TRIALS");
+  const char* seed_env = std::getenv("MLSYS_HEAD_SEED");
+  const int trials = trials_env ? std::atoi(trials_env) : 300;
+  std::mt19937 rng(seed_env ? static_cast<unsigned>(std::atol(seed_env)) : 20261127u);
+  int checked = 0, infeasible = 0, charged = 0, binding = 0, tight = 0, made_charged = 0, kept = 0;
+  while (checked < trials) {
+    const Problem p = testing::random_streamed_heads(rng);
+    const Graph g = analyze_graph(p, "heads");
+    const testing::BruteForceResult exact = testing::brute_force_optimum(p, g, ModelOptions{});
+    ASSERT_TRUE(exact.exhaustive);
+    if (!exact.feasible) {
+      ++infeasible;
+      continue;
+    }
+    const CertifiedBound bound = certified_bound(p, g, ModelOptions{});
+    const HeadDiscountBound& heads = bound.head_discounts;
+    ASSERT_LE(heads.bound, exact.optimum * (1 + 1e-9))
+        << "Theorem 13's " << heads.bound << " above the optimum " << exact.optimum << " of problem "
+        << problem_to_json(p).dump();
+    if (heads.applies) ++charged;
+    if (std::any_of(heads.heads.begin(), heads.heads.end(),
+                    [](const auto& h) { return h.made_operand >= 0 && h.charge > 0; }))
+      ++made_charged;
+    if (heads.free_operands > 0 && std::any_of(heads.heads.begin(), heads.heads.end(), [&](const auto& h) {
+          return h.made_operand >= 0 && h.remake < p.base_costs[g.producer[h.made_operand]];
+        }))
+      ++kept;
+    if (heads.bound >
+        std::max({bound.lambda_bound, bound.inner_k_steps.bound, bound.deep_weights.bound}) * (1 + 1e-9))
+      ++binding;
+    if (heads.bound >= exact.optimum * (1 - 1e-9)) ++tight;
+    ++checked;
+  }
+  EXPECT_GT(binding, checked / 20) << "of " << checked;
+  EXPECT_GT(made_charged, checked / 50) << "of " << checked;
+  std::cout << "[ heads    ] " << checked << " streamed heads (and " << infeasible << " without a schedule): "
+            << "Theorem 13 charged on " << charged << " (a made operand on " << made_charged
+            << ", handed over by another head's subgraph on " << kept << "), the largest bound on " << binding
+            << ", equal to the optimum on " << tight << "\n";
+}
+
+TEST(CertifiedBound, Theorem13ChargesADeepHeadItsSubgraphsLoads) {
+  // Native [2, 2], bandwidth 1. P: U[1x2] -> U', Pointwise, base 50. d: X[1x4] @ W[4x1] -> Y[1x1], base 8,
+  // K = 4 > 2: padded price 8 (one tile), streamed 8 * 1/2 = 4 as the head of t: Y[1x1] @ V[1x2] -> Z[1x2],
+  // base 2. Compute floor 50 + 4 + 2 = 56, which the lambda bound gives (memory is at most 18). Theorem 12's
+  // pool of K = 4 takes P by its shape (t's output's), and P's 50 hides X's and W's 8. But P shares no
+  // tensor with d or t (M7), so a subgraph where d heads t holds only the two, computing at least 6 against
+  // the 8 it loads: d pays min(8 - 4, 8 - 6) = 2 on top, 58. The optimum is 62: P alone (50), and d with t
+  // (one step: compute 4 + 2, loads X 4 + W 4 + V 2, store Z 2: 12) or d keeping Y for t (8 + 4).
+  auto problem = [](bool p_reads_z) {
+    return parse_problem(nlohmann::json::parse(std::string(R"({"widths": [2, 2, 4, 1, 1, 2, 2],
+      "heights": [1, 1, 1, 4, 1, 1, 1], "inputs": [[)") +
+                                               (p_reads_z ? "6" : "0") +
+                                               R"(], [2, 3], [4, 5]], "outputs": [[1], [4], [6]],
+      "base_costs": [50, 8, 2], "op_types": ["Pointwise", "MatMul", "MatMul"],
+      "fast_memory_capacity": 100, "slow_memory_bandwidth": 1, "native_granularity": [2, 2]})"),
+                         "heads");
+  };
+  const Problem p = problem(false);
+  const Graph g = analyze_graph(p, "heads");
+  const CertifiedBound bound = certified_bound(p, g, ModelOptions{});
+  EXPECT_DOUBLE_EQ(bound.lambda_bound, 56.0);
+  EXPECT_DOUBLE_EQ(bound.deep_weights.bound, 56.0);
+  ASSERT_TRUE(bound.head_discounts.applies) << bound.head_discounts.status;
+  ASSERT_EQ(bound.head_discounts.heads.size(), 1u);
+  EXPECT_EQ(bound.head_discounts.heads[0].pool, (std::vector<int>{1, 2}));
+  EXPECT_DOUBLE_EQ(bound.head_discounts.bound, 58.0);
+  EXPECT_DOUBLE_EQ(bound.bound, 58.0);
+  EXPECT_EQ(largest_bound_name(bound), "head discounts");
+  const testing::BruteForceResult exact = testing::brute_force_optimum(p, g, ModelOptions{});
+  ASSERT_TRUE(exact.feasible && exact.exhaustive);
+  EXPECT_NEAR(exact.optimum, 62.0, 1e-9);
+  // P reading Z can share t's subgraph (its output has t's output's shape): its 50 hides the loads.
+  const Problem joined = problem(true);
+  const CertifiedBound weaker = certified_bound(joined, analyze_graph(joined, "heads"), ModelOptions{});
+  EXPECT_FALSE(weaker.head_discounts.applies);
+  EXPECT_DOUBLE_EQ(weaker.head_discounts.bound, 56.0);
+  ModelOptions supernative;
+  supernative.allow_supernative_k = true;
+  EXPECT_FALSE(certified_bound(p, g, supernative).head_discounts.applies);
 }
 
 TEST(CertifiedBound, TightOnAHandDerivedMatMul) {

@@ -482,4 +482,61 @@ Problem random_deep_island(std::mt19937& rng) {
   return p;
 }
 
+Problem random_streamed_heads(std::mt19937& rng) {
+  TinyProblem tiny(rng);
+  Problem& p = tiny.p;
+  auto pick = [&](int lo, int hi) { return tiny.pick(lo, hi); };
+  p.native_w = 2;  // n_k = 2: a streamed side of 1 or 3 is priced below its padded tiles
+  const int64_t K = pick(static_cast<int>(std::max(p.native_w, p.native_h)) + 1, 3);
+  const int64_t rows = pick(1, 2);
+  const int heads = pick(1, 2);
+  const int X0 = tiny.add_tensor(rows, K);
+  int X = X0;
+  if (pick(0, 2) > 0) {  // the shared LHS made by a Pointwise op
+    X = tiny.add_tensor(rows, K);
+    tiny.add_op(OpType::Pointwise, {X0}, X, pick(1, 12));
+  }
+  std::vector<int> tail_outputs;
+  for (int h = 0; h < heads; ++h) {
+    const bool rhs_link = pick(0, 1) == 1;
+    const int64_t cols = rhs_link ? pick(1, 3) : (pick(0, 1) ? 1 : 3);  // an RHS link streams the rows
+    if (rows * cols > 6) continue;
+    int Y = tiny.add_tensor(rows, cols);
+    tiny.add_op(OpType::MatMul, {X, tiny.add_tensor(K, cols)}, Y, pick(1, 12));
+    if (pick(0, 2) == 0) {  // an in-chain op
+      const int Y2 = tiny.add_tensor(rows, cols);
+      tiny.add_op(OpType::Pointwise, {Y}, Y2, pick(1, 10));
+      Y = Y2;
+    }
+    const int64_t other = pick(1, 2);
+    int Z;
+    if (rhs_link) {
+      Z = tiny.add_tensor(other, cols);
+      tiny.add_op(OpType::MatMul, {tiny.add_tensor(other, rows), Y}, Z, pick(1, 8));
+    } else {
+      Z = tiny.add_tensor(rows, other);
+      tiny.add_op(OpType::MatMul, {Y, tiny.add_tensor(cols, other)}, Z, pick(1, 8));
+    }
+    tail_outputs.push_back(Z);
+  }
+  if (heads == 1 && X != X0 && pick(0, 1) == 0) {
+    // Another head whose pool holds X's maker without reading X, so that its subgraph may make X and keep
+    // it: d3 = A @ B3 -> Y3 heads t3 = Y3 @ V3 -> Z3, shaped like X, and R(Z3, X0) joins X's maker to it.
+    const int64_t c3 = pick(0, 1) ? 1 : 3;
+    const int Y3 = tiny.add_tensor(rows, c3), Z3 = tiny.add_tensor(rows, K);
+    tiny.add_op(OpType::MatMul, {tiny.add_tensor(rows, K), tiny.add_tensor(K, c3)}, Y3, pick(1, 12));
+    tiny.add_op(OpType::MatMul, {Y3, tiny.add_tensor(c3, K)}, Z3, pick(1, 8));
+    tiny.add_op(OpType::Pointwise, {Z3, X0}, tiny.add_tensor(rows, K), pick(1, 10));
+  }
+  if (pick(0, 4) > 0 && p.num_ops() < 6) {  // compute-heavy: elsewhere, or reading a tail's output
+    const int Z = tail_outputs[0];
+    const bool reads_tail = pick(0, 3) == 0;
+    const int in = reads_tail ? Z : tiny.add_tensor(p.heights[Z], p.widths[Z]);
+    tiny.add_op(OpType::Pointwise, {in}, tiny.add_tensor(p.heights[Z], p.widths[Z]), pick(5, 60));
+  }
+  p.fast_memory_capacity = pick(4, 16);
+  p.slow_memory_bandwidth = std::uniform_real_distribution<double>(0.25, 2.0)(rng);
+  return p;
+}
+
 }  // namespace mlsys::testing

@@ -61,4 +61,10 @@ Problem random_link_pair(std::mt19937& rng, bool made_kept = false);
 // prices the inputs' loads beyond what the ops that can share the MatMul's subgraph compute.
 Problem random_deep_island(std::mt19937& rng);
 
+// One or two MatMuls reducing deeper than native over one LHS (a graph input, or made by a Pointwise op),
+// each with an output side that is not a multiple of n_k and reaching a second MatMul's LHS or RHS through
+// an optional Pointwise op, beside a compute-heavy Pointwise op (elsewhere, or reading a tail's output): the
+// heads of Theorem 13, which pay for their streamed price with their subgraph's loads.
+Problem random_streamed_heads(std::mt19937& rng);
+
 }  // namespace mlsys::testing

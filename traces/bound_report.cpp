@@ -1,7 +1,9 @@
 #include "traces/bound_report.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <iomanip>
+#include <vector>
 
 #include "sim/number_format.hpp"
 
@@ -21,7 +23,30 @@ nlohmann::json certified_bound_to_json(const CertifiedBound& b) {
   if (b.cover) out["cover"] = cover_bound_to_json(*b.cover);
   out["inner_k_steps"] = inner_k_step_bound_to_json(b.inner_k_steps);
   out["deep_weights"] = deep_weight_bound_to_json(b.deep_weights);
+  out["head_discounts"] = head_discount_bound_to_json(b.head_discounts);
   return out;
+}
+
+nlohmann::json head_discount_bound_to_json(const HeadDiscountBound& b) {
+  nlohmann::json heads = nlohmann::json::array();
+  for (const HeadDiscountBound::Head& h : b.heads)
+    heads.push_back(
+        {{"op", h.op},
+         {"discount", h.discount},
+         {"loads", h.loads},
+         {"made_operand", h.made_operand < 0 ? nlohmann::json(nullptr) : nlohmann::json(h.made_operand)},
+         {"made_loads", h.made_loads},
+         {"remake", h.remake},
+         {"tails", h.tails},
+         {"pool", h.pool},
+         {"pool_compute", h.pool_compute},
+         {"charge", h.charge}});
+  return {{"applies", b.applies},
+          {"status", b.status},
+          {"bound", b.bound},
+          {"compute_floor", b.compute_floor},
+          {"free_operands", b.free_operands},
+          {"heads", heads}};
 }
 
 nlohmann::json deep_weight_bound_to_json(const DeepWeightBound& b) {
@@ -122,6 +147,38 @@ void print_deep_weight_bound(std::ostream& out, const DeepWeightBound& b) {
         << "; the rest, " << format_display(f.excess()) << ", no compute hides\n";
 }
 
+void print_head_discount_bound(std::ostream& out, const HeadDiscountBound& b) {
+  out << "head-discount bound (compute plus what each deep MatMul pays for its streamed price, "
+         "docs/bounds.md#theorem-13): ";
+  if (!b.applies) {
+    out << format_number(b.bound) << ", the compute floor (" << b.status << ")\n";
+    return;
+  }
+  double charges = 0;
+  for (const HeadDiscountBound::Head& h : b.heads) charges += h.charge;
+  out << format_number(b.bound) << "\n  = compute floor " << format_display(b.compute_floor) << " + "
+      << format_display(charges) << " over " << b.heads.size() << " heads - "
+      << format_display(b.free_operands)
+      << " (per made operand, the readers that may take it kept by the subgraph before)\n";
+  std::vector<const HeadDiscountBound::Head*> largest;
+  for (const HeadDiscountBound::Head& h : b.heads) largest.push_back(&h);
+  const size_t shown = std::min<size_t>(largest.size(), 8);
+  std::partial_sort(largest.begin(), largest.begin() + static_cast<std::ptrdiff_t>(shown), largest.end(),
+                    [](const auto* a, const auto* c) { return a->charge > c->charge; });
+  for (size_t i = 0; i < shown; ++i) {
+    const HeadDiscountBound::Head& h = *largest[i];
+    out << "    op " << h.op << ": streamed price saves " << format_display(h.discount)
+        << "; as a head its subgraph loads " << format_display(h.loads) << " of graph inputs";
+    if (h.made_operand >= 0)
+      out << " and tensor " << h.made_operand << " (" << format_display(h.made_loads)
+          << ") unless the subgraph before makes it again (" << format_display(h.remake) << ")";
+    out << ", beside " << h.pool.size() << " ops computing at least " << format_display(h.pool_compute)
+        << "; charged " << format_display(h.charge) << "\n";
+  }
+  if (largest.size() > shown)
+    out << "    ... and " << largest.size() - shown << " more heads (bound --json)\n";
+}
+
 void print_certified_bound(std::ostream& out, const CertifiedBound& b) {
   out << "certified bound: " << format_number(b.bound) << "\n"
       << "  = " << format_number(b.lambda) << " x compute " << format_display(b.compute) << " + "
@@ -137,6 +194,7 @@ void print_certified_bound(std::ostream& out, const CertifiedBound& b) {
         << "\n";
   print_inner_k_step_bound(out, b.inner_k_steps);
   print_deep_weight_bound(out, b.deep_weights);
+  print_head_discount_bound(out, b.head_discounts);
   if (!b.cover) return;
   const CoverBound& c = *b.cover;
   out << "cover bound (every subgraph pays its own roofline, docs/bounds.md#theorem-6): ";

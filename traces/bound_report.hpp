@@ -14,6 +14,8 @@ nlohmann::json inner_k_step_bound_to_json(const InnerKStepBound& bound);
 void print_inner_k_step_bound(std::ostream& out, const InnerKStepBound& bound);
 nlohmann::json deep_weight_bound_to_json(const DeepWeightBound& bound);
 void print_deep_weight_bound(std::ostream& out, const DeepWeightBound& bound);
+nlohmann::json head_discount_bound_to_json(const HeadDiscountBound& bound);
+void print_head_discount_bound(std::ostream& out, const HeadDiscountBound& bound);
 void print_certified_bound(std::ostream& out, const CertifiedBound& bound);
 
 }  // namespace mlsys

@@ -473,21 +473,26 @@ CertifiedBound certified_bound(const Problem& p, const Graph& g, const ModelOpti
   out.bound = std::max(out.bound, out.rule_book);
   out.lambda_bound = out.bound;
   out.inner_k_steps = inner_k_step_bound(p, g, options, expired);  // Theorem 11
-  out.deep_weights = deep_weight_bound(p, g, options, base.op_floor);  // Theorem 12
-  out.bound = std::max({out.lambda_bound, out.inner_k_steps.bound, out.deep_weights.bound});
+  out.deep_weights = deep_weight_bound(p, g, options, base.op_floor);      // Theorem 12
+  out.head_discounts = head_discount_bound(p, g, options, base.op_floor);  // Theorem 13
+  out.bound = largest_bound_without_cover(out);
   return out;
 }
 
+double largest_bound_without_cover(const CertifiedBound& b) {
+  return std::max({b.lambda_bound, b.inner_k_steps.bound, b.deep_weights.bound, b.head_discounts.bound});
+}
+
 std::string largest_bound_name(const CertifiedBound& b) {
+  const double others = std::max({b.lambda_bound, b.inner_k_steps.bound, b.deep_weights.bound});
+  if (b.head_discounts.bound > others) return "head discounts";
   if (b.deep_weights.bound > std::max(b.lambda_bound, b.inner_k_steps.bound)) return "deep weights";
   if (b.inner_k_steps.bound > b.lambda_bound) return "inner k-steps";
   return "lambda";
 }
 
 void add_cover_bound(CertifiedBound& bound, CoverBound cover) {
-  if (cover.attempted)
-    bound.bound =
-        std::max({bound.lambda_bound, bound.inner_k_steps.bound, bound.deep_weights.bound, cover.bound});
+  if (cover.attempted) bound.bound = std::max(largest_bound_without_cover(bound), cover.bound);
   bound.cover = std::move(cover);
 }
 

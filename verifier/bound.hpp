@@ -14,6 +14,7 @@
 #include "sim/step_model.hpp"
 #include "verifier/cover_bound.hpp"
 #include "verifier/deep_weight_bound.hpp"
+#include "verifier/head_discount_bound.hpp"
 #include "verifier/inner_k_step_bound.hpp"
 
 namespace mlsys {
@@ -34,19 +35,22 @@ struct CertifiedBound {
   double compute = 0, traffic = 0;  // the sums of the terms at that lambda
   double rule_book = 0;             // section 8's bound, for comparison (the certified one is never lower)
   std::vector<BoundTerm> terms;
-  // `bound` is the largest of four bounds, each valid on its own: the lambda combination (kept in
+  // `bound` is the largest of five bounds, each valid on its own: the lambda combination (kept in
   // `lambda_bound`, which the terms above add up to), Theorem 11's compute plus unhidden inner k-steps
   // (docs/bounds.md#theorem-11), Theorem 12's compute plus the loads of inputs only deep MatMuls read beyond
-  // what can hide them (docs/bounds.md#theorem-12), and the cover bound (docs/bounds.md#theorem-6) when
+  // what can hide them (docs/bounds.md#theorem-12), Theorem 13's compute plus what each deep head pays for
+  // its streamed price (docs/bounds.md#theorem-13), and the cover bound (docs/bounds.md#theorem-6) when
   // asked for.
   double lambda_bound = 0;
   InnerKStepBound inner_k_steps;
   DeepWeightBound deep_weights;
+  HeadDiscountBound head_discounts;
   std::optional<CoverBound> cover;
 };
 
-// Which of the bounds without the cover bound is the largest: "lambda", "inner k-steps" (Theorem 11) or
-// "deep weights" (Theorem 12).
+// The largest of the bounds without the cover bound, and its name: "lambda", "inner k-steps" (Theorem 11),
+// "deep weights" (Theorem 12) or "head discounts" (Theorem 13).
+double largest_bound_without_cover(const CertifiedBound& bound);
 std::string largest_bound_name(const CertifiedBound& bound);
 
 // Attaches a cover bound and keeps the larger of the two bounds (each is valid on its own).
