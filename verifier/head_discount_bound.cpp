@@ -133,39 +133,10 @@ class PoolFinder {
   Marks tensors_, ancestors_, component_;
 };
 
-}  // namespace
-
-HeadDiscountBound head_discount_bound(const Problem& p, const Graph& g, const ModelOptions& options,
-                                      const std::vector<double>& floors, int64_t max_visits) {
-  HeadDiscountBound out;
-  out.compute_floor = std::accumulate(floors.begin(), floors.end(), 0.0);
-  out.bound = out.compute_floor;
-  if (options.allow_supernative_k) {
-    out.status = "--allow-supernative-k lets k exceed n_k, so a deep MatMul may share a subgraph with any";
-    return out;
-  }
-  // Deeper than any side of the native tile: then no subgraph can make the head's operands (M14, M13), and
-  // a subgraph where it heads a link holds no other MatMul than its tail (M13: k <= n_k < K).
-  const int64_t deep = std::max(p.native_w, p.native_h);
-  std::vector<char> is_head(p.num_ops(), 0);
-  std::vector<double> padded(p.num_ops(), 0);
-  std::vector<HeadDiscountBound::Head> heads;
-  for (int o = 0; o < p.num_ops(); ++o) {
-    if (!p.is_matmul(o) || g.reduction_depth[o] <= deep) continue;
-    padded[o] = padded_floor(p, g, o, options.matmul_compute);
-    if (padded[o] - floors[o] <= 1e-9 * padded[o]) continue;  // no streamed price below the padded one
-    is_head[o] = 1;
-    HeadDiscountBound::Head h;
-    h.op = o;
-    h.discount = padded[o] - floors[o];
-    heads.push_back(h);
-  }
-  if (heads.empty()) {
-    out.status = "no MatMul deeper than the native tile has a streamed price below its padded one";
-    return out;
-  }
-  // Loads first: graph inputs always, a made operand unless the subgraph before made it and kept it (M9).
-  std::vector<char> single_made(p.num_tensors(), 0);
+// What a head subgraph loads: every graph input the head reads, and its one made operand (if it has exactly
+// one) unless the subgraph before made it and kept it (M9). Marks those made operands.
+void count_loads(const Problem& p, const Graph& g, std::vector<HeadDiscountBound::Head>& heads,
+                 std::vector<char>& single_made) {
   for (HeadDiscountBound::Head& h : heads) {
     std::vector<int> operands = p.inputs[h.op], made;
     std::sort(operands.begin(), operands.end());
@@ -182,35 +153,12 @@ HeadDiscountBound head_discount_bound(const Problem& p, const Graph& g, const Mo
       single_made[made[0]] = 1;
     }
   }
-  // Per made operand, the heads whose subgraphs may make it and keep it: a pool holds its maker and neither
-  // of the pool's MatMuls reads it (M9 forbids keeping what a MatMul of the subgraph reads).
-  std::map<int, std::vector<int>> keepers;
-  PoolFinder finder(p, g, max_visits);
-  for (HeadDiscountBound::Head& h : heads) {
-    // Each subgraph where the head heads a link has one tail, so the heaviest (head, tail) pool bounds
-    // what any of them computes.
-    h.tails = finder.tails(h.op);
-    h.pool = {h.op};
-    h.pool_compute = floors[h.op];
-    for (int t : h.tails) {
-      std::vector<int> members = finder.pool(h.op, t);
-      double compute = 0;
-      for (int o : members) {
-        compute += (o != h.op && is_head[o]) ? padded[o] : floors[o];
-        for (int made : p.outputs[o])
-          if (single_made[made] && !reads(p, h.op, made) && !reads(p, t, made)) keepers[made].push_back(h.op);
-      }
-      if (compute > h.pool_compute) {
-        h.pool_compute = compute;
-        h.pool = std::move(members);
-      }
-    }
-    if (finder.out_of_budget()) {
-      out.status = "stopped at its work limit (" + std::to_string(max_visits) + " ops visited); no claim";
-      return out;
-    }
-    std::sort(h.pool.begin(), h.pool.end());
-  }
+}
+
+// Each head: its discount (it never heads a link), or what its head subgraph adds beyond its pool. Returns
+// what the readers that may take their made operand for free save.
+double charge_heads(const Graph& g, const std::vector<double>& floors,
+                    std::vector<HeadDiscountBound::Head>& heads, std::map<int, std::vector<int>>& keepers) {
   // A reader gets its made operand without a load only from the subgraph just before it, which ran the
   // maker: the maker's first run outside head subgraphs, a keeper's first head subgraph (both counted in
   // the floor already), or one more run of the maker or of a keeper (at least its floor). So per made
@@ -244,12 +192,79 @@ HeadDiscountBound head_discount_bound(const Problem& p, const Graph& g, const Mo
     h.charge = std::min(h.discount, std::min(loaded, unloaded + h.remake));
     operand.savings.push_back(h.charge - std::min(h.discount, unloaded));
   }
+  double free_operands = 0;
   for (auto& [tensor, operand] : operands) {
     std::vector<double>& s = operand.savings;
     const size_t free = std::min(s.size(), static_cast<size_t>(operand.free_readers));
     std::partial_sort(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(free), s.end(), std::greater<>());
-    out.free_operands += std::accumulate(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(free), 0.0);
+    free_operands += std::accumulate(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(free), 0.0);
   }
+  return free_operands;
+}
+
+}  // namespace
+
+HeadDiscountBound head_discount_bound(const Problem& p, const Graph& g, const ModelOptions& options,
+                                      const std::vector<double>& floors, int64_t max_visits) {
+  HeadDiscountBound out;
+  out.compute_floor = std::accumulate(floors.begin(), floors.end(), 0.0);
+  out.bound = out.compute_floor;
+  if (options.allow_supernative_k) {
+    out.status = "--allow-supernative-k lets k exceed n_k, so a deep MatMul may share a subgraph with any";
+    return out;
+  }
+  // Deeper than any side of the native tile: then no subgraph can make the head's operands (M14, M13), and
+  // a subgraph where it heads a link holds no other MatMul than its tail (M13: k <= n_k < K).
+  const int64_t deep = std::max(p.native_w, p.native_h);
+  std::vector<char> is_head(p.num_ops(), 0);
+  std::vector<double> padded(p.num_ops(), 0);
+  std::vector<HeadDiscountBound::Head> heads;
+  for (int o = 0; o < p.num_ops(); ++o) {
+    if (!p.is_matmul(o) || g.reduction_depth[o] <= deep) continue;
+    padded[o] = padded_floor(p, g, o, options.matmul_compute);
+    if (padded[o] - floors[o] <= 1e-9 * padded[o]) continue;  // no streamed price below the padded one
+    is_head[o] = 1;
+    HeadDiscountBound::Head h;
+    h.op = o;
+    h.discount = padded[o] - floors[o];
+    heads.push_back(h);
+  }
+  if (heads.empty()) {
+    out.status = "no MatMul deeper than the native tile has a streamed price below its padded one";
+    return out;
+  }
+  std::vector<char> single_made(p.num_tensors(), 0);
+  count_loads(p, g, heads, single_made);
+  // Per made operand, the heads whose subgraphs may make it and keep it: a pool holds its maker and neither
+  // of the pool's MatMuls reads it (M9 forbids keeping what a MatMul of the subgraph reads).
+  std::map<int, std::vector<int>> keepers;
+  PoolFinder finder(p, g, max_visits);
+  for (HeadDiscountBound::Head& h : heads) {
+    // Each subgraph where the head heads a link has one tail, so the heaviest (head, tail) pool bounds
+    // what any of them computes.
+    h.tails = finder.tails(h.op);
+    h.pool = {h.op};
+    h.pool_compute = floors[h.op];
+    for (int t : h.tails) {
+      std::vector<int> members = finder.pool(h.op, t);
+      double compute = 0;
+      for (int o : members) {
+        compute += (o != h.op && is_head[o]) ? padded[o] : floors[o];
+        for (int made : p.outputs[o])
+          if (single_made[made] && !reads(p, h.op, made) && !reads(p, t, made)) keepers[made].push_back(h.op);
+      }
+      if (compute > h.pool_compute) {
+        h.pool_compute = compute;
+        h.pool = std::move(members);
+      }
+    }
+    if (finder.out_of_budget()) {
+      out.status = "stopped at its work limit (" + std::to_string(max_visits) + " ops visited); no claim";
+      return out;
+    }
+    std::sort(h.pool.begin(), h.pool.end());
+  }
+  out.free_operands = charge_heads(g, floors, heads, keepers);
   for (HeadDiscountBound::Head& h : heads)
     if (h.charge > 0) {
       out.bound += h.charge;
