@@ -474,7 +474,7 @@ CertifiedBound certified_bound(const Problem& p, const Graph& g, const ModelOpti
   out.lambda_bound = out.bound;
   out.inner_k_steps = inner_k_step_bound(p, g, options, expired);  // Theorem 11
   out.deep_weights = deep_weight_bound(p, g, options, base.op_floor);      // Theorem 12
-  out.head_discounts = head_discount_bound(p, g, options, base.op_floor);  // Theorem 13
+  out.head_discounts = head_discount_bound(p, g, options, base.op_floor, expired);  // Theorem 13
   out.bound = largest_bound_without_cover(out);
   return out;
 }

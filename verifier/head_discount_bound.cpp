@@ -51,21 +51,30 @@ struct Marks {
 
 class PoolFinder {
  public:
-  PoolFinder(const Problem& p, const Graph& g, int64_t max_visits)
+  PoolFinder(const Problem& p, const Graph& g, int64_t max_visits, const std::function<bool()>& expired)
       : p_(p),
         g_(g),
+        expired_(expired),
         max_visits_(max_visits),
         tensors_(p.num_tensors()),
         ancestors_(p.num_ops()),
         component_(p.num_ops()) {}
 
-  bool out_of_budget() const { return visits_ > max_visits_; }
+  // Past the work limit or the caller's deadline (asked every 65,536 visits): the pools may be partial.
+  bool out_of_budget() {
+    if (!stopped_ && visits_ > max_visits_) stopped_ = true;
+    if (!stopped_ && expired_ && visits_ - last_asked_ >= 65'536) {
+      last_asked_ = visits_;
+      stopped_ = expired_();
+    }
+    return stopped_;
+  }
 
   // The MatMuls `head`'s output reaches through Pointwise ops only: the tails it can head a link to (M12).
   std::vector<int> tails(int head) {
     tensors_.next();
     std::vector<int> found, stack(p_.outputs[head].begin(), p_.outputs[head].end());
-    while (!stack.empty()) {
+    while (!stack.empty() && !out_of_budget()) {
       const int t = stack.back();
       stack.pop_back();
       if (!tensors_.add(t)) continue;
@@ -129,7 +138,9 @@ class PoolFinder {
  private:
   const Problem& p_;
   const Graph& g_;
-  int64_t max_visits_, visits_ = 0;
+  const std::function<bool()>& expired_;
+  int64_t max_visits_, visits_ = 0, last_asked_ = 0;
+  bool stopped_ = false;
   Marks tensors_, ancestors_, component_;
 };
 
@@ -205,7 +216,8 @@ double charge_heads(const Graph& g, const std::vector<double>& floors,
 }  // namespace
 
 HeadDiscountBound head_discount_bound(const Problem& p, const Graph& g, const ModelOptions& options,
-                                      const std::vector<double>& floors, int64_t max_visits) {
+                                      const std::vector<double>& floors, const std::function<bool()>& expired,
+                                      int64_t max_visits) {
   HeadDiscountBound out;
   out.compute_floor = std::accumulate(floors.begin(), floors.end(), 0.0);
   out.bound = out.compute_floor;
@@ -238,7 +250,7 @@ HeadDiscountBound head_discount_bound(const Problem& p, const Graph& g, const Mo
   // Per made operand, the heads whose subgraphs may make it and keep it: a pool holds its maker and neither
   // of the pool's MatMuls reads it (M9 forbids keeping what a MatMul of the subgraph reads).
   std::map<int, std::vector<int>> keepers;
-  PoolFinder finder(p, g, max_visits);
+  PoolFinder finder(p, g, max_visits, expired);
   for (HeadDiscountBound::Head& h : heads) {
     // Each subgraph where the head heads a link has one tail, so the heaviest (head, tail) pool bounds
     // what any of them computes.
@@ -259,7 +271,8 @@ HeadDiscountBound head_discount_bound(const Problem& p, const Graph& g, const Mo
       }
     }
     if (finder.out_of_budget()) {
-      out.status = "stopped at its work limit (" + std::to_string(max_visits) + " ops visited); no claim";
+      out.status = "stopped at the deadline or its work limit (" + std::to_string(max_visits) +
+                   " ops visited) before every pool was found; no claim";
       return out;
     }
     std::sort(h.pool.begin(), h.pool.end());

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -38,9 +39,11 @@ struct HeadDiscountBound {
 };
 
 // No claim with --allow-supernative-k (k may then exceed n_k, and a deep MatMul may sit among many).
-// `op_floors`: compute_floor of every op. The work is bounded: past `max_visits` ops visited the bound
-// makes no claim and says so.
+// `op_floors`: compute_floor of every op. The work is bounded: once `expired` says yes, or past `max_visits`
+// ops visited, the bound makes no claim and says so.
 HeadDiscountBound head_discount_bound(const Problem& problem, const Graph& graph, const ModelOptions& options,
-                                      const std::vector<double>& op_floors, int64_t max_visits = 50'000'000);
+                                      const std::vector<double>& op_floors,
+                                      const std::function<bool()>& expired = nullptr,
+                                      int64_t max_visits = 50'000'000);
 
 }  // namespace mlsys
