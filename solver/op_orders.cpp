@@ -29,15 +29,13 @@ bool reads_graph_inputs_only(const Problem& p, const Graph& g, int op) {
 // The largest group of siblings that siblings-first orders put side by side: MatMuls of graph inputs only,
 // reading one tensor in one position at one depth.
 int largest_sibling_group(const Problem& p, const Graph& g) {
+  // Counted per (position, tensor, depth) in one pass: comparing every pair took 5 s on 20,000 such MatMuls.
+  std::map<std::tuple<size_t, int, int64_t>, int> groups;
   int largest = 1;
   for (int a = 0; a < p.num_ops(); ++a) {
     if (!p.is_matmul(a) || !reads_graph_inputs_only(p, g, a)) continue;
-    for (size_t position = 0; position < 2; ++position) {
-      int count = 0;
-      for (int b = 0; b < p.num_ops(); ++b)
-        count += reads_graph_inputs_only(p, g, b) && same_operand(p, g, a, b, position);
-      largest = std::max(largest, count);
-    }
+    for (size_t position = 0; position < 2; ++position)
+      largest = std::max(largest, ++groups[{position, p.inputs[a][position], g.reduction_depth[a]}]);
   }
   return largest;
 }
