@@ -181,52 +181,66 @@ TEST(NumericLimits, NumberTooLargeForADoubleIsAnM1Error) {
   EXPECT_NE(std::string::npos, r.err.find("p.json")) << r.err;
 }
 
+// A problem built op by op on native [128, 128], for the deadline tests.
+struct ProblemBuilder {
+  json widths = json::array(), heights = json::array(), inputs = json::array(), outputs = json::array(),
+       bases = json::array(), types = json::array();
+  int tensor(int width, int height) {
+    widths.push_back(width);
+    heights.push_back(height);
+    return static_cast<int>(widths.size()) - 1;
+  }
+  void op(const char* type, json ins, int out, double base) {
+    inputs.push_back(std::move(ins));
+    outputs.push_back({out});
+    bases.push_back(base);
+    types.push_back(type);
+  }
+  json problem(double capacity, double bandwidth) const {
+    return {{"widths", widths},       {"heights", heights},
+            {"inputs", inputs},       {"outputs", outputs},
+            {"base_costs", bases},    {"op_types", types},
+            {"fast_memory_capacity", capacity}, {"slow_memory_bandwidth", bandwidth},
+            {"native_granularity", {128, 128}}};
+  }
+};
+
+// Runs `mlsys --timeout` on `problem` and checks that it answered within `limit` seconds with a schedule
+// `verify --strict` accepts. Returns verify's report.
+json solve_within(const json& problem, const std::string& name, double timeout, double limit) {
+  const std::string dir = temp_dir(name);
+  write_text(dir + "/problem.json", problem.dump());
+  const auto start = Clock::now();
+  const CommandResult r = run_command(MLSYS_SOLVER_BIN, dir + "/problem.json " + dir + "/out.json --timeout " +
+                                                            std::to_string(timeout));
+  EXPECT_LT(seconds_since(start), limit);
+  EXPECT_EQ(0, r.exit_code) << r.err;
+  if (r.exit_code != 0) return json::object();
+  const CommandResult check =
+      run_command(MLSYS_VERIFY_BIN, dir + "/problem.json " + dir + "/out.json --strict --json");
+  EXPECT_EQ(0, check.exit_code) << check.err;
+  return check.exit_code == 0 ? json::parse(check.out) : json::object();
+}
+
 TEST(SolverDeadline, SixHundredOpGraphWithinItsTimeout) {
   // A generated chain of 600 ops on 256 x 256 tensors: every third a MatMul with its own weight, the others
   // Pointwise, a third of those also reading one of the six tensors before. With --timeout 5 the schedule
   // must be written and the program gone within the timeout (a quarter second allowed for process start and
   // exit on a loaded machine), and the schedule must pass verify --strict.
   std::mt19937 rng(600);
-  json widths = json::array(), heights = json::array(), inputs = json::array(), outputs = json::array(),
-       bases = json::array(), types = json::array();
-  auto tensor = [&] {
-    widths.push_back(256);
-    heights.push_back(256);
-    return static_cast<int>(widths.size()) - 1;
-  };
-  std::vector<int> live{tensor()};
+  ProblemBuilder b;
+  std::vector<int> live{b.tensor(256, 256)};
   for (int i = 0; i < 600; ++i) {
     std::vector<int> in{live.back()};
     if (i % 3 == 0)
-      in.push_back(tensor());
+      in.push_back(b.tensor(256, 256));
     else if (rng() % 3 == 0)
       in.push_back(live[live.size() - 1 - rng() % std::min<size_t>(6, live.size())]);
-    const int y = tensor();
-    inputs.push_back(in);
-    outputs.push_back({y});
-    types.push_back(i % 3 == 0 ? "MatMul" : "Pointwise");
-    bases.push_back(i % 3 == 0 ? 2000 : 300);
+    const int y = b.tensor(256, 256);
+    b.op(i % 3 == 0 ? "MatMul" : "Pointwise", in, y, i % 3 == 0 ? 2000 : 300);
     live.push_back(y);
   }
-  const json problem = {{"widths", widths},
-                        {"heights", heights},
-                        {"inputs", inputs},
-                        {"outputs", outputs},
-                        {"base_costs", bases},
-                        {"op_types", types},
-                        {"fast_memory_capacity", 300000},
-                        {"slow_memory_bandwidth", 20},
-                        {"native_granularity", {128, 128}}};
-  const std::string dir = temp_dir("g600");
-  write_text(dir + "/problem.json", problem.dump());
-  const auto start = Clock::now();
-  const CommandResult r =
-      run_command(MLSYS_SOLVER_BIN, dir + "/problem.json " + dir + "/out.json --timeout 5");
-  EXPECT_LT(seconds_since(start), 5.25);
-  ASSERT_EQ(0, r.exit_code) << r.err;
-  const CommandResult check =
-      run_command(MLSYS_VERIFY_BIN, dir + "/problem.json " + dir + "/out.json --strict");
-  EXPECT_EQ(0, check.exit_code) << check.err;
+  solve_within(b.problem(300000, 20), "g600", 5, 5.25);
 }
 
 TEST(SolverDeadline, FiftyThousandIndependentOpsWithinTheDefaultTimeout) {
@@ -236,37 +250,14 @@ TEST(SolverDeadline, FiftyThousandIndependentOpsWithinTheDefaultTimeout) {
   // one op must cost what the op has, not what the graph has: compiling each subgraph over arrays sized to
   // the problem once took 8.5 s here and found no schedule. Alone it now takes 1.2-1.3 s (reading and
   // verifying 50,000 subgraphs included); ctest runs two tests at once, so the limit is twice the timeout.
-  constexpr int kOps = 50000;
-  json widths = json::array(), inputs = json::array(), outputs = json::array(), bases = json::array(),
-       types = json::array();
-  for (int i = 0; i < kOps; ++i) {
-    widths.push_back(128);
-    widths.push_back(128);
-    inputs.push_back({2 * i});
-    outputs.push_back({2 * i + 1});
-    bases.push_back(10);
-    types.push_back("Pointwise");
+  ProblemBuilder b;
+  for (int i = 0; i < 50000; ++i) {
+    const int x = b.tensor(128, 128);
+    b.op("Pointwise", {x}, b.tensor(128, 128), 10);
   }
-  const json problem = {{"widths", widths},
-                        {"heights", widths},
-                        {"inputs", inputs},
-                        {"outputs", outputs},
-                        {"base_costs", bases},
-                        {"op_types", types},
-                        {"fast_memory_capacity", 1000000},
-                        {"slow_memory_bandwidth", 100},
-                        {"native_granularity", {128, 128}}};
-  const std::string dir = temp_dir("wide");
-  write_text(dir + "/problem.json", problem.dump());
-  const auto start = Clock::now();
-  const CommandResult r =
-      run_command(MLSYS_SOLVER_BIN, dir + "/problem.json " + dir + "/out.json --timeout 2");
-  EXPECT_LT(seconds_since(start), 4.0);
-  ASSERT_EQ(0, r.exit_code) << r.err;
-  const CommandResult check =
-      run_command(MLSYS_VERIFY_BIN, dir + "/problem.json " + dir + "/out.json --strict --json");
-  ASSERT_EQ(0, check.exit_code) << check.err;
-  EXPECT_NEAR(16384000.0, json::parse(check.out).at("total_latency").get<double>(), 1e-3);
+  const json report = solve_within(b.problem(1000000, 100), "wide", 2, 4.0);
+  ASSERT_TRUE(report.contains("total_latency"));
+  EXPECT_NEAR(16384000.0, report.at("total_latency").get<double>(), 1e-3);
 }
 
 TEST(SolverDeadline, TwentyThousandMatMulsSummedByAChainWithinTheTimeout) {
@@ -274,48 +265,21 @@ TEST(SolverDeadline, TwentyThousandMatMulsSummedByAChainWithinTheTimeout) {
   // into one last MatMul. Counting MatMuls that share an operand compared every pair (5 s here), and the
   // deep heads' pools (Theorem 13) walk the chain once per head: `mlsys --timeout 2` found no schedule in
   // 5.8 s. Alone it now writes one in 2.1 s; ctest runs two tests at once, so the limit is twice the timeout.
-  constexpr int kMatMuls = 20000;
-  json widths = json::array(), heights = json::array(), inputs = json::array(), outputs = json::array(),
-       bases = json::array(), types = json::array();
-  auto tensor = [&](int w, int h) {
-    widths.push_back(w);
-    heights.push_back(h);
-    return static_cast<int>(widths.size()) - 1;
-  };
-  auto op = [&](const char* type, json ins, int out, double base) {
-    inputs.push_back(std::move(ins));
-    outputs.push_back({out});
-    bases.push_back(base);
-    types.push_back(type);
-  };
+  ProblemBuilder b;
   int sum = -1;
-  for (int i = 0; i < kMatMuls; ++i) {
-    const int x = tensor(256, 64), w = tensor(64, 256), y = tensor(64, 64);
-    op("MatMul", {x, w}, y, 10);
-    if (sum < 0) {
-      sum = y;
-    } else {
-      const int next = tensor(64, 64);
-      op("Pointwise", {sum, y}, next, 1);
+  for (int i = 0; i < 20000; ++i) {
+    const int x = b.tensor(256, 64), w = b.tensor(64, 256), y = b.tensor(64, 64);
+    b.op("MatMul", {x, w}, y, 10);
+    if (sum >= 0) {
+      const int next = b.tensor(64, 64);
+      b.op("Pointwise", {sum, y}, next, 1);
       sum = next;
+    } else {
+      sum = y;
     }
   }
-  const int v = tensor(64, 64), z = tensor(64, 64);
-  op("MatMul", {sum, v}, z, 5);
-  const json problem = {{"widths", widths},   {"heights", heights},
-                        {"inputs", inputs},   {"outputs", outputs},
-                        {"base_costs", bases}, {"op_types", types},
-                        {"fast_memory_capacity", 1e9}, {"slow_memory_bandwidth", 100},
-                        {"native_granularity", {128, 128}}};
-  const std::string dir = temp_dir("summed");
-  write_text(dir + "/problem.json", problem.dump());
-  const auto start = Clock::now();
-  const CommandResult r =
-      run_command(MLSYS_SOLVER_BIN, dir + "/problem.json " + dir + "/out.json --timeout 2");
-  EXPECT_LT(seconds_since(start), 4.0);
-  ASSERT_EQ(0, r.exit_code) << r.err;
-  const CommandResult check = run_command(MLSYS_VERIFY_BIN, dir + "/problem.json " + dir + "/out.json --strict");
-  EXPECT_EQ(0, check.exit_code) << check.err;
+  b.op("MatMul", {sum, b.tensor(64, 64)}, b.tensor(64, 64), 5);
+  solve_within(b.problem(1e9, 100), "summed", 2, 4.0);
 }
 
 }  // namespace
