@@ -125,8 +125,8 @@ lines = [MARKER, "", "### Where the bound and where the search are loose, by gra
          "recompute, lies between them) and the search's part (the timed search over the exhaustive optimum).", "",
          "The certified bound is the largest of the lambda bound, the inner k-step bound "
          "(docs/bounds.md#theorem-11; never the largest on these networks), the deep-weight bound "
-         "(docs/bounds.md#theorem-12), the head-discount bound (docs/bounds.md#theorem-13; no deep MatMul here "
-         "streams a side that is not a multiple of 128) and the cover bound (docs/bounds.md#theorem-6); the lambda and cover "
+         "(docs/bounds.md#theorem-12), the head-discount bound (docs/bounds.md#theorem-13; it raises no row "
+         "here) and the cover bound (docs/bounds.md#theorem-6); the lambda and cover "
          "bounds are shown.", "",
          "| structure | network | ops | section 8 | lambda bound | cover bound | certified bound | exhaustive optimum "
          "| complete | timed search | proven gap | bound's part | search's part |",
