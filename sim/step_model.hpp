@@ -22,6 +22,9 @@ namespace mlsys {
 // The least any schedule pays to compute `op`: base per native tile of its output (M23, M24 padding; a chain
 // head's streamed strips add up to its whole output), times K/n_k under native-k. Lower bounds build on it.
 double compute_floor(const Problem& problem, const Graph& graph, int op, MatmulCompute model);
+// What `op` pays wherever it is neither a link's head nor in-chain: every output tile padded on both axes
+// (M23, M24), times K/n_k under native-k. compute_floor is this unless a role streams an axis.
+double padded_compute_floor(const Problem& problem, const Graph& graph, int op, MatmulCompute model);
 // compute_floor of every op, by op index.
 std::vector<double> compute_floors(const Problem& problem, const Graph& graph, MatmulCompute model);
 // The least a MatMul `head` computes per tile of its tail when it heads a link into the tail's input `side`

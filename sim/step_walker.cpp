@@ -314,24 +314,46 @@ std::vector<double> compute_floors(const Problem& problem, const Graph& graph, M
   return floors;
 }
 
+namespace {
+
+// An op's output padded to native tiles, and the price of one such tile (base, times K/n_k under native-k).
+struct PaddedOutput {
+  double rows, cols, padded_rows, padded_cols, per_tile;
+};
+
+PaddedOutput padded_output(const Problem& problem, const Graph& graph, int op, MatmulCompute model) {
+  const int y = problem.outputs[op][0];
+  PaddedOutput out;
+  out.rows = static_cast<double>(problem.heights[y]);
+  out.cols = static_cast<double>(problem.widths[y]);
+  out.padded_rows = std::ceil(out.rows / static_cast<double>(problem.native_h));
+  out.padded_cols = std::ceil(out.cols / static_cast<double>(problem.native_w));
+  const bool deep = problem.is_matmul(op) && model == MatmulCompute::NativeK;
+  const double depth = deep ? static_cast<double>(graph.reduction_depth[op]) / problem.native_w : 1.0;
+  out.per_tile = problem.base_costs[op] * depth;
+  return out;
+}
+
+}  // namespace
+
+double padded_compute_floor(const Problem& problem, const Graph& graph, int op, MatmulCompute model) {
+  const PaddedOutput o = padded_output(problem, graph, op, model);
+  return o.per_tile * (o.padded_rows * o.padded_cols);
+}
+
 double compute_floor(const Problem& problem, const Graph& graph, int op, MatmulCompute model) {
   // Native tiles of the output, padded on both axes (M23, M24). A chain head or an in-chain op may instead be
   // proportional on the tail's reduction axis: the columns for an LHS link, the rows for an RHS link (section
   // 8's caveat). Whether it is one depends on the schedule, so the floor takes the least count among the
   // roles the graph allows it (Graph::streamable_axes); they agree whenever the output's sides are multiples
   // of n_k and n_h = n_w (all 24 benchmarks).
-  const int y = problem.outputs[op][0];
-  const double rows = static_cast<double>(problem.heights[y]), cols = static_cast<double>(problem.widths[y]);
+  const PaddedOutput o = padded_output(problem, graph, op, model);
   const double n_k = static_cast<double>(problem.native_w);
-  const double padded_rows = std::ceil(rows / static_cast<double>(problem.native_h));
-  const double padded_cols = std::ceil(cols / n_k);
-  double tiles = padded_rows * padded_cols;
+  double tiles = o.padded_rows * o.padded_cols;
   const uint8_t axes = graph.streamable_axes[op];
-  if (axes & kStreamsColumns) tiles = std::min(tiles, padded_rows * (cols / n_k));
-  if (axes & kStreamsRows) tiles = std::min(tiles, (rows / n_k) * padded_cols);
-  const bool deep = problem.is_matmul(op) && model == MatmulCompute::NativeK;
-  const double depth = deep ? static_cast<double>(graph.reduction_depth[op]) / problem.native_w : 1.0;
-  return problem.base_costs[op] * depth * tiles;
+  if (axes & kStreamsColumns) tiles = std::min(tiles, o.padded_rows * (o.cols / n_k));
+  if (axes & kStreamsRows) tiles = std::min(tiles, (o.rows / n_k) * o.padded_cols);
+  return o.per_tile * tiles;
 }
 
 double head_compute_per_tail_tile(const Problem& problem, const Graph& graph, int head, int side,

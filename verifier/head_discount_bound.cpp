@@ -3,11 +3,12 @@
 #include "verifier/head_discount_bound.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <functional>
 #include <map>
 #include <numeric>
 #include <utility>
+
+#include "sim/step_model.hpp"
 
 namespace mlsys {
 namespace {
@@ -21,18 +22,6 @@ Shape output_shape(const Problem& p, int op) {
 
 bool reads(const Problem& p, int op, int tensor) {
   return std::find(p.inputs[op].begin(), p.inputs[op].end(), tensor) != p.inputs[op].end();
-}
-
-// What a MatMul costs wherever it is not a link's head: every output tile padded on both axes (M24; under
-// native-k also K/n_k per tile). Whatever its role, a non-head's k-steps add up to its whole reduction.
-double padded_floor(const Problem& p, const Graph& g, int op, MatmulCompute model) {
-  const auto [rows, cols] = output_shape(p, op);
-  const double tiles = std::ceil(static_cast<double>(rows) / static_cast<double>(p.native_h)) *
-                       std::ceil(static_cast<double>(cols) / static_cast<double>(p.native_w));
-  const double depth = model == MatmulCompute::NativeK
-                           ? static_cast<double>(g.reduction_depth[op]) / static_cast<double>(p.native_w)
-                           : 1.0;
-  return p.base_costs[op] * depth * tiles;
 }
 
 // Marks with an epoch instead of clearing: the searches below run once per (head, tail) pair.
@@ -233,7 +222,7 @@ HeadDiscountBound head_discount_bound(const Problem& p, const Graph& g, const Mo
   std::vector<HeadDiscountBound::Head> heads;
   for (int o = 0; o < p.num_ops(); ++o) {
     if (!p.is_matmul(o) || g.reduction_depth[o] <= deep) continue;
-    padded[o] = padded_floor(p, g, o, options.matmul_compute);
+    padded[o] = padded_compute_floor(p, g, o, options.matmul_compute);  // a non-head's k-steps add up to K
     if (padded[o] - floors[o] <= 1e-9 * padded[o]) continue;  // no streamed price below the padded one
     is_head[o] = 1;
     HeadDiscountBound::Head h;
