@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "sim/step_model.hpp"
+#include "verifier/link_walks.hpp"
 
 namespace mlsys {
 namespace {
@@ -24,61 +25,15 @@ bool reads(const Problem& p, int op, int tensor) {
   return std::find(p.inputs[op].begin(), p.inputs[op].end(), tensor) != p.inputs[op].end();
 }
 
-// Marks with an epoch instead of clearing: the searches below run once per (head, tail) pair.
-struct Marks {
-  std::vector<int64_t> stamp;
-  int64_t epoch = 0;
-  explicit Marks(int n) : stamp(n, -1) {}
-  void next() { ++epoch; }
-  bool has(int i) const { return stamp[i] == epoch; }
-  bool add(int i) {
-    if (has(i)) return false;
-    stamp[i] = epoch;
-    return true;
-  }
-};
-
 class PoolFinder {
  public:
-  PoolFinder(const Problem& p, const Graph& g, int64_t max_visits, const std::function<bool()>& expired)
+  PoolFinder(const Problem& p, const Graph& g, LinkWalker& walk)
       : p_(p),
         g_(g),
-        expired_(expired),
-        max_visits_(max_visits),
+        walk_(walk),
         tensors_(p.num_tensors()),
         ancestors_(p.num_ops()),
         component_(p.num_ops()) {}
-
-  // Past the work limit or the caller's deadline (asked every 65,536 visits): the pools may be partial.
-  bool out_of_budget() {
-    if (!stopped_ && visits_ > max_visits_) stopped_ = true;
-    if (!stopped_ && expired_ && visits_ - last_asked_ >= 65'536) {
-      last_asked_ = visits_;
-      stopped_ = expired_();
-    }
-    return stopped_;
-  }
-
-  // The MatMuls `head`'s output reaches through Pointwise ops only: the tails it can head a link to (M12).
-  std::vector<int> tails(int head) {
-    tensors_.next();
-    std::vector<int> found, stack(p_.outputs[head].begin(), p_.outputs[head].end());
-    while (!stack.empty() && !out_of_budget()) {
-      const int t = stack.back();
-      stack.pop_back();
-      if (!tensors_.add(t)) continue;
-      for (const Consumer& c : g_.consumers[t]) {
-        ++visits_;
-        if (p_.is_matmul(c.op))
-          found.push_back(c.op);
-        else
-          stack.insert(stack.end(), p_.outputs[c.op].begin(), p_.outputs[c.op].end());
-      }
-    }
-    std::sort(found.begin(), found.end());
-    found.erase(std::unique(found.begin(), found.end()), found.end());
-    return found;
-  }
 
   // The ops a subgraph where `head` heads a link to `tail` can hold. The grid has the tail's output shape
   // (M10: following the tail's output through Pointwise readers ends at a non-ephemeral output). A
@@ -93,7 +48,7 @@ class PoolFinder {
     while (!stack.empty()) {
       const int t = stack.back();
       stack.pop_back();
-      ++visits_;
+      walk_.visit();
       if (!tensors_.add(t) || g_.producer[t] < 0 || p_.is_matmul(g_.producer[t])) continue;
       ancestors_.add(g_.producer[t]);
       stack.insert(stack.end(), p_.inputs[g_.producer[t]].begin(), p_.inputs[g_.producer[t]].end());
@@ -105,11 +60,11 @@ class PoolFinder {
     component_.next();
     std::vector<int> members{head}, queue{head};
     component_.add(head);
-    while (!queue.empty() && !out_of_budget()) {
+    while (!queue.empty() && !walk_.out_of_budget()) {
       const int x = queue.back();
       queue.pop_back();
       auto visit = [&](int q) {
-        ++visits_;
+        walk_.visit();
         if (q >= 0 && allowed(q) && component_.add(q)) {
           members.push_back(q);
           queue.push_back(q);
@@ -127,10 +82,8 @@ class PoolFinder {
  private:
   const Problem& p_;
   const Graph& g_;
-  const std::function<bool()>& expired_;
-  int64_t max_visits_, visits_ = 0, last_asked_ = 0;
-  bool stopped_ = false;
-  Marks tensors_, ancestors_, component_;
+  LinkWalker& walk_;
+  EpochMarks tensors_, ancestors_, component_;
 };
 
 // What a head subgraph loads: every graph input the head reads, and its one made operand (if it has exactly
@@ -239,11 +192,12 @@ HeadDiscountBound head_discount_bound(const Problem& p, const Graph& g, const Mo
   // Per made operand, the heads whose subgraphs may make it and keep it: a pool holds its maker and neither
   // of the pool's MatMuls reads it (M9 forbids keeping what a MatMul of the subgraph reads).
   std::map<int, std::vector<int>> keepers;
-  PoolFinder finder(p, g, max_visits, expired);
+  LinkWalker walk(p, g, max_visits, expired);
+  PoolFinder finder(p, g, walk);
   for (HeadDiscountBound::Head& h : heads) {
     // Each subgraph where the head heads a link has one tail, so the heaviest (head, tail) pool bounds
     // what any of them computes.
-    h.tails = finder.tails(h.op);
+    h.tails = walk.tails(h.op);
     h.pool = {h.op};
     h.pool_compute = floors[h.op];
     for (int t : h.tails) {
@@ -259,7 +213,7 @@ HeadDiscountBound head_discount_bound(const Problem& p, const Graph& g, const Mo
         h.pool = std::move(members);
       }
     }
-    if (finder.out_of_budget()) {
+    if (walk.out_of_budget()) {
       out.status = "stopped at the deadline or its work limit (" + std::to_string(max_visits) +
                    " ops visited) before every pool was found; no claim";
       return out;
