@@ -353,11 +353,11 @@ PYBIND11_MODULE(_core, m) {
       py::arg("problem"), py::arg("matmul_compute") = "full-k", py::arg("allow_supernative_k") = false,
       py::arg("cover_seconds") = 10.0,
       "The certified lower bound on every schedule (docs/bounds.md), as `bound --json` prints it: bound (the "
-      "largest of lambda_bound, the bounds of inner_k_steps, deep_weights and head_discounts, and the cover "
-      "bound), lambda_bound, lambda, compute, traffic, rule_book_bound, the terms (subject, rule, compute, "
-      "traffic, reason), inner_k_steps (Theorem 11: its cases and trees), deep_weights (Theorem 12: its "
-      "families), head_discounts (Theorem 13: its heads) and cover (op prices and the tightest sets; "
-      "cover_seconds=0 skips it).");
+      "largest of lambda_bound, the bounds of inner_k_steps, deep_weights, head_discounts and tail_runs, and "
+      "the cover bound), lambda_bound, lambda, compute, traffic, rule_book_bound, the terms (subject, rule, "
+      "compute, traffic, reason), inner_k_steps (Theorem 11: its cases and trees), deep_weights (Theorem 12: "
+      "its families), head_discounts (Theorem 13: its heads), tail_runs (Theorem 14: its heads and tails) "
+      "and cover (op prices and the tightest sets; cover_seconds=0 skips it).");
 
   py::class_<WorkingSetTerm>(m, "WorkingSetTerm", "One term of a working set (M20).")
       .def_property_readonly(

@@ -539,4 +539,58 @@ Problem random_streamed_heads(std::mt19937& rng) {
   return p;
 }
 
+Problem random_shared_tails(std::mt19937& rng) {
+  TinyProblem tiny(rng);
+  Problem& p = tiny.p;
+  auto pick = [&](int lo, int hi) { return tiny.pick(lo, hi); };
+  p.native_w = 2;  // n_k = 2: a streamed side of 1 is priced at half its padded tile
+  const bool rhs_link = pick(0, 1) == 1;
+  const int64_t side = pick(1, 2);  // the heads' other side: their rows (LHS link) or columns (RHS link)
+  const int heads = pick(1, 3);
+  // Half of the time the tails and the join are cheap beside the heads: then a head's discount exceeds a
+  // tail's run, and which ops every path passes decides the charge.
+  const int cheap = pick(0, 1) == 1;
+  const int shared =
+      pick(0, 2) == 0 ? tiny.add_tensor(rhs_link ? 1 : side, 1) : -1;  // a common 1-deep operand
+  std::vector<int> joined;
+  for (int h = 0; h < heads; ++h) {
+    const int64_t depth = pick(0, 3) == 0 ? 3 : 1;
+    const int64_t rows = rhs_link ? 1 : side, cols = rhs_link ? side : 1;
+    const int A = depth == 1 && shared >= 0 ? shared : tiny.add_tensor(rows, depth);
+    int Y = tiny.add_tensor(rows, cols);
+    tiny.add_op(OpType::MatMul, {A, tiny.add_tensor(depth, cols)}, Y, pick(1, cheap ? 20 : 12));
+    if (pick(0, 3) == 0) {  // an in-chain op
+      const int Y2 = tiny.add_tensor(rows, cols);
+      tiny.add_op(OpType::Pointwise, {Y}, Y2, pick(1, cheap ? 6 : 10));
+      Y = Y2;
+    }
+    joined.push_back(Y);
+  }
+  int S = joined[0];
+  if (heads > 1 || pick(0, 1) == 0) {  // the join
+    S = tiny.add_tensor(p.heights[joined[0]], p.widths[joined[0]]);
+    tiny.add_op(OpType::Pointwise, joined, S, pick(1, cheap ? 2 : 10));
+  }
+  const int tails = p.num_ops() < 6 && pick(0, 3) == 0 ? 2 : 1;
+  int Z = -1;
+  for (int t = 0; t < tails; ++t) {
+    const int64_t other = pick(1, 3);  // the tail's output columns (LHS link) or rows (RHS link)
+    if (rhs_link) {
+      Z = tiny.add_tensor(other, side);
+      tiny.add_op(OpType::MatMul, {tiny.add_tensor(other, 1), S}, Z, pick(1, cheap ? 2 : 8));
+    } else {
+      Z = tiny.add_tensor(side, other);
+      tiny.add_op(OpType::MatMul, {S, tiny.add_tensor(1, other)}, Z, pick(1, cheap ? 2 : 8));
+    }
+  }
+  if (p.num_ops() < 7 && pick(0, 2) == 0) {  // compute-heavy: elsewhere, or reading a tail's output
+    const bool reads_tail = pick(0, 1) == 0;
+    const int in = reads_tail ? Z : tiny.add_tensor(p.heights[Z], p.widths[Z]);
+    tiny.add_op(OpType::Pointwise, {in}, tiny.add_tensor(p.heights[Z], p.widths[Z]), pick(5, 40));
+  }
+  p.fast_memory_capacity = pick(4, 16);
+  p.slow_memory_bandwidth = std::uniform_real_distribution<double>(0.25, 2.0)(rng);
+  return p;
+}
+
 }  // namespace mlsys::testing

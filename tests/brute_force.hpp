@@ -67,4 +67,10 @@ Problem random_deep_island(std::mt19937& rng);
 // heads of Theorem 13, which pay for their streamed price with their subgraph's loads.
 Problem random_streamed_heads(std::mt19937& rng);
 
+// One to three MatMuls (1 or 3 deep, against n_k = 2) whose 1-wide outputs (LHS) or 1-high outputs (RHS)
+// meet in an optional Pointwise op read by one or two tails 1 deep, whose other side is 1 to 3: the heads of
+// Theorem 14, streamed together only when the tail's output is no wider (higher) than 1, and otherwise each
+// beside the tail alone. Sometimes with in-chain ops, a shared operand, or a compute-heavy Pointwise op.
+Problem random_shared_tails(std::mt19937& rng);
+
 }  // namespace mlsys::testing

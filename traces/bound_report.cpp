@@ -24,7 +24,31 @@ nlohmann::json certified_bound_to_json(const CertifiedBound& b) {
   out["inner_k_steps"] = inner_k_step_bound_to_json(b.inner_k_steps);
   out["deep_weights"] = deep_weight_bound_to_json(b.deep_weights);
   out["head_discounts"] = head_discount_bound_to_json(b.head_discounts);
+  out["tail_runs"] = tail_run_bound_to_json(b.tail_runs);
   return out;
+}
+
+nlohmann::json tail_run_bound_to_json(const TailRunBound& b) {
+  // A head no subgraph of three or more MatMuls can stream has no shared price: null, as JSON has no
+  // infinity.
+  auto finite = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  nlohmann::json heads = nlohmann::json::array(), tails = nlohmann::json::array();
+  for (const TailRunBound::Head& h : b.heads)
+    heads.push_back({{"op", h.op},
+                     {"discount", h.discount},
+                     {"shared_price", finite(h.shared_price)},
+                     {"tails", h.tails},
+                     {"rerun", h.rerun},
+                     {"charge", h.charge}});
+  for (const TailRunBound::Tail& t : b.tails)
+    tails.push_back({{"op", t.op}, {"heads", t.heads}, {"passed", t.passed}, {"rerun", t.rerun}});
+  return {{"applies", b.applies},
+          {"status", b.status},
+          {"bound", b.bound},
+          {"compute_floor", b.compute_floor},
+          {"first_runs", b.first_runs},
+          {"heads", heads},
+          {"tails", tails}};
 }
 
 nlohmann::json head_discount_bound_to_json(const HeadDiscountBound& b) {
@@ -179,6 +203,34 @@ void print_head_discount_bound(std::ostream& out, const HeadDiscountBound& b) {
     out << "    ... and " << largest.size() - shown << " more heads (bound --json)\n";
 }
 
+void print_tail_run_bound(std::ostream& out, const TailRunBound& b) {
+  out << "tail-run bound (compute plus the tail runs of heads streamed one at a time, "
+         "docs/bounds.md#theorem-14): ";
+  if (!b.applies) {
+    out << format_number(b.bound) << ", the compute floor (" << b.status << ")\n";
+    return;
+  }
+  double charges = 0;
+  for (const TailRunBound::Head& h : b.heads) charges += h.charge;
+  out << format_number(b.bound) << "\n  = compute floor " << format_display(b.compute_floor) << " + "
+      << format_display(charges) << " over " << b.heads.size() << " heads - " << format_display(b.first_runs)
+      << " (per tail, the head its first run may serve)\n";
+  std::vector<const TailRunBound::Tail*> largest;
+  for (const TailRunBound::Tail& t : b.tails) largest.push_back(&t);
+  const size_t shown = std::min<size_t>(largest.size(), 8);
+  std::partial_sort(largest.begin(), largest.begin() + static_cast<std::ptrdiff_t>(shown), largest.end(),
+                    [](const auto* a, const auto* c) { return a->heads.size() > c->heads.size(); });
+  for (size_t i = 0; i < shown; ++i) {
+    const TailRunBound::Tail& t = *largest[i];
+    out << "    tail op " << t.op << ": " << t.heads.size() << (t.heads.size() == 1 ? " head" : " heads")
+        << " streamed only beside it alone; each more run of it";
+    if (!t.passed.empty()) out << " and the " << t.passed.size() << " Pointwise ops every path passes";
+    out << " computes at least " << format_display(t.rerun) << "\n";
+  }
+  if (largest.size() > shown)
+    out << "    ... and " << largest.size() - shown << " more tails (bound --json)\n";
+}
+
 void print_certified_bound(std::ostream& out, const CertifiedBound& b) {
   out << "certified bound: " << format_number(b.bound) << "\n"
       << "  = " << format_number(b.lambda) << " x compute " << format_display(b.compute) << " + "
@@ -195,6 +247,7 @@ void print_certified_bound(std::ostream& out, const CertifiedBound& b) {
   print_inner_k_step_bound(out, b.inner_k_steps);
   print_deep_weight_bound(out, b.deep_weights);
   print_head_discount_bound(out, b.head_discounts);
+  print_tail_run_bound(out, b.tail_runs);
   if (!b.cover) return;
   const CoverBound& c = *b.cover;
   out << "cover bound (every subgraph pays its own roofline, docs/bounds.md#theorem-6): ";

@@ -16,6 +16,8 @@ nlohmann::json deep_weight_bound_to_json(const DeepWeightBound& bound);
 void print_deep_weight_bound(std::ostream& out, const DeepWeightBound& bound);
 nlohmann::json head_discount_bound_to_json(const HeadDiscountBound& bound);
 void print_head_discount_bound(std::ostream& out, const HeadDiscountBound& bound);
+nlohmann::json tail_run_bound_to_json(const TailRunBound& bound);
+void print_tail_run_bound(std::ostream& out, const TailRunBound& bound);
 void print_certified_bound(std::ostream& out, const CertifiedBound& bound);
 
 }  // namespace mlsys

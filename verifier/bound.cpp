@@ -475,16 +475,19 @@ CertifiedBound certified_bound(const Problem& p, const Graph& g, const ModelOpti
   out.inner_k_steps = inner_k_step_bound(p, g, options, expired);  // Theorem 11
   out.deep_weights = deep_weight_bound(p, g, options, base.op_floor);      // Theorem 12
   out.head_discounts = head_discount_bound(p, g, options, base.op_floor, expired);  // Theorem 13
+  out.tail_runs = tail_run_bound(p, g, options, base.op_floor, expired);            // Theorem 14
   out.bound = largest_bound_without_cover(out);
   return out;
 }
 
 double largest_bound_without_cover(const CertifiedBound& b) {
-  return std::max({b.lambda_bound, b.inner_k_steps.bound, b.deep_weights.bound, b.head_discounts.bound});
+  return std::max({b.lambda_bound, b.inner_k_steps.bound, b.deep_weights.bound, b.head_discounts.bound,
+                   b.tail_runs.bound});
 }
 
 std::string largest_bound_name(const CertifiedBound& b) {
   const double others = std::max({b.lambda_bound, b.inner_k_steps.bound, b.deep_weights.bound});
+  if (b.tail_runs.bound > std::max(others, b.head_discounts.bound)) return "tail runs";
   if (b.head_discounts.bound > others) return "head discounts";
   if (b.deep_weights.bound > std::max(b.lambda_bound, b.inner_k_steps.bound)) return "deep weights";
   if (b.inner_k_steps.bound > b.lambda_bound) return "inner k-steps";

@@ -16,6 +16,7 @@
 #include "verifier/deep_weight_bound.hpp"
 #include "verifier/head_discount_bound.hpp"
 #include "verifier/inner_k_step_bound.hpp"
+#include "verifier/tail_run_bound.hpp"
 
 namespace mlsys {
 
@@ -35,21 +36,23 @@ struct CertifiedBound {
   double compute = 0, traffic = 0;  // the sums of the terms at that lambda
   double rule_book = 0;             // section 8's bound, for comparison (the certified one is never lower)
   std::vector<BoundTerm> terms;
-  // `bound` is the largest of five bounds, each valid on its own: the lambda combination (kept in
+  // `bound` is the largest of six bounds, each valid on its own: the lambda combination (kept in
   // `lambda_bound`, which the terms above add up to), Theorem 11's compute plus unhidden inner k-steps
   // (docs/bounds.md#theorem-11), Theorem 12's compute plus the loads of inputs only deep MatMuls read beyond
   // what can hide them (docs/bounds.md#theorem-12), Theorem 13's compute plus what each deep head pays for
-  // its streamed price (docs/bounds.md#theorem-13), and the cover bound (docs/bounds.md#theorem-6) when
+  // its streamed price (docs/bounds.md#theorem-13), Theorem 14's compute plus the tail runs heads streamed
+  // one at a time need (docs/bounds.md#theorem-14), and the cover bound (docs/bounds.md#theorem-6) when
   // asked for.
   double lambda_bound = 0;
   InnerKStepBound inner_k_steps;
   DeepWeightBound deep_weights;
   HeadDiscountBound head_discounts;
+  TailRunBound tail_runs;
   std::optional<CoverBound> cover;
 };
 
 // The largest of the bounds without the cover bound, and its name: "lambda", "inner k-steps" (Theorem 11),
-// "deep weights" (Theorem 12) or "head discounts" (Theorem 13).
+// "deep weights" (Theorem 12), "head discounts" (Theorem 13) or "tail runs" (Theorem 14).
 double largest_bound_without_cover(const CertifiedBound& bound);
 std::string largest_bound_name(const CertifiedBound& bound);
 

@@ -1,0 +1,51 @@
+// Theorem 14 (docs/bounds.md#theorem-14): a MatMul priced on its streamed axis (M24) is a link's head. Among
+// three or more MatMuls a subgraph has nk = 1 and w = k = K for all of them (M13), so it cuts the tail's
+// output into columns K wide and runs the head once per tile; where that costs at least the padded price,
+// the head gets its streamed price only as the one head beside one tail. Then every head so priced needs a
+// run of its tail of its own (and of the Pointwise ops every path to that tail passes), and the bound
+// charges each head the cheaper of the two, but for one head per tail that the tail's first run serves.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sim/graph.hpp"
+#include "sim/problem.hpp"
+
+namespace mlsys {
+
+struct TailRunBound {
+  bool applies = false;      // some head is charged
+  std::string status;        // why not, when it does not apply
+  double compute_floor = 0;  // every op's compute floor (M23, M24), heads at their streamed price
+  struct Head {
+    int op = -1;
+    double discount = 0;      // its least price anywhere but as the one head beside a tail, minus its floor
+    double shared_price = 0;  // the least it pays as a head among three or more MatMuls (infinite: never)
+    std::vector<int> tails;   // the MatMuls its output reaches through Pointwise ops only
+    double rerun = 0;         // the cheapest extra run of one of those tails (Tail::rerun)
+    double charge = 0;        // min(discount, rerun)
+  };
+  struct Tail {
+    int op = -1;
+    std::vector<int> heads;   // the charged heads whose output reaches it through Pointwise ops only
+    std::vector<int> passed;  // the Pointwise ops on every such path: every run with one of them holds them
+    double rerun = 0;         // its compute floor and theirs: what one more run with a head costs at least
+  };
+  std::vector<Head> heads;  // those charged
+  std::vector<Tail> tails;
+  double first_runs = 0;  // per group of heads joined by tails, what the heads that take each tail's first
+                          // run save (at most the largest charge per tail, and one tail per head)
+  double bound = 0;       // compute_floor + the charges - first_runs
+};
+
+// No claim with --allow-supernative-k (the brute-force campaigns that test the bound do not lift k <= n_k).
+// `op_floors`: compute_floor of every op. The work is bounded: once `expired` says yes, or past `max_visits`
+// ops visited, the bound makes no claim and says so.
+TailRunBound tail_run_bound(const Problem& problem, const Graph& graph, const ModelOptions& options,
+                            const std::vector<double>& op_floors,
+                            const std::function<bool()>& expired = nullptr, int64_t max_visits = 50'000'000);
+
+}  // namespace mlsys
