@@ -53,8 +53,10 @@ int main(int argc, char** argv) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);
     CertifiedBound bound =
         certified_bound(problem, graph, options, [&] { return std::chrono::steady_clock::now() > deadline; });
-    if (cover_seconds > 0) {
-      const CoverLimits limits{std::min(cover_seconds, timeout), cover_sets};
+    // The cover bound gets what the timeout leaves, so that --timeout bounds the whole run.
+    const double left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+    if (cover_seconds > 0 && left > 0) {
+      const CoverLimits limits{std::min(cover_seconds, left), cover_sets};
       auto report = [&](const std::string& line) {
         if (progress) std::cerr << line << "\n";
       };

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <iostream>
 #include <limits>
@@ -75,6 +76,29 @@ void for_each_order(SubgraphModel& model, F&& f) {
     if (!model.set_traversal(order)) f();
   while (std::next_permutation(order.begin(), order.end()));
   model.set_traversal(std::nullopt);
+}
+
+TEST(CoverBound, DeclinesAGraphTooLargeForItsAncestryBitSets) {
+  // 20,000 independent Pointwise ops: 20,000 connected sets, within the set limit, but every op's ancestors
+  // and descendants as bit sets would take 100 MB (2.5 GB at 100,000 ops). It must decline at once.
+  Problem p;
+  p.native_w = p.native_h = 128;
+  p.fast_memory_capacity = 1e6;
+  p.slow_memory_bandwidth = 10;
+  for (int i = 0; i < kCoverMaxOps + 1; ++i) {
+    p.widths.insert(p.widths.end(), {64, 64});
+    p.heights.insert(p.heights.end(), {64, 64});
+    p.inputs.push_back({2 * i});
+    p.outputs.push_back({2 * i + 1});
+    p.op_types.push_back(OpType::Pointwise);
+    p.base_costs.push_back(1);
+  }
+  const Graph g = analyze_graph(p, "wide");
+  const auto start = std::chrono::steady_clock::now();
+  const CoverBound cover = cover_bound(p, g, ModelOptions{}, CoverLimits{});
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 1.0);
+  EXPECT_FALSE(cover.attempted);
+  EXPECT_NE(cover.status.find("more than 16384 ops"), std::string::npos) << cover.status;
 }
 
 TEST(CoverBound, UnavoidableLoadsAreBelowEveryTraversalOrder) {

@@ -499,6 +499,11 @@ CoverBound cover_bound(const Problem& p, const Graph& graph, const ModelOptions&
     out.status = "native granularity above " + std::to_string(kCoverMaxNative) + ": not attempted";
     return out;
   }
+  if (p.num_ops() > kCoverMaxOps) {
+    out.status = "more than " + std::to_string(kCoverMaxOps) +
+                 " ops: the ancestry of every op would not fit the memory it is given; not attempted";
+    return out;
+  }
   if (!SetEnumerator(p, graph, limits.max_subgraphs).run(f.sets, [&] { return left() <= 0; })) {
     out.status = left() <= 0 ? "the time limit came before every connected set of ops was listed"
                              : "more than " + std::to_string(limits.max_subgraphs) +

@@ -32,6 +32,10 @@ inline constexpr size_t kCoverRetentionChoices = 6;
 // Programs that report a proven gap in passing (verify, report, mlsys) run the cover bound only on graphs of
 // up to this many ops: a set's floor cannot be interrupted, and one of hundreds of ops takes long.
 inline constexpr int kCoverBoundMaxOps = 64;
+// Above this many ops the cover bound declines wherever it is asked for (bound): which ops a set can compute
+// first comes from every op's ancestors and descendants as bit sets, ops^2 / 4 bytes (64 MiB here), and a
+// graph of 100,000 independent ops, each a set of its own, would otherwise need 2.5 GB.
+inline constexpr int kCoverMaxOps = 16'384;
 
 struct CoverLimits {
   double seconds = 10;                        // then the best bound proven so far is returned
