@@ -64,8 +64,9 @@ TEST(ExactSearch, PruningByFloorsNeverChangesTheResult) {
     ASSERT_NEAR(full.best_cost, pruned.best_cost, 1e-9 * full.best_cost)
         << "pruned " << pruned.best_cost << " against " << full.best_cost << " for "
         << problem_to_json(p).dump();
-    if (pruned.exhaustive_complete)
+    if (pruned.exhaustive_complete) {
       ASSERT_NEAR(pruned.best_cost, pruned.exact_space_bound, 1e-9 * pruned.best_cost);
+    }
     const testing::BruteForceResult exact = testing::brute_force_optimum(p, g, ModelOptions{});
     ASSERT_TRUE(exact.feasible);
     ASSERT_GE(pruned.best_cost, exact.optimum * (1 - 1e-9));
