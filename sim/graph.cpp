@@ -1,6 +1,7 @@
 #include "sim/graph.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <queue>
 
 #include "sim/violation.hpp"
@@ -121,6 +122,32 @@ Graph analyze_graph(const Problem& p, const std::string& file) {
         feeds[*it] |= p.is_matmul(c.op) ? (c.position == 0 ? kStreamsColumns : kStreamsRows) : feeds[c.op];
   g.streamable_axes.assign(N, 0);
   for (int o = 0; o < N; ++o) g.streamable_axes[o] = fed_by_matmul[o] ? feeds[o] : 0;
+  // A link's head and in-chain ops run at every tile of the grid. A non-producer tail's output is the grid,
+  // at most n_w wide per tile; a middle's LHS output is at most n_w wide (w = k = K <= n_w, M13) and its RHS
+  // output as wide as the grid. So the grid has at least ceil(W / n) columns, n = max(n_w, n_h), for the
+  // MatMul an LHS path enters; likewise rows for an RHS path.
+  const int64_t n = std::max(p.native_w, p.native_h);
+  constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
+  g.lhs_tail_columns.assign(N, kNone);
+  g.rhs_tail_rows.assign(N, kNone);
+  for (auto it = g.topological_order.rbegin(); it != g.topological_order.rend(); ++it)
+    for (int t : p.outputs[*it])
+      for (const Consumer& c : g.consumers[t]) {
+        int64_t& columns = g.lhs_tail_columns[*it];
+        int64_t& rows = g.rhs_tail_rows[*it];
+        if (!p.is_matmul(c.op)) {
+          columns = std::min(columns, g.lhs_tail_columns[c.op]);
+          rows = std::min(rows, g.rhs_tail_rows[c.op]);
+        } else if (const int y = p.outputs[c.op][0]; c.position == 0) {
+          columns = std::min(columns, (p.widths[y] + n - 1) / n);
+        } else {
+          rows = std::min(rows, (p.heights[y] + n - 1) / n);
+        }
+      }
+  for (int o = 0; o < N; ++o) {
+    if (g.lhs_tail_columns[o] == kNone) g.lhs_tail_columns[o] = 1;
+    if (g.rhs_tail_rows[o] == kNone) g.rhs_tail_rows[o] = 1;
+  }
   g.is_graph_input.assign(T, false);
   g.is_graph_output.assign(T, false);
   for (int t = 0; t < T; ++t) {

@@ -26,6 +26,10 @@ struct Graph {
   // when it can be the head or an in-chain op of an LHS link, bit 1 (kStreamsRows) of an RHS link. That needs
   // a MatMul at or above it and a MatMul input below it, both through Pointwise ops only (M12).
   std::vector<uint8_t> streamable_axes;
+  // Per op, the fewest grid columns (rows) a subgraph where it streams into an LHS (RHS) link can have: the
+  // MatMul its path enters has an output ceil(W / max(n_w, n_h)) wide (ceil(H / max(n_w, n_h)) high) at
+  // least, and the op runs again on every column (row) of tiles (M24). 1 when it feeds no such MatMul.
+  std::vector<int64_t> lhs_tail_columns, rhs_tail_rows;
 };
 
 constexpr uint8_t kStreamsColumns = 1, kStreamsRows = 2;

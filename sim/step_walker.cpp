@@ -351,8 +351,11 @@ double compute_floor(const Problem& problem, const Graph& graph, int op, MatmulC
   const double n_k = static_cast<double>(problem.native_w);
   double tiles = o.padded_rows * o.padded_cols;
   const uint8_t axes = graph.streamable_axes[op];
-  if (axes & kStreamsColumns) tiles = std::min(tiles, o.padded_rows * (o.cols / n_k));
-  if (axes & kStreamsRows) tiles = std::min(tiles, (o.rows / n_k) * o.padded_cols);
+  // Streamed, it runs again on every column (row) of the tail's grid (M24).
+  const double columns = static_cast<double>(graph.lhs_tail_columns[op]);
+  const double rows = static_cast<double>(graph.rhs_tail_rows[op]);
+  if (axes & kStreamsColumns) tiles = std::min(tiles, o.padded_rows * (o.cols / n_k) * columns);
+  if (axes & kStreamsRows) tiles = std::min(tiles, (o.rows / n_k) * o.padded_cols * rows);
   return o.per_tile * tiles;
 }
 

@@ -282,6 +282,33 @@ TEST(CertifiedBound, Theorem14ChargesHeadsStreamedOneAtATimeTheirTailsRuns) {
   EXPECT_FALSE(certified_bound(p, g, supernative).tail_runs.applies);
 }
 
+TEST(CertifiedBound, AStreamedHeadRunsAgainOnEveryColumnOfItsTailsGrid) {
+  // Native [2, 2] (n_k = 2), bandwidth 10. a: L[1x1] @ W[1x1] -> Y[1x1], base 8 (padded 8; streamed on its
+  // one column, 8 * 1/2 = 4 per grid tile). b: Y @ V[1xN] -> Z[1xN], base 2. With N = 4, b's grid has at
+  // least ceil(4/2) = 2 columns, and a runs on each (M24): 4 + 4 = 8, its padded price. Compute floor
+  // 8 + b's 2 * 2 = 12, which is the optimum: [a, b] at [2, 1, 1] (two tiles of 4 + 2), or a then b. With
+  // N = 2 one tile holds it: 4 + 2 = 6, again the optimum.
+  auto problem = [](int n) {
+    const std::string w = std::to_string(n);
+    return parse_problem(nlohmann::json::parse(R"({"widths": [1, 1, 1, )" + w + ", " + w + R"(],
+      "heights": [1, 1, 1, 1, 1], "inputs": [[0, 1], [2, 3]], "outputs": [[2], [4]], "base_costs": [8, 2],
+      "op_types": ["MatMul", "MatMul"], "fast_memory_capacity": 100, "slow_memory_bandwidth": 10,
+      "native_granularity": [2, 2]})"),
+                         "wide-tail");
+  };
+  for (const auto& [n, floor] : {std::pair{4, 12.0}, std::pair{2, 6.0}}) {
+    const Problem p = problem(n);
+    const Graph g = analyze_graph(p, "wide-tail");
+    EXPECT_EQ(g.lhs_tail_columns[0], n / 2);
+    EXPECT_DOUBLE_EQ(compute_floor(p, g, 0, MatmulCompute::FullK), floor - 2.0 * (n / 2));
+    const CertifiedBound bound = certified_bound(p, g, ModelOptions{});
+    EXPECT_DOUBLE_EQ(bound.lambda_bound, floor);
+    const testing::BruteForceResult exact = testing::brute_force_optimum(p, g, ModelOptions{});
+    ASSERT_TRUE(exact.feasible && exact.exhaustive);
+    EXPECT_NEAR(exact.optimum, floor, 1e-9);
+  }
+}
+
 TEST(CertifiedBound, Theorem13ChargesADeepHeadItsSubgraphsLoads) {
   // Native [2, 2], bandwidth 1. P: U[1x2] -> U', Pointwise, base 50. d: X[1x4] @ W[4x1] -> Y[1x1], base 8,
   // K = 4 > 2: padded price 8 (one tile), streamed 8 * 1/2 = 4 as the head of t: Y[1x1] @ V[1x2] -> Z[1x2],
