@@ -122,7 +122,11 @@ double first_runs(const std::vector<TailRunBound::Head>& heads, const std::vecto
   const int n = static_cast<int>(heads.size());
   std::vector<int> parent(n + tails.size());
   std::iota(parent.begin(), parent.end(), 0);
-  std::function<int(int)> root = [&](int x) { return parent[x] == x ? x : parent[x] = root(parent[x]); };
+  // Iterative, with path halving: a graph of many heads may chain the groups deeper than the stack.
+  auto root = [&](int x) {
+    while (parent[x] != x) x = parent[x] = parent[parent[x]];
+    return x;
+  };
   for (int i = 0; i < n; ++i)
     for (int t : heads[i].tails) parent[root(i)] = root(n + tail_index.at(t));
   std::map<int, std::vector<double>> charges;  // per group
