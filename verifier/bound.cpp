@@ -8,6 +8,7 @@
 #include "verifier/bound.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -480,18 +481,32 @@ CertifiedBound certified_bound(const Problem& p, const Graph& g, const ModelOpti
   return out;
 }
 
+namespace {
+
+// The bounds besides the cover bound, each with its name, in the order that breaks ties: a later one is the
+// largest only if it beats every earlier one.
+std::array<std::pair<const char*, double>, 5> named_bounds(const CertifiedBound& b) {
+  return {{{"lambda", b.lambda_bound},
+           {"inner k-steps", b.inner_k_steps.bound},
+           {"deep weights", b.deep_weights.bound},
+           {"head discounts", b.head_discounts.bound},
+           {"tail runs", b.tail_runs.bound}}};
+}
+
+}  // namespace
+
 double largest_bound_without_cover(const CertifiedBound& b) {
-  return std::max({b.lambda_bound, b.inner_k_steps.bound, b.deep_weights.bound, b.head_discounts.bound,
-                   b.tail_runs.bound});
+  double largest = b.lambda_bound;
+  for (const auto& [name, value] : named_bounds(b)) largest = std::max(largest, value);
+  return largest;
 }
 
 std::string largest_bound_name(const CertifiedBound& b) {
-  const double others = std::max({b.lambda_bound, b.inner_k_steps.bound, b.deep_weights.bound});
-  if (b.tail_runs.bound > std::max(others, b.head_discounts.bound)) return "tail runs";
-  if (b.head_discounts.bound > others) return "head discounts";
-  if (b.deep_weights.bound > std::max(b.lambda_bound, b.inner_k_steps.bound)) return "deep weights";
-  if (b.inner_k_steps.bound > b.lambda_bound) return "inner k-steps";
-  return "lambda";
+  const auto bounds = named_bounds(b);
+  const auto* largest = &bounds[0];
+  for (const auto& named : bounds)
+    if (named.second > largest->second) largest = &named;
+  return largest->first;
 }
 
 void add_cover_bound(CertifiedBound& bound, CoverBound cover) {
