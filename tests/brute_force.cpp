@@ -277,6 +277,35 @@ Problem random_deep_chain(std::mt19937& rng) {
   return p;
 }
 
+Problem random_epilogue_chain(std::mt19937& rng) {
+  // MatMuls deeper than either native side joined by Pointwise ops whose compute is of the order of the
+  // weights' traffic (Theorem 15's epilogues), sometimes beside a Pointwise op that reads the chain's graph
+  // input and makes a graph output (first-time traffic that can hide an epilogue's compute).
+  TinyProblem tiny(rng);
+  Problem& p = tiny.p;
+  auto pick = [&](int lo, int hi) { return tiny.pick(lo, hi); };
+  const int deep = static_cast<int>(std::max(p.native_w, p.native_h)) + 1;
+  const int64_t rows = pick(1, 2);
+  const int64_t depth = rows == 2 ? 3 : pick(deep, 6);
+  const int input = tiny.add_tensor(rows, depth);
+  int current = input;
+  const int matmuls = pick(2, 3);
+  for (int i = 0; i < matmuls; ++i) {
+    const int out = tiny.add_tensor(rows, depth);
+    tiny.add_op(OpType::MatMul, {current, tiny.add_tensor(depth, depth)}, out, pick(2, 30));
+    current = out;
+    if (i + 1 == matmuls) break;
+    const int joined = tiny.add_tensor(rows, depth);
+    tiny.add_op(OpType::Pointwise, {current}, joined, pick(1, 60));
+    current = joined;
+  }
+  if (pick(0, 2) == 0) tiny.add_op(OpType::Pointwise, {input}, tiny.add_tensor(rows, depth), pick(1, 10));
+  const int size = static_cast<int>(rows * depth);
+  p.fast_memory_capacity = pick(size + 2, pick(0, 2) ? std::max(size + 2, 2 * size - 1) : 3 * size + 4);
+  p.slow_memory_bandwidth = std::uniform_real_distribution<double>(0.05, 0.8)(rng);
+  return p;
+}
+
 Problem random_fan_out(std::mt19937& rng) {
   TinyProblem tiny(rng);
   Problem& p = tiny.p;

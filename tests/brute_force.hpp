@@ -47,6 +47,10 @@ Problem random_fan_out(std::mt19937& rng);
 // one intermediate whole beside a step's slices but not two: the links of Theorem 11 (docs/bounds.md).
 Problem random_deep_chain(std::mt19937& rng);
 
+// MatMuls deeper than native joined by Pointwise ops of compute comparable to the weights' traffic, sometimes
+// beside a Pointwise op reading the graph input: the epilogues of Theorem 15 (docs/bounds.md).
+Problem random_epilogue_chain(std::mt19937& rng);
+
 // A random chain of MatMuls (and Pointwise ops between them) whose reductions are deeper than native and
 // whose tensors exceed the fast memory: the structures the bound's reload and recompute terms are about.
 Problem random_matmul_chain(std::mt19937& rng, int max_ops = 4);

@@ -25,7 +25,26 @@ nlohmann::json certified_bound_to_json(const CertifiedBound& b) {
   out["deep_weights"] = deep_weight_bound_to_json(b.deep_weights);
   out["head_discounts"] = head_discount_bound_to_json(b.head_discounts);
   out["tail_runs"] = tail_run_bound_to_json(b.tail_runs);
+  out["exposed_epilogues"] = exposed_epilogue_bound_to_json(b.exposed_epilogues);
   return out;
+}
+
+nlohmann::json exposed_epilogue_bound_to_json(const ExposedEpilogueBound& b) {
+  // A case no schedule can reach (no MatMul can head a link into the producer) is null: JSON has no infinity.
+  auto finite = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  nlohmann::json epilogues = nlohmann::json::array();
+  for (const ExposedEpilogueBound::Epilogue& e : b.epilogues)
+    epilogues.push_back({{"op", e.op},
+                         {"producer", e.producer},
+                         {"alone", e.alone},
+                         {"in_chain", finite(e.in_chain)},
+                         {"epilogue", e.epilogue},
+                         {"beside_head", finite(e.beside_head)},
+                         {"cheapest_head", e.cheapest_head},
+                         {"exposed", e.exposed}});
+  return {{"applies", b.applies},          {"status", b.status},
+          {"bound", b.bound},              {"graph_traffic", b.graph_traffic},
+          {"pointwise_io", b.pointwise_io}, {"epilogues", epilogues}};
 }
 
 nlohmann::json tail_run_bound_to_json(const TailRunBound& b) {
@@ -231,6 +250,32 @@ void print_tail_run_bound(std::ostream& out, const TailRunBound& b) {
     out << "    ... and " << largest.size() - shown << " more tails (bound --json)\n";
 }
 
+void print_exposed_epilogue_bound(std::ostream& out, const ExposedEpilogueBound& b) {
+  out << "exposed-epilogue bound (graph traffic plus the compute of Pointwise ops between deep MatMuls that "
+         "it cannot hide, docs/bounds.md#theorem-15): ";
+  if (!b.applies) {
+    out << format_number(b.bound) << ", the graph traffic (" << b.status << ")\n";
+    return;
+  }
+  double exposed = 0;
+  for (const ExposedEpilogueBound::Epilogue& e : b.epilogues) exposed += e.exposed;
+  out << format_number(b.bound) << "\n  = graph inputs loaded and outputs stored once "
+      << format_display(b.graph_traffic) << " + " << format_display(exposed) << " exposed over "
+      << b.epilogues.size() << " Pointwise ops\n";
+  const size_t shown = std::min<size_t>(b.epilogues.size(), 8);
+  for (size_t i = 0; i < shown; ++i) {
+    const ExposedEpilogueBound::Epilogue& e = b.epilogues[i];
+    out << "    op " << e.op << " after op " << e.producer << ": alone " << format_display(e.alone)
+        << ", as its producer's epilogue " << format_display(e.epilogue);
+    if (std::isfinite(e.beside_head))
+      out << ", beside head op " << e.cheapest_head << " " << format_display(e.beside_head);
+    if (std::isfinite(e.in_chain)) out << ", in-chain " << format_display(e.in_chain);
+    out << "; exposed " << format_display(e.exposed) << "\n";
+  }
+  if (b.epilogues.size() > shown)
+    out << "    ... and " << b.epilogues.size() - shown << " more (bound --json)\n";
+}
+
 void print_certified_bound(std::ostream& out, const CertifiedBound& b) {
   out << "certified bound: " << format_number(b.bound) << "\n"
       << "  = " << format_number(b.lambda) << " x compute " << format_display(b.compute) << " + "
@@ -248,6 +293,7 @@ void print_certified_bound(std::ostream& out, const CertifiedBound& b) {
   print_deep_weight_bound(out, b.deep_weights);
   print_head_discount_bound(out, b.head_discounts);
   print_tail_run_bound(out, b.tail_runs);
+  print_exposed_epilogue_bound(out, b.exposed_epilogues);
   if (!b.cover) return;
   const CoverBound& c = *b.cover;
   out << "cover bound (every subgraph pays its own roofline, docs/bounds.md#theorem-6): ";

@@ -18,6 +18,8 @@ nlohmann::json head_discount_bound_to_json(const HeadDiscountBound& bound);
 void print_head_discount_bound(std::ostream& out, const HeadDiscountBound& bound);
 nlohmann::json tail_run_bound_to_json(const TailRunBound& bound);
 void print_tail_run_bound(std::ostream& out, const TailRunBound& bound);
+nlohmann::json exposed_epilogue_bound_to_json(const ExposedEpilogueBound& bound);
+void print_exposed_epilogue_bound(std::ostream& out, const ExposedEpilogueBound& bound);
 void print_certified_bound(std::ostream& out, const CertifiedBound& bound);
 
 }  // namespace mlsys

@@ -14,6 +14,7 @@
 #include "sim/step_model.hpp"
 #include "verifier/cover_bound.hpp"
 #include "verifier/deep_weight_bound.hpp"
+#include "verifier/exposed_epilogue_bound.hpp"
 #include "verifier/head_discount_bound.hpp"
 #include "verifier/inner_k_step_bound.hpp"
 #include "verifier/tail_run_bound.hpp"
@@ -36,23 +37,26 @@ struct CertifiedBound {
   double compute = 0, traffic = 0;  // the sums of the terms at that lambda
   double rule_book = 0;             // section 8's bound, for comparison (the certified one is never lower)
   std::vector<BoundTerm> terms;
-  // `bound` is the largest of six bounds, each valid on its own: the lambda combination (kept in
+  // `bound` is the largest of seven bounds, each valid on its own: the lambda combination (kept in
   // `lambda_bound`, which the terms above add up to), Theorem 11's compute plus unhidden inner k-steps
   // (docs/bounds.md#theorem-11), Theorem 12's compute plus the loads of inputs only deep MatMuls read beyond
   // what can hide them (docs/bounds.md#theorem-12), Theorem 13's compute plus what each deep head pays for
   // its streamed price (docs/bounds.md#theorem-13), Theorem 14's compute plus the tail runs heads streamed
-  // one at a time need (docs/bounds.md#theorem-14), and the cover bound (docs/bounds.md#theorem-6) when
-  // asked for.
+  // one at a time need (docs/bounds.md#theorem-14), Theorem 15's graph traffic plus the compute of Pointwise
+  // ops between deep MatMuls that it cannot hide (docs/bounds.md#theorem-15), and the cover bound
+  // (docs/bounds.md#theorem-6) when asked for.
   double lambda_bound = 0;
   InnerKStepBound inner_k_steps;
   DeepWeightBound deep_weights;
   HeadDiscountBound head_discounts;
   TailRunBound tail_runs;
+  ExposedEpilogueBound exposed_epilogues;
   std::optional<CoverBound> cover;
 };
 
 // The largest of the bounds without the cover bound, and its name: "lambda", "inner k-steps" (Theorem 11),
-// "deep weights" (Theorem 12), "head discounts" (Theorem 13) or "tail runs" (Theorem 14).
+// "deep weights" (Theorem 12), "head discounts" (Theorem 13), "tail runs" (Theorem 14) or "exposed epilogues"
+// (Theorem 15).
 double largest_bound_without_cover(const CertifiedBound& bound);
 std::string largest_bound_name(const CertifiedBound& bound);
 
