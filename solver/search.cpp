@@ -3,6 +3,7 @@
 #include "solver/search.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <thread>
 
 #include "sim/number_format.hpp"
@@ -150,6 +151,7 @@ void run_cover_bound(Incumbent& inc, std::atomic<double>& floor, std::atomic<boo
   if (!cover.attempted || cover.bound <= floor.load()) return;
   floor = cover.bound;
   raised = true;
+  if (options.on_bound) options.on_bound(cover.bound);
   if (options.on_progress)
     options.on_progress("certified bound raised to " + format_number(cover.bound) + " by the cover bound (" +
                         cover.status + ", " + std::to_string(cover.subgraphs) + " connected sets)");
@@ -165,12 +167,13 @@ void wait_for_cover_bound(const Incumbent& inc, const std::atomic<bool>& cover_f
 }
 
 // The search's account once its threads are done: the bound it reached and what ended it.
-void record_stats(Incumbent& inc, double certified_bound, bool cover_raised, bool at_floor) {
+void record_stats(Incumbent& inc, double certified_bound, const std::string& bound_name, bool cover_raised,
+                  bool at_floor) {
   inc.stats.certified_bound = certified_bound;
   // The rule book's bound holds within the exhaustive search's space too.
   if (inc.stats.exact_space_bound > 0)
     inc.stats.exact_space_bound = std::max(inc.stats.exact_space_bound, inc.stats.certified_bound);
-  inc.stats.certified_by = cover_raised ? "cover" : "lambda";
+  inc.stats.certified_by = cover_raised ? "cover" : bound_name;
   inc.stats.evaluations = inc.evaluations.load();
   inc.stats.orders = inc.orders.load();
   const int64_t budget = inc.options.max_orders;
@@ -184,12 +187,40 @@ void record_stats(Incumbent& inc, double certified_bound, bool cover_raised, boo
 
 }  // namespace
 
+std::optional<Schedule> first_schedule(const Problem& problem, const Graph& graph, const ModelOptions& model,
+                                       const std::function<bool()>& expired, std::string* why) {
+  SubgraphOracle oracle(problem, graph, model);
+  Schedule s;
+  s.subgraphs.reserve(graph.topological_order.size());
+  for (int op : graph.topological_order) {
+    if (expired && expired()) {
+      if (why) *why = "no schedule found within the time limit";
+      return std::nullopt;
+    }
+    std::string reason;
+    const std::optional<SubgraphChoice> choice = oracle.best({op}, {}, {}, &reason);
+    if (!choice) {
+      if (why) *why = "op " + std::to_string(op) + ": " + reason;
+      return std::nullopt;
+    }
+    s.subgraphs.push_back({{op}, choice->granularity, {}, choice->traversal_order()});
+  }
+  return s;
+}
+
 std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const SolveOptions& options,
                               const std::atomic<bool>& stop, const ImprovementCallback& on_improvement,
                               SolveStats* stats) {
   Incumbent inc{problem, graph, options, stop, on_improvement, Clock::now(), {}, {}, {}, {}, {}, 0, {}, {}};
   inc.deadline = inc.start + std::chrono::duration_cast<Clock::duration>(
                                  std::chrono::duration<double>(options.timeout_seconds));
+  // Before anything that grows faster than the graph (the bounds, sibling groups, sets of done ops): a first
+  // schedule, every op alone. On a graph of 100,000 ops under load it may be all the deadline allows.
+  if (!options.exhaustive || !search::downsets_unaffordable(problem, graph)) {
+    std::string why;
+    if (auto first = first_schedule(problem, graph, options.model, [&] { return inc.expired(); }, &why))
+      inc.offer(std::move(*first), graph.topological_order, {}, "first (every op alone)");
+  }
   // First a quick answer (every op alone, then short fusions), then longer fusions and other orders.
   std::mutex queue_mutex;
   const std::optional<std::string> too_many_sets = search::downsets_unaffordable(problem, graph);
@@ -234,10 +265,18 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
   // The lambda bound is known at once; the cover bound comes from a thread of its own and may raise it.
   // Its Theorem 11 part may take a second on a hostile graph: it gets a twentieth of the deadline.
   const Clock::time_point bound_deadline = inc.start + (inc.deadline - inc.start) / 20;
-  std::atomic<double> floor{options.certified_bound ? *options.certified_bound
-                                                    : certified_bound(problem, graph, options.model, [&] {
-                                                        return Clock::now() > bound_deadline;
-                                                      }).bound};
+  std::string bound_name = "lambda";
+  double initial_floor = 0;
+  if (options.certified_bound) {
+    initial_floor = *options.certified_bound;
+  } else {
+    const CertifiedBound certified =
+        certified_bound(problem, graph, options.model, [&] { return Clock::now() > bound_deadline; });
+    initial_floor = certified.bound;
+    bound_name = largest_bound_name(certified);
+  }
+  if (options.on_bound) options.on_bound(initial_floor);
+  std::atomic<double> floor{initial_floor};
   std::atomic<bool> cover_raised{false}, search_over{false};
   std::thread cover_thread;
   std::atomic<bool> cover_finished{false};
@@ -297,7 +336,7 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
   if (cover_thread.joinable()) wait_for_cover_bound(inc, cover_finished);
   search_over = true;
   if (cover_thread.joinable()) cover_thread.join();
-  record_stats(inc, floor.load(), cover_raised, at_floor());
+  record_stats(inc, floor.load(), bound_name, cover_raised, at_floor());
   if (stats) *stats = inc.stats;
   return inc.best;
 }

@@ -41,6 +41,9 @@ struct SolveOptions {
   // The certified bound (verifier/bound.hpp) for `model`, when the caller has it already (mlsys prints it);
   // otherwise the search computes it, with a twentieth of its deadline.
   std::optional<double> certified_bound;
+  // Called once the certified bound is known (the search computes it after its first schedule) and again
+  // whenever the cover bound raises it: a caller's progress lines can give the proven gap.
+  std::function<void(double bound)> on_bound;
   ModelOptions model;
 };
 
@@ -62,7 +65,8 @@ struct SolveStats {
   // not run.
   double exact_space_bound = 0;
   double certified_bound = 0;  // the larger of the lambda and cover bounds known when the search ended
-  std::string certified_by;    // "cover", else "lambda" (mlsys names the largest of the others)
+  // "cover", else the largest of the others (largest_bound_name); "lambda" when the caller gave the bound.
+  std::string certified_by;
 };
 
 // Called (serialized) on every verified improvement; the schedule carries its exact subgraph latencies.
@@ -74,6 +78,13 @@ using ImprovementCallback =
 std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const SolveOptions& options,
                               const std::atomic<bool>& stop, const ImprovementCallback& on_improvement,
                               SolveStats* stats);
+
+// A first valid schedule in time linear in the graph: every op alone, in the graph's topological order, at
+// the oracle's best configuration, nothing retained, checked by the verifier and carrying its latencies.
+// solve() publishes it before anything else. nullopt, with `why`, when an op fits nowhere on its own or
+// `expired` says yes first (asked between ops).
+std::optional<Schedule> first_schedule(const Problem& problem, const Graph& graph, const ModelOptions& model,
+                                       const std::function<bool()>& expired, std::string* why);
 
 // Why SolveOptions::exhaustive cannot enumerate the graph, or nullopt if it can: it takes at most 64 ops and
 // 10,000 sets of done ops (closed under producers). Sixteen independent branches, as in benchmark 13, have

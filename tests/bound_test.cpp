@@ -463,17 +463,15 @@ TEST(BoundProgram, VerifyShowsHowFarFromOptimalASolutionIs) {
 namespace mlsys {
 namespace {
 
-TEST(BoundOnBenchmarks, NeverAboveTheSolversScheduleAndFastOnAll24) {
-  // Every schedule the solver returns is a real schedule: the certified bound may not exceed its cost. The
-  // bound must also be quick (the issue asks for 60 s a benchmark; it takes milliseconds).
+TEST(BoundOnBenchmarks, NeverAboveTheSolversScheduleOnAll24) {
+  // Every schedule the solver returns is a real schedule: the certified bound may not exceed its cost. (Its
+  // speed, milliseconds a benchmark, is measured by bench/deadline, not asserted here.)
   int tighter = 0;
   for (int i = 1; i <= 24; ++i) {
     const std::string path = test::source_path("benchmarks/mlsys-2026-" + std::to_string(i) + ".json");
     const Problem p = load_problem(path);
     const Graph g = analyze_graph(p, path);
-    const auto t0 = std::chrono::steady_clock::now();
     const CertifiedBound bound = certified_bound(p, g, ModelOptions{});
-    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 5.0) << i;
     if (bound.bound > bound.rule_book * (1 + 1e-9)) ++tighter;
     SolveOptions options;
     options.timeout_seconds = 0.5;
@@ -569,7 +567,7 @@ TEST(CertifiedBound, QuickOnALongPointwiseChainFedByManyMatMuls) {
   const Graph g = analyze_graph(p, "chain");
   const auto t0 = std::chrono::steady_clock::now();
   const CertifiedBound bound = certified_bound(p, g, ModelOptions{});
-  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 5.0);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), test::kHangGuardSeconds);
   EXPECT_GE(bound.bound, bound.rule_book);
 }
 

@@ -44,7 +44,7 @@ class HugeProblem : public ::testing::Test {
 TEST_F(HugeProblem, VerifyAnswersFromTheClosedForm) {
   const auto start = Clock::now();
   const CommandResult r = run_command(MLSYS_VERIFY_BIN, problem_ + " " + schedule_ + " --json");
-  EXPECT_LT(seconds_since(start), 2.0);
+  EXPECT_LT(seconds_since(start), kHangGuardSeconds);  // walking its 2^40 steps would take days
   ASSERT_EQ(0, r.exit_code) << r.err;
   const json report = json::parse(r.out);
   EXPECT_EQ(1099511627776.0, report.at("total_latency").get<double>());
@@ -54,7 +54,7 @@ TEST_F(HugeProblem, StepListingAndReplayRefuseAboveTheBudget) {
   for (const std::string option : {"--steps", "--replay"}) {
     const auto start = Clock::now();
     const CommandResult r = run_command(MLSYS_VERIFY_BIN, problem_ + " " + schedule_ + " " + option);
-    EXPECT_LT(seconds_since(start), 2.0) << option;
+    EXPECT_LT(seconds_since(start), kHangGuardSeconds) << option;
     EXPECT_EQ(2, r.exit_code) << option << ": " << r.err;
     EXPECT_NE(std::string::npos, r.err.find("1099511627776 steps")) << r.err;
     EXPECT_NE(std::string::npos, r.err.find("10000000")) << r.err;
@@ -67,13 +67,15 @@ TEST_F(HugeProblem, StepListingAndReplayRefuseAboveTheBudget) {
 }
 
 TEST_F(HugeProblem, SolverMeetsItsDefaultDeadline) {
-  // One op: the contest's default timeout is 2 s; the schedule must be valid and written before it.
+  // One op: the contest's default timeout is 2 s; on a busy machine too, the schedule must be valid and
+  // written, and the process gone, within it and the promised quarter second.
+  const CpuLoad load(8);
   for (const std::string form : {"out", "2"}) {
     const std::string out = dir_ + "/out.json";
     const auto start = Clock::now();
     const CommandResult r =
         run_command(MLSYS_SOLVER_BIN, problem_ + " " + (form == "out" ? out : std::string("2")));
-    EXPECT_LT(seconds_since(start), 2.2) << form;
+    EXPECT_LT(seconds_since(start), 2.25) << form;
     ASSERT_EQ(0, r.exit_code) << r.err;
     if (form == "2") write_text(out, r.out);
     const CommandResult check = run_command(MLSYS_VERIFY_BIN, problem_ + " " + out + " --strict");
@@ -97,7 +99,7 @@ TEST(RetainedOutput, OutOfMemoryIsLocatedWithoutWalkingTheGrid) {
                                            "solution.json", problem);
   const auto start = Clock::now();
   const ScheduleReport r = verify_schedule(problem, graph, schedule, {});
-  EXPECT_LT(seconds_since(start), 1.0);
+  EXPECT_LT(seconds_since(start), kHangGuardSeconds);
   ASSERT_FALSE(r.valid);
   ASSERT_TRUE(r.error && r.error->step);
   EXPECT_EQ("M20", r.error->rule);
@@ -205,15 +207,23 @@ struct ProblemBuilder {
   }
 };
 
-// Runs `mlsys --timeout` on `problem` and checks that it answered within `limit` seconds with a schedule
-// `verify --strict` accepts. Returns verify's report.
-json solve_within(const json& problem, const std::string& name, double timeout, double limit) {
+// mlsys's promise (docs/solver.md#deadline): at --timeout T the schedule is written and the process gone by
+// T + 0.25 s from its start, on a busy machine too.
+constexpr double kDeadlineMargin = 0.25;
+
+// Runs `mlsys --timeout` on `problem` beside `stress-ng --cpu 8` and checks the promise: gone by the timeout
+// plus the margin, with a schedule `verify --strict` accepts. Returns verify's report.
+json solve_within(const json& problem, const std::string& name, double timeout) {
   const std::string dir = temp_dir(name);
   write_text(dir + "/problem.json", problem.dump());
-  const auto start = Clock::now();
-  const CommandResult r = run_command(MLSYS_SOLVER_BIN, dir + "/problem.json " + dir + "/out.json --timeout " +
-                                                            std::to_string(timeout));
-  EXPECT_LT(seconds_since(start), limit);
+  CommandResult r;
+  {
+    const CpuLoad load(8);
+    const auto start = Clock::now();
+    r = run_command(MLSYS_SOLVER_BIN,
+                    dir + "/problem.json " + dir + "/out.json --timeout " + std::to_string(timeout));
+    EXPECT_LT(seconds_since(start), timeout + kDeadlineMargin);
+  }
   EXPECT_EQ(0, r.exit_code) << r.err;
   if (r.exit_code != 0) return json::object();
   const CommandResult check =
@@ -225,8 +235,7 @@ json solve_within(const json& problem, const std::string& name, double timeout, 
 TEST(SolverDeadline, SixHundredOpGraphWithinItsTimeout) {
   // A generated chain of 600 ops on 256 x 256 tensors: every third a MatMul with its own weight, the others
   // Pointwise, a third of those also reading one of the six tensors before. With --timeout 5 the schedule
-  // must be written and the program gone within the timeout (a quarter second allowed for process start and
-  // exit on a loaded machine), and the schedule must pass verify --strict.
+  // must be written and the program gone within the promise, and the schedule must pass verify --strict.
   std::mt19937 rng(600);
   ProblemBuilder b;
   std::vector<int> live{b.tensor(256, 256)};
@@ -240,7 +249,7 @@ TEST(SolverDeadline, SixHundredOpGraphWithinItsTimeout) {
     b.op(i % 3 == 0 ? "MatMul" : "Pointwise", in, y, i % 3 == 0 ? 2000 : 300);
     live.push_back(y);
   }
-  solve_within(b.problem(300000, 20), "g600", 5, 5.25);
+  solve_within(b.problem(300000, 20), "g600", 5);
 }
 
 TEST(SolverDeadline, FiftyThousandIndependentOpsWithinTheDefaultTimeout) {
@@ -248,14 +257,14 @@ TEST(SolverDeadline, FiftyThousandIndependentOpsWithinTheDefaultTimeout) {
   // bandwidth 100, native [128, 128]. No two ops share a tensor, so each is its own subgraph (M7) and costs
   // max(10, (16,384 + 16,384) / 100) = 327.68: the optimum is 50,000 x 327.68 = 16,384,000. A question about
   // one op must cost what the op has, not what the graph has: compiling each subgraph over arrays sized to
-  // the problem once took 8.5 s here and found no schedule. Alone it now takes 1.2-1.3 s (reading and
-  // verifying 50,000 subgraphs included); ctest runs two tests at once, so the limit is twice the timeout.
+  // the problem once took 8.5 s here and found no schedule. The first schedule (every op alone) is this
+  // optimum; beside stress-ng --cpu 8 it is written about 2 s after the start (docs/performance.md).
   ProblemBuilder b;
   for (int i = 0; i < 50000; ++i) {
     const int x = b.tensor(128, 128);
     b.op("Pointwise", {x}, b.tensor(128, 128), 10);
   }
-  const json report = solve_within(b.problem(1000000, 100), "wide", 2, 4.0);
+  const json report = solve_within(b.problem(1000000, 100), "wide", 2);
   ASSERT_TRUE(report.contains("total_latency"));
   EXPECT_NEAR(16384000.0, report.at("total_latency").get<double>(), 1e-3);
 }
@@ -264,7 +273,7 @@ TEST(SolverDeadline, TwentyThousandMatMulsSummedByAChainWithinTheTimeout) {
   // 20,000 MatMuls X_i[64 x 256] @ W_i[256 x 64] of graph inputs, summed by a chain of 19,999 Pointwise adds
   // into one last MatMul. Counting MatMuls that share an operand compared every pair (5 s here), and the
   // deep heads' pools (Theorem 13) walk the chain once per head: `mlsys --timeout 2` found no schedule in
-  // 5.8 s. Alone it now writes one in 2.1 s; ctest runs two tests at once, so the limit is twice the timeout.
+  // 5.8 s. Now its first schedule (every op alone) comes before any of that.
   ProblemBuilder b;
   int sum = -1;
   for (int i = 0; i < 20000; ++i) {
@@ -279,7 +288,7 @@ TEST(SolverDeadline, TwentyThousandMatMulsSummedByAChainWithinTheTimeout) {
     }
   }
   b.op("MatMul", {sum, b.tensor(64, 64)}, b.tensor(64, 64), 5);
-  solve_within(b.problem(1e9, 100), "summed", 2, 4.0);
+  solve_within(b.problem(1e9, 100), "summed", 2);
 }
 
 }  // namespace

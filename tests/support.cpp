@@ -1,11 +1,19 @@
 #include "support.hpp"
 
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 #include "sim/json_io.hpp"
 
@@ -37,6 +45,35 @@ CommandResult run_command(const std::string& binary, const std::string& args) {
   r.out = slurp(dir + "/out");
   r.err = slurp(dir + "/err");
   return r;
+}
+
+CpuLoad::CpuLoad(int workers) {
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attributes, 0);
+  std::string cpu = std::to_string(workers);
+  // The timeout only bounds a load whose test crashed before the destructor.
+  std::vector<std::string> args{"stress-ng", "--cpu", cpu, "--timeout", "900s", "--quiet"};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  const int failed = posix_spawnp(&pid, "stress-ng", nullptr, &attributes, argv.data(), environ);
+  posix_spawnattr_destroy(&attributes);
+  if (failed != 0) {
+    ADD_FAILURE() << "cannot start stress-ng (scripts/install-deps installs it): " << std::strerror(failed);
+    return;
+  }
+  pid_ = pid;
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // its workers are running
+}
+
+CpuLoad::~CpuLoad() {
+  if (pid_ <= 0) return;
+  ::kill(-pid_, SIGTERM);
+  int status = 0;
+  ::waitpid(pid_, &status, 0);
 }
 
 std::string temp_dir(const std::string& name) {

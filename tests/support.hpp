@@ -32,6 +32,25 @@ CommandResult run_command(const std::string& binary, const std::string& args);
 std::pair<int, std::mt19937> campaign(const char* trials_variable, int trials, const char* seed_variable,
                                       unsigned seed);
 
+// A busy machine for as long as the object lives: `stress-ng --cpu workers` in a process group of its own,
+// stopped by the destructor. Deadline tests check the programs' promises under a load they make themselves.
+// Fails the calling test when stress-ng is missing (scripts/install-deps installs it).
+class CpuLoad {
+ public:
+  explicit CpuLoad(int workers);
+  ~CpuLoad();
+  CpuLoad(const CpuLoad&) = delete;
+  CpuLoad& operator=(const CpuLoad&) = delete;
+
+ private:
+  int pid_ = -1;
+};
+
+// A guard against a hang, not a speed assertion: a closed form or a refusal answers in milliseconds, the
+// walk it replaces would take hours, and a loaded machine is never this much slower. Speeds are measured in
+// bench/ (docs/performance.md).
+inline constexpr double kHangGuardSeconds = 60;
+
 // A fresh temporary directory for the calling test.
 std::string temp_dir(const std::string& name);
 void write_text(const std::string& path, const std::string& text);

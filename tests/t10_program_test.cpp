@@ -248,8 +248,9 @@ TEST(T10Program, EngineMakespanEqualsTheCompiledTotal) {
     // scores -> softmax, softmax -> context and out -> add keep the shape: replayed core to core.
     EXPECT_EQ(run.layout_changes, 3);
     EXPECT_TRUE(run.ops[3].layout_replayed && run.ops[3].layout_bytes > 0);
-    if (r == Reconciliation::Exact)
+    if (r == Reconciliation::Exact) {
       EXPECT_LE(result.compiled->total_cycles, result.stats.heuristic_cycles + 1e-6);
+    }
   }
 }
 
