@@ -226,9 +226,7 @@ int main(int argc, char** argv) {
     auto on_improvement = [&](const Schedule& s, double cost, const std::string& strategy,
                               int64_t evaluations) {
       std::lock_guard lock(outcome.io);
-      // One line per value reads well up to a thousand subgraphs; beyond, it would triple the bytes that
-      // the first schedule of a huge graph must write before its deadline.
-      const std::string text = schedule_to_json(s).dump(s.subgraphs.size() > 1000 ? -1 : 1) + "\n";
+      const std::string text = schedule_text(s);
       // To stdout only at the end (or at the deadline): one schedule, not every improvement.
       if (output_path.empty())
         outcome.printed_form = text;

@@ -298,6 +298,56 @@ json schedule_to_json(const Schedule& schedule) {
           {"subgraph_latencies", latencies}};
 }
 
+namespace {
+void append_ints(std::string& out, const std::vector<int64_t>& values) {
+  out += '[';
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i) out += ',';
+    out += std::to_string(values[i]);
+  }
+  out += ']';
+}
+void append_ints(std::string& out, const std::vector<int>& values) {
+  append_ints(out, std::vector<int64_t>(values.begin(), values.end()));
+}
+}  // namespace
+
+std::string schedule_text(const Schedule& schedule) {
+  if (schedule.subgraphs.size() <= kIndentedSubgraphs) return schedule_to_json(schedule).dump(1) + "\n";
+  // The keys in the document's (sorted) order; numbers as the document prints them.
+  std::string out = "{\"granularities\":[";
+  const auto& sgs = schedule.subgraphs;
+  for (size_t i = 0; i < sgs.size(); ++i) {
+    if (i) out += ',';
+    append_ints(out, std::vector<int64_t>{sgs[i].granularity.w, sgs[i].granularity.h, sgs[i].granularity.k});
+  }
+  out += "],\"subgraph_latencies\":[";
+  for (size_t i = 0; i < sgs.size(); ++i) {
+    if (i) out += ',';
+    out += json(schedule.reported_latencies ? (*schedule.reported_latencies)[i] : 0.0).dump();
+  }
+  out += "],\"subgraphs\":[";
+  for (size_t i = 0; i < sgs.size(); ++i) {
+    if (i) out += ',';
+    append_ints(out, sgs[i].ops);
+  }
+  out += "],\"tensors_to_retain\":[";
+  for (size_t i = 0; i < sgs.size(); ++i) {
+    if (i) out += ',';
+    append_ints(out, sgs[i].retain);
+  }
+  out += "],\"traversal_orders\":[";
+  for (size_t i = 0; i < sgs.size(); ++i) {
+    if (i) out += ',';
+    if (sgs[i].traversal)
+      append_ints(out, *sgs[i].traversal);
+    else
+      out += "null";
+  }
+  out += "]}\n";
+  return out;
+}
+
 json problem_to_json(const Problem& p) {
   json types = json::array();
   for (OpType t : p.op_types) types.push_back(t == OpType::MatMul ? "MatMul" : "Pointwise");

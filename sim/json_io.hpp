@@ -23,6 +23,12 @@ Schedule load_schedule(const std::string& path, const Problem& problem);
 
 // M29: all five keys, traversal orders as null or a permutation, latencies at full precision.
 nlohmann::json schedule_to_json(const Schedule& schedule);
+// The same document as text: indented one space a level (schedule_to_json(s).dump(1)) up to
+// kIndentedSubgraphs subgraphs, beyond that on one line and written directly, without building the document
+// (a 50,000-op graph's first schedule spent a third of its time there; tests/rules_test.cpp checks that both
+// forms parse to the same document).
+std::string schedule_text(const Schedule& schedule);
+inline constexpr size_t kIndentedSubgraphs = 1000;
 nlohmann::json problem_to_json(const Problem& problem);
 
 

@@ -3,7 +3,9 @@
 #include "solver/search.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <functional>
+#include <map>
 #include <thread>
 
 #include "sim/number_format.hpp"
@@ -185,11 +187,44 @@ void record_stats(Incumbent& inc, double certified_bound, const std::string& bou
   if (!inc.best) inc.stats.infeasible_reason = infeasible_reason(inc.problem, inc.graph, inc.options.model);
 }
 
+// Before anything that grows faster than the graph (the bounds, sibling groups, sets of done ops): a first
+// schedule, every op alone. On a graph of 100,000 ops under load it may be all the deadline allows, so only a
+// signal cuts it short: mlsys's watchdog keeps the process's deadline (docs/solver.md#deadline).
+void publish_first_schedule(Incumbent& inc) {
+  std::string why;
+  if (auto first = first_schedule(inc.problem, inc.graph, inc.options.model, [&] { return inc.stop.load(); }, &why))
+    inc.offer(std::move(*first), inc.graph.topological_order, {}, "first (every op alone)");
+}
+
+// The certified bound the search starts from (docs/bounds.md), the caller's or computed with a twentieth of
+// the deadline (Theorem 11 may take a second on a hostile graph), and the name of the bound that gave it.
+double initial_certified_bound(const Incumbent& inc, std::string& name) {
+  const SolveOptions& options = inc.options;
+  name = "lambda";
+  double bound = 0;
+  if (options.certified_bound) {
+    bound = *options.certified_bound;
+  } else {
+    const Clock::time_point bound_deadline = inc.start + (inc.deadline - inc.start) / 20;
+    const CertifiedBound certified = certified_bound(inc.problem, inc.graph, options.model,
+                                                     [&] { return Clock::now() > bound_deadline; });
+    bound = certified.bound;
+    name = largest_bound_name(certified);
+  }
+  if (options.on_bound) options.on_bound(bound);
+  return bound;
+}
+
 }  // namespace
 
 std::optional<Schedule> first_schedule(const Problem& problem, const Graph& graph, const ModelOptions& model,
                                        const std::function<bool()>& expired, std::string* why) {
   SubgraphOracle oracle(problem, graph, model);
+  // An op alone, nothing retained, costs what its kind, base cost and tensor shapes say (and which operands
+  // are the same tensor): imported networks and generated graphs repeat a few such signatures thousands of
+  // times, so each is asked once. The verifier prices every subgraph again before the schedule is published.
+  std::map<std::vector<int64_t>, SubgraphChoice> by_signature;
+  std::vector<int64_t> signature;
   Schedule s;
   s.subgraphs.reserve(graph.topological_order.size());
   for (int op : graph.topological_order) {
@@ -197,13 +232,23 @@ std::optional<Schedule> first_schedule(const Problem& problem, const Graph& grap
       if (why) *why = "no schedule found within the time limit";
       return std::nullopt;
     }
-    std::string reason;
-    const std::optional<SubgraphChoice> choice = oracle.best({op}, {}, {}, &reason);
-    if (!choice) {
-      if (why) *why = "op " + std::to_string(op) + ": " + reason;
-      return std::nullopt;
+    const std::vector<int>& ins = problem.inputs[op];
+    signature.assign({static_cast<int64_t>(problem.op_types[op]), std::bit_cast<int64_t>(problem.base_costs[op])});
+    for (size_t i = 0; i < ins.size(); ++i)
+      signature.insert(signature.end(), {problem.widths[ins[i]], problem.heights[ins[i]],
+                                         std::find(ins.begin(), ins.end(), ins[i]) - ins.begin()});
+    for (int t : problem.outputs[op]) signature.insert(signature.end(), {-problem.widths[t], -problem.heights[t]});
+    auto known = by_signature.find(signature);
+    if (known == by_signature.end()) {
+      std::string reason;
+      const std::optional<SubgraphChoice> choice = oracle.best({op}, {}, {}, &reason);
+      if (!choice) {
+        if (why) *why = "op " + std::to_string(op) + ": " + reason;
+        return std::nullopt;
+      }
+      known = by_signature.emplace(signature, *choice).first;
     }
-    s.subgraphs.push_back({{op}, choice->granularity, {}, choice->traversal_order()});
+    s.subgraphs.push_back({{op}, known->second.granularity, {}, known->second.traversal_order()});
   }
   return s;
 }
@@ -214,13 +259,7 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
   Incumbent inc{problem, graph, options, stop, on_improvement, Clock::now(), {}, {}, {}, {}, {}, 0, {}, {}};
   inc.deadline = inc.start + std::chrono::duration_cast<Clock::duration>(
                                  std::chrono::duration<double>(options.timeout_seconds));
-  // Before anything that grows faster than the graph (the bounds, sibling groups, sets of done ops): a first
-  // schedule, every op alone. On a graph of 100,000 ops under load it may be all the deadline allows.
-  if (!options.exhaustive || !search::downsets_unaffordable(problem, graph)) {
-    std::string why;
-    if (auto first = first_schedule(problem, graph, options.model, [&] { return inc.expired(); }, &why))
-      inc.offer(std::move(*first), graph.topological_order, {}, "first (every op alone)");
-  }
+  if (!options.exhaustive || !search::downsets_unaffordable(problem, graph)) publish_first_schedule(inc);
   // First a quick answer (every op alone, then short fusions), then longer fusions and other orders.
   std::mutex queue_mutex;
   const std::optional<std::string> too_many_sets = search::downsets_unaffordable(problem, graph);
@@ -263,19 +302,8 @@ std::optional<Schedule> solve(const Problem& problem, const Graph& graph, const 
   };
   // The certified bound (docs/bounds.md): a schedule that meets it is optimal, so the search stops there.
   // The lambda bound is known at once; the cover bound comes from a thread of its own and may raise it.
-  // Its Theorem 11 part may take a second on a hostile graph: it gets a twentieth of the deadline.
-  const Clock::time_point bound_deadline = inc.start + (inc.deadline - inc.start) / 20;
-  std::string bound_name = "lambda";
-  double initial_floor = 0;
-  if (options.certified_bound) {
-    initial_floor = *options.certified_bound;
-  } else {
-    const CertifiedBound certified =
-        certified_bound(problem, graph, options.model, [&] { return Clock::now() > bound_deadline; });
-    initial_floor = certified.bound;
-    bound_name = largest_bound_name(certified);
-  }
-  if (options.on_bound) options.on_bound(initial_floor);
+  std::string bound_name;
+  const double initial_floor = initial_certified_bound(inc, bound_name);
   std::atomic<double> floor{initial_floor};
   std::atomic<bool> cover_raised{false}, search_over{false};
   std::thread cover_thread;

@@ -34,6 +34,26 @@ const char* kRhsChain = R"({"widths":[128,128,128,128,128],"heights":[128,128,12
   "inputs":[[0,1],[3,2]],"outputs":[[2],[4]],"base_costs":[2000,2000],"op_types":["MatMul","MatMul"],
   "fast_memory_capacity":45000,"slow_memory_bandwidth":10,"native_granularity":[128,128]})";
 
+TEST(ScheduleText, TheOneLineFormOfALargeScheduleIsTheDocument) {
+  // Above kIndentedSubgraphs subgraphs the text is written directly: it must parse to what schedule_to_json
+  // builds (keys, null traversals, latencies at full precision, empty retain lists), and below it the text
+  // is the indented document itself.
+  Schedule s;
+  std::vector<double> latencies;
+  for (int i = 0; i < static_cast<int>(kIndentedSubgraphs) + 2; ++i) {
+    SubgraphSpec sg{{i, i + 1}, {128, 64, i % 3 + 1}, {}, std::nullopt};
+    if (i % 2) sg.retain = {i + 7};
+    if (i % 5 == 0) sg.traversal = std::vector<int64_t>{1, 0, 3, 2};
+    s.subgraphs.push_back(sg);
+    latencies.push_back(1.0 / (i + 3) + 1e6 * (i % 4));
+  }
+  s.reported_latencies = latencies;
+  EXPECT_EQ(nlohmann::json::parse(schedule_text(s)), schedule_to_json(s));
+  s.subgraphs.resize(3);
+  s.reported_latencies->resize(3);
+  EXPECT_EQ(schedule_text(s), schedule_to_json(s).dump(1) + "\n");
+}
+
 TEST(Rules, RhsChainSplitK) {
   // X = T0 @ T1 (head), Y = T3 @ X (tail reads X as RHS). [128,128,32]: K_s = 128, nk = 4, one tile.
   // Slices: T3 (B_L) R x Kr = 4096 new each step; T0 (A_L) Kr x [0,128) = 4096 new each step;
