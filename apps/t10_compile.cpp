@@ -66,7 +66,8 @@ bool is_model_file(const std::string& path) {
 int run_model_sweep(const std::string& model_path, const std::vector<int64_t>& srams,
                     const std::vector<double>& exchange, const std::string& shard,
                     const std::string& out_dir) {
-  const auto [index, count] = parse_shard(shard);
+  const std::pair<int, int> which = parse_shard(shard);
+  const int index = which.first, count = which.second;  // not a structured binding: lambdas capture them
   const TensorProgram program = read_model_file(model_path);
   const size_t total = srams.size() * exchange.size();
   size_t done = 0;

@@ -5,6 +5,7 @@
 //   t10 report PROBLEM.json PLAN.json -o F.html;  t10 sweep PROBLEM.json ... -o DIR
 //   t10 compile MODEL [-o PROGRAM.json] [--reconcile exact|heuristic] [--json] [--trace F] [--html F]
 //   t10 sweep MODEL --sram LIST --exchange-bytes-per-cycle LIST [--shard I/N] -o DIR;  t10 merge DIR... -o OUT
+//   t10 serve MODEL.json --batch B --seq L [--layers N] [--chip PRESET|FILE] [--policy ours|elk|fastest] [--json]
 // Exit codes: 0 accepted / found, 1 the plan breaks a rule (or nothing accepted), 2 malformed input or usage.
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -12,6 +13,7 @@
 #include <iostream>
 
 #include "apps/t10_compile.hpp"
+#include "apps/t10_serve.hpp"
 #include "sim/json_io.hpp"
 #include "sim/t10/t10_calibrated.hpp"
 #include "sim/t10/t10_cores.hpp"
@@ -232,6 +234,8 @@ extern "C" int sc_main(int argc, char** argv) {
   add_options(app, a, verify, simulate, report, solve, sweep);
   CompileArgs compile_args;
   CLI::App* compile = add_compile_command(app, compile_args);
+  ServeArgs serve_args;
+  CLI::App* serve = add_serve_command(app, serve_args);
   std::string shard = "0/1";
   sweep->add_option("--shard", shard, "a whole model's sweep: only the points I of N (merge with t10 merge)");
   std::vector<std::string> merge_dirs;
@@ -246,6 +250,7 @@ extern "C" int sc_main(int argc, char** argv) {
   }
   try {
     if (*compile) return run_compile(compile_args);
+    if (*serve) return run_serve(serve_args);
     if (*merge) return run_model_merge(merge_dirs, merge_out);
     if (*sweep && is_model_file(a.problem_path))
       return run_model_sweep(a.problem_path, a.sweep_srams, a.sweep_bandwidths, shard, a.sweep_dir);

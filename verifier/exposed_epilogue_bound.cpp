@@ -12,7 +12,7 @@
 namespace mlsys {
 namespace {
 
-constexpr double kNever = std::numeric_limits<double>::infinity();
+constexpr double kNoSuchRun = std::numeric_limits<double>::infinity();
 
 int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
@@ -148,7 +148,7 @@ double last_k_step_exposure(const Problem& p, const Graph& g, const Candidate& c
   const int64_t rows = p.heights[c.input], cols = p.widths[c.input];
   const int64_t longest = std::min<int64_t>(p.native_w, depth - 1);
   const double B = p.slow_memory_bandwidth;
-  double least = kNever;
+  double least = kNoSuchRun;
   for (int64_t r = 1; r <= std::min(rows, p.native_h); ++r)
     for (int64_t w = 1; w <= std::min(cols, p.native_w); ++w) {
       const double tiles = static_cast<double>(ceil_div(rows, r) * ceil_div(cols, w));
@@ -204,7 +204,7 @@ ExposedEpilogueBound exposed_epilogue_bound(const Problem& p, const Graph& g, co
     const double producer_floor = p.base_costs[a] * static_cast<double>(p.native_tiles(c->input));
     e.alone = epilogue_floor;  // its only neighbours are its producer and its readers (M7)
 
-    e.in_chain = kNever;  // a link a -> op -> reader: exactly those two MatMuls (M13), op on every tile
+    e.in_chain = kNoSuchRun;  // a link a -> op -> reader: exactly those two MatMuls (M13), op on every tile
     for (const Consumer& r : g.consumers[c->output]) {
       const double tiles = static_cast<double>(p.native_tiles(p.outputs[r.op][0]));
       const double strips = static_cast<double>(g.reduction_depth[r.op]) / nk * tiles;
@@ -219,7 +219,7 @@ ExposedEpilogueBound exposed_epilogue_bound(const Problem& p, const Graph& g, co
       if (o != a) company_io += epilogues.first_io(o);
     e.epilogue = last_steps - company_io;
 
-    e.beside_head = kNever;  // exactly two MatMuls, the head and the producer as its tail
+    e.beside_head = kNoSuchRun;  // exactly two MatMuls, the head and the producer as its tail
     for (const auto& [h, side] : heads) {
       const int hy = p.outputs[h][0];
       const double strip = static_cast<double>(side == 0 ? p.widths[hy] : p.heights[hy]) / nk;

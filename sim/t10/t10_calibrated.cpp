@@ -308,11 +308,12 @@ void shuffle(const Config& c, int64_t dtype_bytes, CalibratedCost& cost) {
 }
 
 // get_warm_up_time from the layout without copies: each input's factor on k times its rho copies.
-double warm_up(const Config& hot, int64_t dtype_bytes, int64_t& cold_bytes) {
+double warm_up(const Config& hot, int64_t dtype_bytes, int64_t& cold_bytes, std::array<int64_t, 2>& inputs) {
   Config cold = hot;
   for (int x : {1, 2}) cold.temporal[2][x] *= hot.replicas[x] / ring_of(hot, x);
   set_var_sizes(cold);
-  cold_bytes = dtype_bytes * (cold.var_size[1] + cold.var_size[2]);
+  inputs = {dtype_bytes * cold.var_size[1], dtype_bytes * cold.var_size[2]};
+  cold_bytes = inputs[0] + inputs[1];
   double elements = 0, syncs = 0;
   for (int x = 0; x < 3; ++x) {
     double multiplier = 1;
@@ -349,6 +350,7 @@ CalibratedCost calibrated_cost(const Problem& pr, const Plan& plan, bool message
   for (int x = 0; x < 3; ++x) {
     cost.hot_bytes += e * c.var_size[x] * (ring_of(c, x) > 1 ? 2 : 1);  // a receive buffer when it rotates
     if (x > 0) cost.cold_bytes += e * c.var_size[x];
+    if (x > 0) cost.cold_input_bytes[x - 1] = e * c.var_size[x];
   }
   // search_optimal_config keeps only plans whose hot bytes fit a core (max_byte_per_core).
   if (cost.hot_bytes > pr.chip.sram_bytes_per_core) {
@@ -382,7 +384,7 @@ CalibratedCost calibrated_cost(const Problem& pr, const Plan& plan, bool message
     cost.shuffle *= kInterChip;
   }
   cost.total = cost.compute + cost.sync_shift + cost.shuffle;
-  cost.warm_up = warm_up(c, e, cost.no_copy_cold_bytes);
+  cost.warm_up = warm_up(c, e, cost.no_copy_cold_bytes, cost.no_copy_input_bytes);
   return cost;
 }
 

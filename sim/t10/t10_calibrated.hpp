@@ -7,6 +7,7 @@
 // spatial [pm, pn, pk] and temporal [[cm, am, 1], [cn, 1, bn], [1, ak, bk]].
 #pragma once
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,9 @@ struct CalibratedCost {
   // Memory per core as the model counts it: hot with a receive buffer per rotating tensor
   // (get_byte_per_core_with_buffer), cold the inputs at rest (get_byte_per_core_idle).
   int64_t hot_bytes = 0, cold_bytes = 0;
+  // cold_bytes split by input (A, B): what each operand occupies per core at rest, in the hot plan's own
+  // layout and in the layout without copies (serving loads operand B from HBM into one of them).
+  std::array<int64_t, 2> cold_input_bytes{0, 0}, no_copy_input_bytes{0, 0};
   // get_warm_up_time from the cold layout without copies (each input's ring extended over its rho copies
   // along k): reported beside the total, not added.
   double warm_up = 0;

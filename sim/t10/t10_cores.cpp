@@ -35,7 +35,7 @@ struct Piece {
   int buffer = -1;  // C only: the partial sums it carries
 };
 
-struct Core {
+struct CoreState {
   std::array<int64_t, 3> at{};  // (i_m, i_k, i_n)
   std::array<Piece, 3> holds;   // C, A, B
   std::vector<int64_t> start;   // per level: the skew, the digit this core starts at (mod g)
@@ -136,7 +136,7 @@ class Engine {
   void compute_step(int64_t step, const std::vector<int64_t>& gray);
   void shift(size_t level, int64_t dir);
   void reduce_and_gather();
-  void fail(int64_t step, const Core& core, int x, const std::string& message) {
+  void fail(int64_t step, const CoreState& core, int x, const std::string& message) {
     if (result_.violation) return;
     result_.violation = CoreViolation{step, core.at, kName[x], message};
   }
@@ -157,7 +157,7 @@ class Engine {
   std::array<int64_t, 3> procs_{}, extent_{}, ring_{};
   std::array<std::array<int64_t, 3>, 3> factor_{};
   std::array<std::vector<int>, 3> levels_of_;
-  std::vector<Core> cores_;
+  std::vector<CoreState> cores_;
   std::vector<PartialSums> sums_;
   std::vector<uint8_t> computed_;  // per core and block: computed (exactly once)
   std::vector<uint64_t> reduced_;  // per output block: bitset of the k blocks that reached it
@@ -175,14 +175,14 @@ void Engine::place_initial_pieces() {
   for (int64_t im = 0; im < procs_[0]; ++im)
     for (int64_t ik = 0; ik < procs_[1]; ++ik)
       for (int64_t in = 0; in < procs_[2]; ++in) {
-        Core& core = cores_[core_id({im, ik, in})];
+        CoreState& core = cores_[core_id({im, ik, in})];
         core.at = {im, ik, in};
       }
   // The skew: on level j every core starts at the sum of its ring positions in the rings of the level's
   // tensors (mod g). Within one tensor's ring the other tensors' positions are constant (they depend on
   // coordinates that fix the tensor's block), so neighbours on the ring start one piece apart, and a core's
   // three operands agree on its first block.
-  for (Core& core : cores_) {
+  for (CoreState& core : cores_) {
     core.start.assign(d_.levels.size(), 0);
     for (int x = 0; x < 3; ++x) {
       const std::vector<int64_t> digits = ring_digits(x, core.at[kLacking[x]]);
@@ -260,7 +260,7 @@ void Engine::broadcast() {
   std::array<std::vector<uint8_t>, 3> sent;  // multicast: a home's piece is sent once, whatever the copies
   for (auto& v : sent) v.assign(cores_.size(), 0);
   int64_t bytes = 0;
-  for (const Core& core : cores_)
+  for (const CoreState& core : cores_)
     for (int x : {A, B}) {
       const int64_t coordinate = core.at[kLacking[x]];
       if (coordinate < ring_[x]) continue;  // copy 0 holds its pieces
@@ -291,7 +291,7 @@ void Engine::compute_step(int64_t step, const std::vector<int64_t>& gray) {
   const double amp = p_.chip.amp_macs_per_cycle;
   const double padded = static_cast<double>(d_.sub_task[0] * d_.sub_task[1] * d_.sub_task[2]) / amp;
   for (size_t c = 0; c < cores_.size(); ++c) {
-    Core& core = cores_[c];
+    CoreState& core = cores_[c];
     // The block this core computes: its own start (the skew) plus the Gray code, per level; then per dim
     // the mixed radix of its levels, joint first.
     std::array<int64_t, 3> block{0, 0, 0};
@@ -396,8 +396,8 @@ void Engine::shift(size_t level, int64_t dir) {
     const auto [pos, weight] = ring_place(x, level);
     std::vector<Piece> incoming(cores_.size());
     for (size_t c = 0; c < cores_.size(); ++c) {
-      // Core c receives from the ring neighbour one place ahead (in direction dir) on this level's ring.
-      const Core& core = cores_[c];
+      // CoreState c receives from the ring neighbour one place ahead (in direction dir) on this level's ring.
+      const CoreState& core = cores_[c];
       const int64_t coordinate = core.at[kLacking[x]];
       const int64_t digit = ring_digits(x, coordinate)[pos];
       const int64_t moved = ((digit + dir) % l.g + l.g) % l.g;
@@ -535,7 +535,7 @@ CoresResult Engine::run() {
   words_ = (k_blocks_ + 63) / 64;
   reduced_.assign(
       static_cast<size_t>(procs_[0] * d_.steps_per_dim[0] * procs_[2] * d_.steps_per_dim[2] * words_), 0);
-  for (const Core& core : cores_) {
+  for (const CoreState& core : cores_) {
     bool empty = false;
     for (int dim = 0; dim < 3; ++dim) empty = empty || block_range(dim, core.at[dim]).size() == 0;
     result_.empty_cores += empty;
@@ -574,7 +574,7 @@ CoresResult Engine::run() {
     // SRAM per core: the pieces it holds, and a receive buffer for each rotating tensor.
     int64_t step_peak = 0;
     for (size_t c = 0; c < cores_.size(); ++c) {
-      const Core& core = cores_[c];
+      const CoreState& core = cores_[c];
       int64_t bytes = 0;
       for (int x = 0; x < 3; ++x) bytes += piece_bytes(x, core.holds[x]) * (d_.rotates(x) ? 2 : 1);
       result_.per_core[c].peak_sram_bytes = std::max(result_.per_core[c].peak_sram_bytes, bytes);

@@ -59,6 +59,10 @@ struct OperatorOption {
   bool cold_is_hot = true;  // the cold layout is the hot plan's own (no warm-up)
   double time() const { return cost.total + warm_up; }
   int64_t extra() const { return hot - cold; }
+  // What input `operand` (0: A, 1: B) occupies per core in the cold layout (MatMuls; 0 for vector ops).
+  int64_t cold_input(int operand) const {
+    return cold_is_hot ? cost.cold_input_bytes[operand] : cost.no_copy_input_bytes[operand];
+  }
 };
 
 // A problem for one operator of the program (MatMul: the T10 problem it is priced as).

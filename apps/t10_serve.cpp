@@ -1,0 +1,192 @@
+// `t10 serve MODEL.json --batch B --seq L`: one LLM decode step on the chip with HBM (docs/t10-serving.md).
+#include "apps/t10_serve.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <iostream>
+
+#include "sim/json_io.hpp"
+#include "sim/number_format.hpp"
+#include "sim/t10/t10_serving_io.hpp"
+#include "sim/t10/t10_serving_sim.hpp"
+#include "sim/violation.hpp"
+#include "solver/t10_serving.hpp"
+#include "traces/atomic_file.hpp"
+#include "traces/perfetto_trace.hpp"
+
+namespace mlsys::t10 {
+
+CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
+  CLI::App* serve = app.add_subcommand(
+      "serve", "one LLM decode step with HBM behind the chip: loads scheduled beside execution, replayed");
+  serve->add_option("model", a.model_path, "an Elk model file (platformxlab/elk models/original/*.json)")
+      ->required();
+  serve->add_option("--batch", a.batch, "sequences decoded together")->required()->check(CLI::Range(1, 1 << 20));
+  serve->add_option("--seq", a.sequence, "the KV cache's length (tokens so far)")
+      ->required()
+      ->check(CLI::Range(1, 1 << 24));
+  serve->add_option("--layers", a.layers, "only the first N layers (default all)")->check(CLI::Range(1, 100000));
+  std::string presets;
+  for (const std::string& p : serving_chip_preset_names()) presets += (presets.empty() ? "" : ", ") + p;
+  serve->add_option("--chip", a.chip, "a preset (" + presets + "; default elk-1472) or a chip JSON file");
+  serve->add_option("--cores", a.cores, "override the chip's core count")->check(CLI::Range(1, 1 << 20));
+  serve->add_option("--hbm-gbps", a.hbm_gbps, "override the chip's HBM bandwidth (GB/s as the artifact counts)")
+      ->check(CLI::PositiveNumber);
+  serve->add_option("--policy", a.policy, "ours (default), elk (the artifact's rule restated) or fastest")
+      ->check(CLI::IsMember({"ours", "elk", "fastest"}));
+  serve->add_option("--timeout", a.seconds, "seconds for our policy's local search (default 30)")
+      ->check(CLI::PositiveNumber);
+  serve->add_flag("--json", a.json_out, "print the result as JSON on stdout");
+  serve->add_flag("--no-simulate", a.no_simulate, "skip the SystemC replay");
+  serve->add_option("--trace", a.trace_path, "write a Perfetto trace of the replay (HBM, NoC, compute, SRAM)");
+  return serve;
+}
+
+namespace {
+
+// A chip file: {"preset": NAME} and any of the fields below overriding it.
+ServingChip read_chip(const std::string& spec) {
+  if (auto preset = serving_chip_preset(spec)) return *preset;
+  const nlohmann::json j = read_json_file(spec);
+  auto fail = [&](const std::string& field, const std::string& why) { throw InputError(spec, field, "", why); };
+  if (!j.is_object()) fail("", "a chip file is a JSON object");
+  ServingChip c = *serving_chip_preset("elk-1472");
+  if (j.contains("preset")) {
+    if (!j["preset"].is_string() || !serving_chip_preset(j["preset"].get<std::string>()))
+      fail("preset", "not a preset name");
+    c = *serving_chip_preset(j["preset"].get<std::string>());
+  }
+  auto number = [&](const char* key, double low, double high, double& out) {
+    if (!j.contains(key)) return;
+    if (!j[key].is_number() || !(j[key].get<double>() >= low) || !(j[key].get<double>() <= high))
+      fail(key, "expected a number in [" + format_number(low) + ", " + format_number(high) + "]");
+    out = j[key].get<double>();
+  };
+  double cores = static_cast<double>(c.chip.cores), sram = static_cast<double>(c.chip.sram_bytes_per_core),
+         chips = static_cast<double>(c.chips);
+  number("cores", 1, 1 << 20, cores);
+  number("sram_bytes_per_core", 1024, 1e9, sram);
+  number("hbm_gbps", 0, 1e7, c.hbm_gbps);
+  number("hbm_capacity_bytes", 0, 1e15, c.hbm_capacity_bytes);
+  number("noc_gib_per_core", 1e-3, 1e4, c.noc_gib_per_core);
+  number("clock_hz", 1e6, 1e11, c.clock_hz);
+  number("chips", 1, 1024, chips);
+  number("inter_chip_factor", 1, 100, c.inter_chip_factor);
+  c.chip.cores = static_cast<int64_t>(cores);
+  c.chip.sram_bytes_per_core = static_cast<int64_t>(sram);
+  c.chips = static_cast<int64_t>(chips);
+  c.chip.name = spec;
+  return c;
+}
+
+nlohmann::json timeline_json(const ServingProgram& p, const ServingChip& chip, const ServingResult& r) {
+  nlohmann::json ops = nlohmann::json::array();
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    const ServingChoice& c = r.choices[i];
+    ops.push_back({{"name", p.ops[i].op.name},
+                   {"type", to_string(p.ops[i].op.type)},
+                   {"layer", p.ops[i].layer},
+                   {"loads", to_string(p.ops[i].hbm)},
+                   {"hbm_bytes", c.hbm_bytes},
+                   {"preload_bytes_per_core", c.preload_bytes},
+                   {"hot_bytes_per_core", c.option.hot},
+                   {"exec_cycles", c.option.time()},
+                   {"compute_cycles", c.option.cost.compute},
+                   {"load_start_ms", chip.cycles_to_ms(r.timeline.loads[i].start)},
+                   {"load_end_ms", chip.cycles_to_ms(r.timeline.loads[i].end)},
+                   {"start_ms", chip.cycles_to_ms(r.timeline.ops[i].start)},
+                   {"end_ms", chip.cycles_to_ms(r.timeline.ops[i].end)}});
+  }
+  return ops;
+}
+
+}  // namespace
+
+int run_serve(const ServeArgs& a) {
+  const auto start = std::chrono::steady_clock::now();
+  ServingChip chip = read_chip(a.chip);
+  if (a.cores > 0) {
+    chip.chip.cores = a.cores;
+    chip.chips = (a.cores + 1471) / 1472;
+  }
+  if (a.hbm_gbps > 0) chip.hbm_gbps = a.hbm_gbps;
+  if (chip.hbm_gbps <= 0)
+    throw InputError(a.chip, "hbm_gbps", "", "the chip has no HBM: serving loads weights and the KV cache from it");
+  const ServingProgram program = read_elk_model(read_json_file(a.model_path), a.model_path,
+                                                {a.batch, a.sequence, a.layers}, chip);
+  ServeOptions options;
+  options.policy = *serving_policy_from(a.policy);
+  options.seconds = a.seconds;
+  options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
+  const ServingResult r = serve(program, chip, options);
+  const double compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const ServingTimeline& t = r.timeline;
+  const bool fits = !t.overflow && t.peak_sram_bytes <= chip.chip.sram_bytes_per_core;
+  const bool hbm_fits = chip.hbm_capacity_bytes <= 0 || t.hbm_bytes <= chip.hbm_capacity_bytes;
+  std::optional<ServingReplay> replay;
+  if (!a.no_simulate && fits) {
+    PerfettoTrace trace("t10 serve: " + a.model_path);
+    replay = replay_serving(program, chip, r.choices, a.trace_path.empty() ? nullptr : &trace);
+    if (!a.trace_path.empty()) trace.write(a.trace_path);
+  }
+  const double latency = chip.cycles_to_ms(t.makespan), bound = chip.cycles_to_ms(r.lower_bound);
+  const double gap = bound > 0 ? (latency / bound - 1) * 100 : 0;
+  if (a.json_out) {
+    nlohmann::json j{
+        {"model", a.model_path},
+        {"chip", {{"name", chip.chip.name}, {"cores", chip.chip.cores}, {"sram_bytes_per_core", chip.chip.sram_bytes_per_core},
+                  {"hbm_gbps", chip.hbm_gbps}, {"noc_gib_per_core", chip.noc_gib_per_core}, {"chips", chip.chips}}},
+        {"batch", a.batch},
+        {"seq", a.sequence},
+        {"layers", program.layers},
+        {"operators", program.ops.size()},
+        {"policy", a.policy},
+        {"latency_ms", latency},
+        {"fits", fits && hbm_fits},
+        {"peak_sram_bytes", t.peak_sram_bytes},
+        {"hbm_bytes", t.hbm_bytes},
+        {"lower_bound_ms", bound},
+        {"proven_gap", gap / 100},
+        {"baselines_ms", {{"elk", chip.cycles_to_ms(r.elk_makespan)}, {"fastest", chip.cycles_to_ms(r.fastest_makespan)}}},
+        {"compile_seconds", compile_seconds},
+        {"search", {{"classes", r.classes}, {"options", r.options}, {"evaluations", r.evaluations},
+                    {"options_seconds", r.options_seconds}, {"schedule_seconds", r.schedule_seconds}}},
+        {"ops", timeline_json(program, chip, r)}};
+    if (t.overflow) j["overflow"] = t.overflow->message();
+    if (replay)
+      j["simulation"] = {{"latency_ms", chip.cycles_to_ms(replay->makespan)},
+                         {"peak_sram_bytes", replay->peak_sram_bytes},
+                         {"events", replay->events},
+                         {"agrees", replay->agrees}};
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << program.ops.size() << " operators in " << program.layers << " layers, batch " << a.batch
+              << ", KV length " << a.sequence << ", " << chip.chip.cores << " cores, HBM "
+              << format_number(chip.hbm_gbps) << " GB/s\n"
+              << "decode step: " << format_number(std::round(latency * 1e4) / 1e4) << " ms (policy " << a.policy
+              << "); lower bound " << format_number(std::round(bound * 1e4) / 1e4) << " ms, proven gap "
+              << format_number(std::round(gap * 100) / 100) << " %\n"
+              << "HBM traffic " << format_number(std::round(t.hbm_bytes / 1e6) / 1e3) << " GB; SRAM peak "
+              << t.peak_sram_bytes << " of " << chip.chip.sram_bytes_per_core << " B per core\n";
+    if (replay)
+      std::cout << "SystemC replay: " << format_number(std::round(chip.cycles_to_ms(replay->makespan) * 1e4) / 1e4)
+                << " ms, " << replay->events << " events" << (replay->agrees ? ", equal to the analytic total" : "")
+                << "\n";
+  }
+  if (t.overflow) {
+    std::cerr << "error: " << t.overflow->message() << "\n";
+    return 1;
+  }
+  if (!hbm_fits) {
+    std::cerr << "error: the model needs " << t.hbm_bytes << " B of HBM, above the chip's "
+              << chip.hbm_capacity_bytes << " B\n";
+    return 1;
+  }
+  if (replay && !replay->agrees) {
+    std::cerr << "error: the SystemC replay disagrees: " << replay->disagreement << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace mlsys::t10

@@ -1,0 +1,260 @@
+#include "sim/t10/t10_serving.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace mlsys::t10 {
+
+std::optional<ServingChip> serving_chip_preset(const std::string& name) {
+  ServingChip c;
+  c.chip.name = name;
+  if (name == "ipu-mk2") return c;  // T1's chip, no HBM
+  if (name == "elk-1472") {         // the artifact's default: one chip, HBM 4,000 GB/s (launch.py hbm_bw)
+    c.hbm_gbps = 4000;
+    return c;
+  }
+  if (name == "elk-5888") {  // four chips' cores, 16,000 GB/s (the artifact's large configuration)
+    c.chip.cores = 5888;
+    c.chips = 4;
+    c.hbm_gbps = 16000;
+    return c;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> serving_chip_preset_names() {
+  return {"ipu-mk2", "elk-1472", "elk-5888"};
+}
+
+const char* to_string(HbmOperand kind) {
+  switch (kind) {
+    case HbmOperand::Weight: return "weight";
+    case HbmOperand::KvCache: return "kv-cache";
+    case HbmOperand::None: break;
+  }
+  return "none";
+}
+
+ServingChoice serving_choice(const ServingOperator& op, const OperatorOption& option) {
+  ServingChoice c;
+  c.option = option;
+  if (op.hbm != HbmOperand::None) {
+    c.preload_bytes = option.cold_input(1);
+    c.hbm_bytes = op.hbm_bytes;
+  }
+  return c;
+}
+
+std::string SramOverflow::message() const {
+  std::string text = "SRAM overflow at cycle " + std::to_string(static_cast<int64_t>(std::floor(time))) +
+                     (op >= 0 ? " (operator " + std::to_string(op) + ")" : std::string()) +
+                     ": every core holds " + std::to_string(total) + " B > " + std::to_string(capacity) +
+                     " B:";
+  for (const auto& [name, bytes] : resident) text += " " + name + " " + std::to_string(bytes) + " B;";
+  return text;
+}
+
+int64_t serving_running_bytes(const ServingChoice& c) {
+  return c.option.hot + (c.option.cold_is_hot ? 0 : c.preload_bytes);
+}
+
+int64_t serving_sram_now(const ServingResidency& r) {
+  int64_t use = r.running >= 0 ? serving_running_bytes(r.choices[r.running]) : 0;
+  for (int k = r.first_unended; k < static_cast<int>(r.choices.size()); ++k)
+    if (r.load_started[k] && k != r.running) use += r.choices[k].preload_bytes;
+  return use;
+}
+
+bool serving_load_admissible(const ServingResidency& r, int i, int64_t sram) {
+  for (int j = r.first_unended; j <= i; ++j) {
+    int64_t use = serving_running_bytes(r.choices[j]);
+    for (int k = j + 1; k <= i; ++k)
+      if (r.load_started[k] || k == i) use += r.choices[k].preload_bytes;
+    if (use > sram) return false;
+  }
+  return true;
+}
+
+double serving_hbm_cycles(const ServingChip& chip, const ServingChoice& c) {
+  return static_cast<double>(c.hbm_bytes) / chip.hbm_bytes_per_cycle();
+}
+
+double serving_noc_cycles(const ServingChip& chip, const ServingChoice& c) {
+  return static_cast<double>(c.preload_bytes) / chip.noc_bytes_per_cycle_per_core();
+}
+
+double serving_load_rate(const ServingChip& chip, const ServingChoice& loading, const ServingChoice* running) {
+  double noc_share = 1;
+  if (running) {
+    const OperatorOption& o = running->option;
+    noc_share = o.time() > 0 ? std::clamp(o.cost.compute / o.time(), 0.0, 1.0) : 1;
+  }
+  const double hbm = serving_hbm_cycles(chip, loading), noc = serving_noc_cycles(chip, loading);
+  double rate = hbm > 0 ? 1 / hbm : std::numeric_limits<double>::infinity();
+  if (noc > 0) rate = std::min(rate, noc_share / noc);
+  return rate;
+}
+
+namespace {
+
+// The walk over events: the load in flight and the operator running, advanced to the next event.
+class TimelineWalk {
+ public:
+  TimelineWalk(const ServingProgram& program, const ServingChip& chip, const std::vector<ServingChoice>& choices)
+      : program_(program), chip_(chip), c_(choices), n_(static_cast<int>(choices.size())) {
+    t_.loads.assign(n_, {});
+    t_.ops.assign(n_, {});
+    loaded_.assign(n_, false);
+    started_load_.assign(n_, false);
+    for (int i = 0; i < n_; ++i) {
+      loaded_[i] = c_[i].preload_bytes == 0 && c_[i].hbm_bytes == 0;
+      t_.hbm_bytes += static_cast<double>(c_[i].hbm_bytes);
+    }
+  }
+
+  ServingTimeline run() {
+    for (int i = 0; i < n_; ++i)
+      if (serving_running_bytes(c_[i]) > chip_.chip.sram_bytes_per_core) {
+        t_.overflow = overflow_with(i, i, 0);
+        return t_;
+      }
+    next_load_ = first_load_from(0);
+    while (ended_ < n_) {
+      try_start_load();
+      try_start_op();
+      step();
+    }
+    t_.makespan = now_;
+    return t_;
+  }
+
+ private:
+  int first_load_from(int i) const {
+    while (i < n_ && loaded_[i]) ++i;
+    return i;
+  }
+  ServingResidency residency() const { return {c_, started_load_, ended_, running_}; }
+  void record(const std::string& what, int op) {
+    const int64_t sram = serving_sram_now(residency());
+    t_.peak_sram_bytes = std::max(t_.peak_sram_bytes, sram);
+    t_.events.push_back({now_, what, op, sram});
+  }
+  void try_start_load() {
+    if (loading_ >= 0 || next_load_ >= n_ ||
+        !serving_load_admissible(residency(), next_load_, chip_.chip.sram_bytes_per_core))
+      return;
+    loading_ = next_load_;
+    started_load_[loading_] = true;
+    const ServingChoice& c = c_[loading_];
+    LoadSpan& span = t_.loads[loading_];
+    span.start = now_;
+    span.hbm_cycles = serving_hbm_cycles(chip_, c);
+    span.noc_cycles = serving_noc_cycles(chip_, c);
+    t_.hbm_busy_cycles += span.hbm_cycles;
+    t_.noc_load_cycles += span.noc_cycles;
+    remaining_ = 1;
+    record("load start", loading_);
+    next_load_ = first_load_from(loading_ + 1);
+  }
+  void try_start_op() {
+    if (running_ >= 0 || next_op_ >= n_ || !loaded_[next_op_]) return;
+    running_ = next_op_++;
+    const OperatorOption& o = c_[running_].option;
+    t_.ops[running_] = {now_, now_ + o.time()};
+    t_.compute_cycles += o.cost.compute;
+    t_.exchange_cycles += o.time() - o.cost.compute;
+    record("op start", running_);
+  }
+  double load_rate() const {
+    return serving_load_rate(chip_, c_[loading_], running_ >= 0 ? &c_[running_] : nullptr);
+  }
+  void step() {
+    const double inf = std::numeric_limits<double>::infinity();
+    const double op_end = running_ >= 0 ? t_.ops[running_].end : inf;
+    double load_end = inf, rate = 0;
+    if (loading_ >= 0) {
+      rate = load_rate();
+      load_end = rate > 0 ? now_ + remaining_ / rate : inf;
+    }
+    if (op_end == inf && load_end == inf) {
+      // Nothing can move: only an operator that cannot fit with its own load does this, caught above.
+      t_.overflow = overflow_with(next_op_, next_load_ < n_ ? next_load_ : next_op_, now_);
+      ended_ = n_;
+      return;
+    }
+    if (load_end <= op_end) {
+      now_ = load_end;
+      t_.loads[loading_].end = now_;
+      loaded_[loading_] = true;
+      const int done = loading_;
+      loading_ = -1;
+      record("load end", done);
+    } else {
+      if (loading_ >= 0) remaining_ = std::max(0.0, remaining_ - rate * (op_end - now_));
+      now_ = op_end;
+      const int done = running_;
+      running_ = -1;
+      ended_ = done + 1;
+      record("op end", done);
+    }
+  }
+  SramOverflow overflow_with(int running, int through, double time) const {
+    SramOverflow o;
+    o.time = time;
+    o.op = running;
+    o.capacity = chip_.chip.sram_bytes_per_core;
+    const std::string& name = program_.ops[running].op.name;
+    o.resident.emplace_back(name + " (running: hot plan" +
+                                (c_[running].option.cold_is_hot ? "" : " and its cold operand") + ")",
+                            serving_running_bytes(c_[running]));
+    for (int k = running + 1; k <= through && k < n_; ++k)
+      if (started_load_[k] || k == through)
+        o.resident.emplace_back(program_.ops[k].op.name + " (preloaded " + to_string(program_.ops[k].hbm) + ")",
+                                c_[k].preload_bytes);
+    for (const auto& term : o.resident) o.total += term.second;
+    return o;
+  }
+
+  const ServingProgram& program_;
+  const ServingChip& chip_;
+  const std::vector<ServingChoice>& c_;
+  const int n_;
+  ServingTimeline t_;
+  std::vector<bool> loaded_, started_load_;
+  double now_ = 0, remaining_ = 0;
+  int loading_ = -1, running_ = -1, next_load_ = 0, next_op_ = 0, ended_ = 0;
+};
+
+}  // namespace
+
+ServingTimeline serving_timeline(const ServingProgram& program, const ServingChip& chip,
+                                 const std::vector<ServingChoice>& choices) {
+  return TimelineWalk(program, chip, choices).run();
+}
+
+double serving_lower_bound(const ServingProgram& program, const ServingChip& chip,
+                           const std::vector<std::vector<ServingChoice>>& options) {
+  const int n = static_cast<int>(options.size());
+  std::vector<double> fastest(n, std::numeric_limits<double>::infinity());
+  for (int i = 0; i < n; ++i)
+    for (const ServingChoice& c : options[i]) fastest[i] = std::min(fastest[i], c.option.time());
+  std::vector<double> suffix(n + 1, 0);  // the fastest times of operators i.. on
+  for (int i = n - 1; i >= 0; --i) suffix[i] = suffix[i + 1] + fastest[i];
+  double hbm = 0, bound = suffix[0];
+  int first = -1, last = -1;
+  for (int i = 0; i < n; ++i)
+    if (program.ops[i].hbm != HbmOperand::None && program.ops[i].hbm_bytes > 0) {
+      hbm += static_cast<double>(program.ops[i].hbm_bytes) / chip.hbm_bytes_per_cycle();
+      if (first < 0) first = i;
+      last = i;
+    }
+  if (last >= 0) {
+    bound = std::max(bound, hbm + suffix[last]);
+    bound = std::max(bound, static_cast<double>(program.ops[first].hbm_bytes) / chip.hbm_bytes_per_cycle() +
+                                suffix[first]);
+  }
+  return bound;
+}
+
+}  // namespace mlsys::t10

@@ -1,0 +1,45 @@
+// Scheduling a decode step on the chip with HBM (docs/t10-serving.md#policies): one option per operator, and
+// the loads as early as SRAM allows (the timeline of sim/t10/t10_serving.hpp decides when). The timeline is
+// the oracle: every policy proposes choices and is told their makespan or the overflow.
+//
+// - `fastest`: every operator's fastest option (a baseline).
+// - `elk`: the artifact's rule of thumb restated (platformxlab/elk, DNNProgram.py
+//   search_optimal_global_config_icbm): each operator the fastest plan whose hot bytes fit the SRAM left
+//   after 1.01 x (COLD_THRESHOLD) the next loading operator's smallest preload; loads in the option's own
+//   cold layout, as the timeline counts them.
+// - `ours` (the default): from the better of those two, a local search over the options of each class of
+//   identical operators (a layer's QKV projection is one class over all layers), accepting a change when the
+//   timeline's makespan falls; never worse than either start.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sim/t10/t10_serving.hpp"
+
+namespace mlsys::t10 {
+
+enum class ServingPolicy { Ours, Elk, Fastest };
+std::optional<ServingPolicy> serving_policy_from(const std::string& name);
+const char* to_string(ServingPolicy policy);
+
+struct ServingResult {
+  std::vector<ServingChoice> choices;
+  ServingTimeline timeline;
+  double lower_bound = 0;  // cycles, serving_lower_bound over the same option sets
+  double elk_makespan = 0, fastest_makespan = 0;  // the baselines' makespans (0: overflow)
+  int64_t evaluations = 0, classes = 0, options = 0;
+  double options_seconds = 0, schedule_seconds = 0;
+};
+
+struct ServeOptions {
+  ServingPolicy policy = ServingPolicy::Ours;
+  double seconds = 30;  // the local search's deadline
+  std::function<void(const std::string&)> progress;
+};
+
+// Throws std::invalid_argument when an operator has no plan that fits a core.
+ServingResult serve(const ServingProgram& program, const ServingChip& chip, const ServeOptions& options);
+
+}  // namespace mlsys::t10

@@ -1,0 +1,186 @@
+// Serving on the chip with HBM (docs/t10-serving.md): the timeline's rules on cases derived by hand, the
+// SystemC replay against them, the Elk model reader on a small file of the artifact's format, and the CLI.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/t10/t10_serving.hpp"
+#include "sim/t10/t10_serving_io.hpp"
+#include "sim/t10/t10_serving_sim.hpp"
+#include "sim/violation.hpp"
+#include "support.hpp"
+
+namespace mlsys::t10 {
+namespace {
+
+// A chip whose units make the arithmetic round: 100 B of HBM and 10 B of NoC per core per cycle, 1,000 B
+// of SRAM per core.
+ServingChip round_chip(int64_t sram = 1000) {
+  ServingChip c;
+  c.clock_hz = 1000.0 * 1024 * 1024;  // then hbm_bytes_per_cycle = hbm_gbps
+  c.hbm_gbps = 100;
+  c.noc_gib_per_core = 10 * 1000.0 / 1024;  // 10 B per cycle per core
+  c.chip.sram_bytes_per_core = sram;
+  return c;
+}
+
+ServingChoice choice(double time, double compute, int64_t hot, int64_t preload, int64_t hbm) {
+  ServingChoice c;
+  c.option.cost.total = time;
+  c.option.cost.compute = compute;
+  c.option.hot = hot;
+  c.option.cold_is_hot = true;
+  c.preload_bytes = preload;
+  c.hbm_bytes = hbm;
+  return c;
+}
+
+ServingProgram two_ops() {
+  ServingProgram p;
+  for (const auto& [name, bytes] : {std::pair{"w0", 10000}, std::pair{"w1", 20000}}) {
+    ServingOperator op;
+    op.op.name = name;
+    op.hbm = HbmOperand::Weight;
+    op.hbm_bytes = bytes;
+    p.ops.push_back(op);
+  }
+  return p;
+}
+
+TEST(ServingTimeline, TheNextLoadHidesBehindTheRunningOperator) {
+  // Load 0: 10,000 B of HBM = 100 cycles, 500 B per core of NoC = 50: 100 cycles, alone. Operator 0 runs
+  // 100..300 (half of it compute). Load 1 (20,000 B: 200 cycles; 400 B per core: 40 cycles of NoC, of which
+  // the running operator leaves half: 80) fits beside it (600 + 400 = 1,000 B) and ends at 100 + 200 = 300;
+  // operator 1 runs 300..350. The bound: 300 cycles of HBM plus the last operator's 50 = 350.
+  const ServingProgram p = two_ops();
+  const std::vector<ServingChoice> c{choice(200, 100, 600, 500, 10000), choice(50, 50, 500, 400, 20000)};
+  const ServingTimeline t = serving_timeline(p, round_chip(), c);
+  ASSERT_FALSE(t.overflow);
+  EXPECT_DOUBLE_EQ(100, t.loads[0].end);
+  EXPECT_DOUBLE_EQ(100, t.loads[1].start);
+  EXPECT_DOUBLE_EQ(300, t.loads[1].end);
+  EXPECT_DOUBLE_EQ(300, t.ops[1].start);
+  EXPECT_DOUBLE_EQ(350, t.makespan);
+  EXPECT_EQ(1000, t.peak_sram_bytes);
+  EXPECT_DOUBLE_EQ(350, serving_lower_bound(p, round_chip(), {{c[0]}, {c[1]}}));
+}
+
+TEST(ServingTimeline, TheRunningOperatorsExchangesSlowTheLoadsNoC) {
+  // As above, but operator 0 computes 20 of its 200 cycles: load 1's NoC part (40 cycles) gets a tenth of
+  // the NoC, so it advances 1/400 per cycle (HBM would allow 1/200): half done at 300. Then alone, at the HBM's
+  // 1/200: 100 cycles more, to 400. Operator 1 runs 400..450.
+  const ServingProgram p = two_ops();
+  const std::vector<ServingChoice> c{choice(200, 20, 600, 500, 10000), choice(50, 50, 500, 400, 20000)};
+  const ServingTimeline t = serving_timeline(p, round_chip(), c);
+  EXPECT_DOUBLE_EQ(400, t.loads[1].end);
+  EXPECT_DOUBLE_EQ(450, t.makespan);
+}
+
+TEST(ServingTimeline, ALoadWaitsForRoomInEveryCoresSram) {
+  // 900 B per core: operator 0's 600 and load 1's 400 do not fit together, so load 1 starts when operator 0
+  // ends (300) and takes its 200 HBM cycles; operator 1 runs 500..550. The peak is operator 0's 600.
+  const ServingProgram p = two_ops();
+  const std::vector<ServingChoice> c{choice(200, 100, 600, 500, 10000), choice(50, 50, 500, 400, 20000)};
+  const ServingTimeline t = serving_timeline(p, round_chip(900), c);
+  ASSERT_FALSE(t.overflow);
+  EXPECT_DOUBLE_EQ(300, t.loads[1].start);
+  EXPECT_DOUBLE_EQ(550, t.makespan);
+  EXPECT_EQ(600, t.peak_sram_bytes);
+}
+
+TEST(ServingTimeline, AnOperatorThatCannotFitIsNamedWithItsTerms) {
+  const ServingProgram p = two_ops();
+  const std::vector<ServingChoice> c{choice(200, 100, 1200, 500, 10000), choice(50, 50, 500, 400, 20000)};
+  const ServingTimeline t = serving_timeline(p, round_chip(), c);
+  ASSERT_TRUE(t.overflow);
+  const std::string message = t.overflow->message();
+  EXPECT_NE(std::string::npos, message.find("w0")) << message;
+  EXPECT_NE(std::string::npos, message.find("1200 B > 1000 B")) << message;
+}
+
+TEST(ServingReplay, TheSystemCEngineGivesTheTimelinesMakespanAndPeak) {
+  const ServingProgram p = two_ops();
+  for (int64_t sram : {1000, 900})
+    for (double compute : {100.0, 20.0}) {
+      const std::vector<ServingChoice> c{choice(200, compute, 600, 500, 10000), choice(50, 50, 500, 400, 20000)};
+      const ServingTimeline analytic = serving_timeline(p, round_chip(sram), c);
+      const ServingReplay replay = replay_serving(p, round_chip(sram), c);
+      EXPECT_TRUE(replay.agrees) << replay.disagreement;
+      EXPECT_NEAR(analytic.makespan, replay.makespan, 1e-9 * analytic.makespan) << sram << " " << compute;
+      EXPECT_EQ(analytic.peak_sram_bytes, replay.peak_sram_bytes);
+    }
+}
+
+// The artifact's format: [id, einstein_v2 expression, type, inputs]; 99 is the batch, 66 the sequence.
+const char* kElkFile = R"elk([
+  [1, "", "Parameter", []],
+  [2, " - einstein_v2(\" output0[N1, N0] = input0[N0, N1] ; \", input_dict={ \"input0\" : { \"dtype\" : \"float32\", \"shape\" : [128, 64]} })", "Reshape", [[1, 0]]],
+  [3, " - einstein_v2(\" output0[S0, N, M] +=! input0[S0, N, K] * input1[K, M]; \", input_dict={ \"input0\" : { \"dtype\" : \"float32\", \"shape\" : [99, 66, 64]} ,  \"input1\" : { \"dtype\" : \"float32\", \"shape\" : [64, 128]} })", "Dot", [[0, 0], [2, 0]]],
+  [4, " - einstein_v2(\" output0[B0, N, M] +=! input0[B0, N, K] * input1[B0, K, M]; \", input_dict={ \"input0\" : { \"dtype\" : \"float32\", \"shape\" : [3168, 66, 64]} ,  \"input1\" : { \"dtype\" : \"float32\", \"shape\" : [3168, 64, 66]} })", "BatchMatMul", [[3, 0], [3, 0]]],
+  [5, " - einstein_v2(\" output0[N0, N1] >=! input0[N0, N1, N2]; \", input_dict={ \"input0\" : { \"dtype\" : \"float32\", \"shape\" : [3168, 66, 66]} })", "SoftmaxBasic", [[4, 0]]],
+  [6, " - einstein_v2(\" output0[B0, N, M] +=! input0[B0, N, K] * input1[B0, K, M]; \", input_dict={ \"input0\" : { \"dtype\" : \"float32\", \"shape\" : [3168, 66, 66]} ,  \"input1\" : { \"dtype\" : \"float32\", \"shape\" : [3168, 66, 64]} })", "BatchMatMul", [[5, 0], [3, 0]]]
+])elk";
+
+TEST(ElkModelFile, ADecodeStepsShapesAndWhatItLoads) {
+  // Batch 4, KV length 16. The Dot: [4 x 1 x 64] x [64 x 128], a weight of 64 x 128 x 2 B = 16,384 B. The
+  // scores: 99 x 32 = 3,168 -> 128 products of [1 x 64] x [64 x 16], the keys 128 x 64 x 16 x 2 = 262,144 B
+  // of KV cache. Softmax: 128 rows (one query each) of 16. The context: 128 x [1 x 16] x [16 x 64].
+  const ServingProgram p =
+      read_elk_model(nlohmann::json::parse(kElkFile), "tiny.json", {4, 16, 0}, *serving_chip_preset("elk-1472"));
+  ASSERT_EQ(4u, p.ops.size());
+  EXPECT_EQ(1, p.layers);
+  const TensorOperator& dot = p.ops[0].op;
+  EXPECT_EQ(OperatorType::MatMul, dot.type);
+  EXPECT_EQ((std::array<int64_t, 4>{1, 4, 64, 128}), (std::array<int64_t, 4>{dot.batch, dot.m, dot.k, dot.n}));
+  EXPECT_EQ(HbmOperand::Weight, p.ops[0].hbm);
+  EXPECT_EQ(16384, p.ops[0].hbm_bytes);
+  const TensorOperator& scores = p.ops[1].op;
+  EXPECT_EQ((std::array<int64_t, 4>{128, 1, 64, 16}),
+            (std::array<int64_t, 4>{scores.batch, scores.m, scores.k, scores.n}));
+  EXPECT_EQ(HbmOperand::KvCache, p.ops[1].hbm);
+  EXPECT_EQ(262144, p.ops[1].hbm_bytes);
+  EXPECT_EQ(OperatorType::RowWise, p.ops[2].op.type);
+  EXPECT_EQ(128, p.ops[2].op.m);
+  EXPECT_EQ(16, p.ops[2].op.n);
+  const TensorOperator& context = p.ops[3].op;
+  EXPECT_EQ((std::array<int64_t, 4>{128, 1, 16, 64}),
+            (std::array<int64_t, 4>{context.batch, context.m, context.k, context.n}));
+}
+
+TEST(ElkModelFile, MalformedNodesAreNamed) {
+  const nlohmann::json bad = nlohmann::json::parse(R"([[1, "no expression here", "Dot", []]])");
+  try {
+    read_elk_model(bad, "bad.json", {4, 16, 0}, *serving_chip_preset("elk-1472"));
+    FAIL() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ("bad.json", e.file());
+    EXPECT_EQ("[0]", e.field());
+  }
+  EXPECT_THROW(read_elk_model(nlohmann::json::object(), "o.json", {4, 16, 0}, *serving_chip_preset("elk-1472")),
+               InputError);
+  EXPECT_THROW(read_elk_model(nlohmann::json::parse(kElkFile), "tiny.json", {4, 16, 2},
+                              *serving_chip_preset("elk-1472")),
+               InputError);  // one layer only
+}
+
+TEST(ServeCommand, SchedulesReplaysAndBoundsTheTinyModel) {
+  const std::string dir = test::temp_dir("serve");
+  test::write_text(dir + "/tiny.json", kElkFile);
+  const test::CommandResult r =
+      test::run_command(MLSYS_T10_BIN, "serve " + dir + "/tiny.json --batch 4 --seq 16 --timeout 2 --json");
+  ASSERT_EQ(0, r.exit_code) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j.at("fits").get<bool>());
+  EXPECT_LE(j.at("peak_sram_bytes").get<int64_t>(), 638976);
+  EXPECT_GE(j.at("latency_ms").get<double>(), j.at("lower_bound_ms").get<double>() * (1 - 1e-12));
+  EXPECT_TRUE(j.at("simulation").at("agrees").get<bool>());
+  EXPECT_NEAR(j.at("latency_ms").get<double>(), j.at("simulation").at("latency_ms").get<double>(),
+              1e-9 * j.at("latency_ms").get<double>());
+  EXPECT_LE(j.at("latency_ms").get<double>(), j.at("baselines_ms").at("elk").get<double>() * (1 + 1e-12));
+  const test::CommandResult missing = test::run_command(MLSYS_T10_BIN, "serve " + dir + "/nope.json --batch 4 --seq 16");
+  EXPECT_EQ(2, missing.exit_code);
+  EXPECT_NE(std::string::npos, missing.err.find("nope.json")) << missing.err;
+}
+
+}  // namespace
+}  // namespace mlsys::t10
