@@ -13,6 +13,7 @@
 #include "solver/t10_serving.hpp"
 #include "traces/atomic_file.hpp"
 #include "traces/perfetto_trace.hpp"
+#include "traces/t10_serving_report.hpp"
 
 namespace mlsys::t10 {
 
@@ -39,6 +40,7 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
   serve->add_flag("--json", a.json_out, "print the result as JSON on stdout");
   serve->add_flag("--no-simulate", a.no_simulate, "skip the SystemC replay");
   serve->add_option("--trace", a.trace_path, "write a Perfetto trace of the replay (HBM, NoC, compute, SRAM)");
+  serve->add_option("--html", a.html_path, "write an HTML report (timeline, HBM and NoC use, SRAM over time)");
   return serve;
 }
 
@@ -71,7 +73,7 @@ ServingChip read_chip(const std::string& spec) {
   number("noc_gib_per_core", 1e-3, 1e4, c.noc_gib_per_core);
   number("clock_hz", 1e6, 1e11, c.clock_hz);
   number("chips", 1, 1024, chips);
-  number("inter_chip_factor", 1, 100, c.inter_chip_factor);
+  number("inter_chip_overhead", 1, 100, c.chip.inter_chip_overhead);
   c.chip.cores = static_cast<int64_t>(cores);
   c.chip.sram_bytes_per_core = static_cast<int64_t>(sram);
   c.chips = static_cast<int64_t>(chips);
@@ -129,13 +131,18 @@ int run_serve(const ServeArgs& a) {
     replay = replay_serving(program, chip, r.choices, a.trace_path.empty() ? nullptr : &trace);
     if (!a.trace_path.empty()) trace.write(a.trace_path);
   }
+  if (!a.html_path.empty())
+    write_file_atomic(a.html_path, serving_report_html(program, chip, r, a.model_path + ", batch " +
+                                                                         std::to_string(a.batch) + ", KV length " +
+                                                                         std::to_string(a.sequence)));
   const double latency = chip.cycles_to_ms(t.makespan), bound = chip.cycles_to_ms(r.lower_bound);
   const double gap = bound > 0 ? (latency / bound - 1) * 100 : 0;
   if (a.json_out) {
     nlohmann::json j{
         {"model", a.model_path},
         {"chip", {{"name", chip.chip.name}, {"cores", chip.chip.cores}, {"sram_bytes_per_core", chip.chip.sram_bytes_per_core},
-                  {"hbm_gbps", chip.hbm_gbps}, {"noc_gib_per_core", chip.noc_gib_per_core}, {"chips", chip.chips}}},
+                  {"hbm_gbps", chip.hbm_gbps}, {"noc_gib_per_core", chip.noc_gib_per_core}, {"chips", chip.chips},
+                  {"inter_chip_overhead", chip.chip.inter_chip_overhead}}},
         {"batch", a.batch},
         {"seq", a.sequence},
         {"layers", program.layers},

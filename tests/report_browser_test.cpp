@@ -121,6 +121,21 @@ TEST(ReportBrowser, T10SeedPlan) {
   EXPECT_NE(std::string::npos, page.out.find("no shift levels: nothing rotates"));
 }
 
+TEST(ReportBrowser, T10ServeDecodeStep) {
+  // The tiny decode step of tests/data/elk-tiny.json (four operators, three of them loading from HBM): a bar
+  // per load and per operator, the SRAM line and its capacity.
+  const std::string dir = temp_dir("t10-serve");
+  const CommandResult made = run_command(MLSYS_T10_BIN, "serve " + source_path("tests/data/elk-tiny.json") +
+                                                            " --batch 4 --seq 16 --timeout 1 --html " + dir + "/s.html");
+  ASSERT_EQ(0, made.exit_code) << made.err;
+  const CommandResult page = open_in_chromium(dir + "/s.html");
+  expect_clean_page(page);
+  EXPECT_EQ(4u + 1, count(page.out, "class=\"run\""));  // and the legend's
+  EXPECT_EQ(3u + 2, count(page.out, "class=\"load\"") + count(page.out, "class=\"kv\""));
+  EXPECT_NE(std::string::npos, page.out.find("638976 B"));
+  EXPECT_NE(std::string::npos, page.out.find("time (ms)"));
+}
+
 TEST(ReportBrowser, T10ChipSweep) {
   // Two bandwidths x two SRAM sizes of a small problem on a 16-core chip: a point per variant on the chart.
   const std::string dir = temp_dir("t10-sweep");

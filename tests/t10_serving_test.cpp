@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/json_io.hpp"
 #include "sim/t10/t10_serving.hpp"
 #include "sim/t10/t10_serving_io.hpp"
 #include "sim/t10/t10_serving_sim.hpp"
@@ -111,22 +112,18 @@ TEST(ServingReplay, TheSystemCEngineGivesTheTimelinesMakespanAndPeak) {
     }
 }
 
-// The artifact's format: [id, einstein_v2 expression, type, inputs]; 99 is the batch, 66 the sequence.
-const char* kElkFile = R"elk([
-  [1, "", "Parameter", []],
-  [2, " - einstein_v2(\" output0[N1, N0] = input0[N0, N1] ; \", input_dict={ \"input0\" : { \"dtype\" : \"float32\", \"shape\" : [128, 64]} })", "Reshape", [[1, 0]]],
-  [3, " - einstein_v2(\" output0[S0, N, M] +=! input0[S0, N, K] * input1[K, M]; \", input_dict={ \"input0\" : { \"dtype\" : \"float32\", \"shape\" : [99, 66, 64]} ,  \"input1\" : { \"dtype\" : \"float32\", \"shape\" : [64, 128]} })", "Dot", [[0, 0], [2, 0]]],
-  [4, " - einstein_v2(\" output0[B0, N, M] +=! input0[B0, N, K] * input1[B0, K, M]; \", input_dict={ \"input0\" : { \"dtype\" : \"float32\", \"shape\" : [3168, 66, 64]} ,  \"input1\" : { \"dtype\" : \"float32\", \"shape\" : [3168, 64, 66]} })", "BatchMatMul", [[3, 0], [3, 0]]],
-  [5, " - einstein_v2(\" output0[N0, N1] >=! input0[N0, N1, N2]; \", input_dict={ \"input0\" : { \"dtype\" : \"float32\", \"shape\" : [3168, 66, 66]} })", "SoftmaxBasic", [[4, 0]]],
-  [6, " - einstein_v2(\" output0[B0, N, M] +=! input0[B0, N, K] * input1[B0, K, M]; \", input_dict={ \"input0\" : { \"dtype\" : \"float32\", \"shape\" : [3168, 66, 66]} ,  \"input1\" : { \"dtype\" : \"float32\", \"shape\" : [3168, 66, 64]} })", "BatchMatMul", [[5, 0], [3, 0]]]
-])elk";
+// tests/data/elk-tiny.json, written in the artifact's format: [id, einstein_v2 expression, type, inputs];
+// 99 is the batch, 66 the sequence.
+nlohmann::json elk_tiny() {
+  return read_json_file(test::source_path("tests/data/elk-tiny.json"));
+}
 
 TEST(ElkModelFile, ADecodeStepsShapesAndWhatItLoads) {
   // Batch 4, KV length 16. The Dot: [4 x 1 x 64] x [64 x 128], a weight of 64 x 128 x 2 B = 16,384 B. The
   // scores: 99 x 32 = 3,168 -> 128 products of [1 x 64] x [64 x 16], the keys 128 x 64 x 16 x 2 = 262,144 B
   // of KV cache. Softmax: 128 rows (one query each) of 16. The context: 128 x [1 x 16] x [16 x 64].
   const ServingProgram p =
-      read_elk_model(nlohmann::json::parse(kElkFile), "tiny.json", {4, 16, 0}, *serving_chip_preset("elk-1472"));
+      read_elk_model(elk_tiny(), "tiny.json", {4, 16, 0}, *serving_chip_preset("elk-1472"));
   ASSERT_EQ(4u, p.ops.size());
   EXPECT_EQ(1, p.layers);
   const TensorOperator& dot = p.ops[0].op;
@@ -158,16 +155,15 @@ TEST(ElkModelFile, MalformedNodesAreNamed) {
   }
   EXPECT_THROW(read_elk_model(nlohmann::json::object(), "o.json", {4, 16, 0}, *serving_chip_preset("elk-1472")),
                InputError);
-  EXPECT_THROW(read_elk_model(nlohmann::json::parse(kElkFile), "tiny.json", {4, 16, 2},
+  EXPECT_THROW(read_elk_model(elk_tiny(), "tiny.json", {4, 16, 2},
                               *serving_chip_preset("elk-1472")),
                InputError);  // one layer only
 }
 
 TEST(ServeCommand, SchedulesReplaysAndBoundsTheTinyModel) {
   const std::string dir = test::temp_dir("serve");
-  test::write_text(dir + "/tiny.json", kElkFile);
-  const test::CommandResult r =
-      test::run_command(MLSYS_T10_BIN, "serve " + dir + "/tiny.json --batch 4 --seq 16 --timeout 2 --json");
+  const test::CommandResult r = test::run_command(
+      MLSYS_T10_BIN, "serve " + test::source_path("tests/data/elk-tiny.json") + " --batch 4 --seq 16 --timeout 2 --json");
   ASSERT_EQ(0, r.exit_code) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_TRUE(j.at("fits").get<bool>());

@@ -18,7 +18,6 @@ namespace {
 constexpr double kSyncCycles = 118;   // SYNC_CYCLES
 constexpr double kBufferIters = 2;    // BUFFER_ITERS: every shift is double-buffered, two syncs
 constexpr int64_t kChipCores = 1472;  // IPU2_NUM_CORES: beyond it, INTER_CHIP_OVERHEAD
-constexpr double kInterChip = 1.25;   // INTER_CHIP_OVERHEAD
 constexpr double kUtilThreshold = 0.9, kPadThreshold = 0.9;  // CORE_UTIL_THRESHOLD, DATA_PAD_THRESHOLD
 
 // The plan in the model's indexing: dimensions (m, n, k), tensors (C, A, B).
@@ -379,9 +378,9 @@ CalibratedCost calibrated_cost(const Problem& pr, const Plan& plan, bool message
   shuffle(c, e, cost);
   cost.shuffle = cost.shuffle_output + cost.shuffle_sync + cost.gather + cost.reduce;
   if (pr.chip.cores > kChipCores) {
-    cost.inter_chip = kInterChip;
-    cost.sync_shift *= kInterChip;
-    cost.shuffle *= kInterChip;
+    cost.inter_chip = pr.chip.inter_chip_overhead;
+    cost.sync_shift *= cost.inter_chip;
+    cost.shuffle *= cost.inter_chip;
   }
   cost.total = cost.compute + cost.sync_shift + cost.shuffle;
   cost.warm_up = warm_up(c, e, cost.no_copy_cold_bytes, cost.no_copy_input_bytes);

@@ -32,6 +32,9 @@ struct Chip {  // T1 defaults: Graphcore IPU Mk2
   // sender sends each copy in turn (false). No public source we found settles it for the IPU exchange
   // (docs/t10-model.md#broadcast): a parameter, off by default, as the engine had it.
   bool exchange_multicast = false;
+  // The calibrated model's INTER_CHIP_OVERHEAD: shifts and shuffles cost this much more when the cores span
+  // more than one chip's 1,472 (docs/t10-model.md#calibrated).
+  double inter_chip_overhead = 1.25;
 };
 
 struct Problem {
