@@ -128,7 +128,7 @@ int run_serve(const ServeArgs& a) {
   std::optional<ServingReplay> replay;
   if (!a.no_simulate && fits) {
     PerfettoTrace trace("t10 serve: " + a.model_path);
-    replay = replay_serving(program, chip, r.choices, a.trace_path.empty() ? nullptr : &trace);
+    replay = replay_serving(program, chip, r.choices, r.lookahead, a.trace_path.empty() ? nullptr : &trace);
     if (!a.trace_path.empty()) trace.write(a.trace_path);
   }
   if (!a.html_path.empty())
@@ -148,6 +148,7 @@ int run_serve(const ServeArgs& a) {
         {"layers", program.layers},
         {"operators", program.ops.size()},
         {"policy", a.policy},
+        {"load_lookahead", r.lookahead},
         {"latency_ms", latency},
         {"fits", fits && hbm_fits},
         {"peak_sram_bytes", t.peak_sram_bytes},

@@ -45,6 +45,7 @@ struct Space {
   std::vector<int> class_of;                       // per operator
   std::vector<std::vector<ServingChoice>> choices;  // per operator (shared by its class)
   int64_t evaluations = 0;
+  int lookahead = 1;
 
   std::vector<ServingChoice> pick(const std::vector<int>& index) const {
     std::vector<ServingChoice> out;
@@ -54,7 +55,7 @@ struct Space {
   }
   double makespan(const std::vector<int>& index) {
     ++evaluations;
-    const ServingTimeline t = serving_timeline(program, chip, pick(index));
+    const ServingTimeline t = serving_timeline(program, chip, pick(index), lookahead);
     return t.overflow ? kInfeasible : t.makespan;
   }
 };
@@ -161,9 +162,22 @@ ServingResult serve(const ServingProgram& program, const ServingChip& chip, cons
     const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                              std::chrono::duration<double>(options.seconds));
     index = local_search(s, index, best, deadline, options);
+    // Then the load order: a small load may pass large ones that wait for room.
+    for (int lookahead : {2, 3, 4, 6, 8, 12, 16}) {
+      if (Clock::now() >= deadline) break;
+      const int kept = s.lookahead;
+      s.lookahead = lookahead;
+      const double m = s.makespan(index);
+      if (m < best * (1 - 1e-12))
+        best = m;
+      else
+        s.lookahead = kept;
+    }
+    if (s.lookahead > 1) index = local_search(s, index, best, deadline, options);
   }
   r.choices = s.pick(index);
-  r.timeline = serving_timeline(program, chip, r.choices);
+  r.lookahead = s.lookahead;
+  r.timeline = serving_timeline(program, chip, r.choices, r.lookahead);
   r.evaluations = s.evaluations;
   r.schedule_seconds = std::chrono::duration<double>(Clock::now() - start).count() - r.options_seconds;
   return r;

@@ -9,7 +9,8 @@
 //   cold layout, as the timeline counts them.
 // - `ours` (the default): from the better of those two, a local search over the options of each class of
 //   identical operators (a layer's QKV projection is one class over all layers), accepting a change when the
-//   timeline's makespan falls; never worse than either start.
+//   timeline's makespan falls, then over the HBM channel's lookahead (how many loads waiting for room a
+//   smaller one may pass); never worse than either start.
 #pragma once
 
 #include <functional>
@@ -26,6 +27,7 @@ const char* to_string(ServingPolicy policy);
 
 struct ServingResult {
   std::vector<ServingChoice> choices;
+  int lookahead = 1;  // how many waiting loads the HBM channel may look past (serving_next_load)
   ServingTimeline timeline;
   double lower_bound = 0;  // cycles, serving_lower_bound over the same option sets
   double elk_makespan = 0, fastest_makespan = 0;  // the baselines' makespans (0: overflow)

@@ -99,6 +99,36 @@ TEST(ServingTimeline, AnOperatorThatCannotFitIsNamedWithItsTerms) {
   EXPECT_NE(std::string::npos, message.find("1200 B > 1000 B")) << message;
 }
 
+TEST(ServingTimeline, ASmallLoadMayPassALargeOneThatWaitsForRoom) {
+  // SRAM 1,000 B. Operator 0 (hot 600) runs 100..500 all compute. Load 1 (preload 500, 200 HBM cycles) cannot
+  // start beside it (1,100 B). In operator order it waits until 500: 500..700, operator 1 700..750, then
+  // load 2 (preload 100, 300 cycles) 700..1,000 and operator 2 1,000..1,050. With a lookahead of 2 load 2
+  // passes: beside operator 0 it needs 700 B, and once operator 0 ends load 1 still fits beside it (500 +
+  // 100): load 2 100..400, load 1 500..700, operators 1 and 2 700..800.
+  ServingProgram p;
+  for (const auto& [name, bytes] : {std::pair{"a", 10000}, std::pair{"b", 20000}, std::pair{"c", 30000}}) {
+    ServingOperator op;
+    op.op.name = name;
+    op.hbm = HbmOperand::Weight;
+    op.hbm_bytes = bytes;
+    p.ops.push_back(op);
+  }
+  const std::vector<ServingChoice> c{choice(400, 400, 600, 300, 10000), choice(50, 50, 500, 500, 20000),
+                                     choice(50, 50, 200, 100, 30000)};
+  const ServingTimeline in_order = serving_timeline(p, round_chip(), c, 1);
+  EXPECT_DOUBLE_EQ(500, in_order.loads[1].start);
+  EXPECT_DOUBLE_EQ(1050, in_order.makespan);
+  const ServingTimeline passing = serving_timeline(p, round_chip(), c, 2);
+  EXPECT_DOUBLE_EQ(100, passing.loads[2].start);
+  EXPECT_DOUBLE_EQ(400, passing.loads[2].end);
+  EXPECT_DOUBLE_EQ(500, passing.loads[1].start);
+  EXPECT_DOUBLE_EQ(800, passing.makespan);
+  EXPECT_LE(passing.peak_sram_bytes, 1000);
+  const ServingReplay replay = replay_serving(p, round_chip(), c, 2);
+  EXPECT_TRUE(replay.agrees) << replay.disagreement;
+  EXPECT_NEAR(800, replay.makespan, 1e-9 * 800);
+}
+
 TEST(ServingReplay, TheSystemCEngineGivesTheTimelinesMakespanAndPeak) {
   const ServingProgram p = two_ops();
   for (int64_t sram : {1000, 900})

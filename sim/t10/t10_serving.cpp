@@ -66,14 +66,43 @@ int64_t serving_sram_now(const ServingResidency& r) {
   return use;
 }
 
-bool serving_load_admissible(const ServingResidency& r, int i, int64_t sram) {
-  for (int j = r.first_unended; j <= i; ++j) {
+namespace {
+// Whether every operator from `from` on fits while it runs beside the held loads of later operators.
+bool fits_from(const ServingResidency& r, const std::vector<bool>& held, int from, int64_t sram) {
+  const int n = static_cast<int>(r.choices.size());
+  int last = from - 1;
+  for (int k = from; k < n; ++k)
+    if (held[k]) last = k;
+  for (int j = from; j <= last; ++j) {
     int64_t use = serving_running_bytes(r.choices[j]);
-    for (int k = j + 1; k <= i; ++k)
-      if (r.load_started[k] || k == i) use += r.choices[k].preload_bytes;
+    for (int k = j + 1; k <= last; ++k)
+      if (held[k]) use += r.choices[k].preload_bytes;
     if (use > sram) return false;
   }
   return true;
+}
+}  // namespace
+
+int serving_next_load(const ServingResidency& r, const std::vector<bool>& has_load, int lookahead, int64_t sram) {
+  const int n = static_cast<int>(r.choices.size());
+  int first_waiting = -1;  // the earliest load not started: it must stay possible
+  for (int i = r.first_unended, tried = 0; i < n && tried < lookahead; ++i) {
+    if (!has_load[i] || r.load_started[i]) continue;
+    ++tried;
+    std::vector<bool> held(r.load_started);
+    held[i] = true;
+    // Now: every operator from the first unended one on fits beside the started loads and this one.
+    if (!fits_from(r, held, r.first_unended, sram)) {
+      if (first_waiting < 0) first_waiting = i;
+      continue;
+    }
+    if (first_waiting < 0) return i;
+    // Passing earlier loads: once the operators before them have ended, they must still fit beside this one.
+    for (int k = first_waiting; k < i; ++k)
+      if (has_load[k] && !r.load_started[k]) held[k] = true;
+    if (fits_from(r, held, first_waiting, sram)) return i;
+  }
+  return -1;
 }
 
 double serving_hbm_cycles(const ServingChip& chip, const ServingChoice& c) {
@@ -101,14 +130,16 @@ namespace {
 // The walk over events: the load in flight and the operator running, advanced to the next event.
 class TimelineWalk {
  public:
-  TimelineWalk(const ServingProgram& program, const ServingChip& chip, const std::vector<ServingChoice>& choices)
-      : program_(program), chip_(chip), c_(choices), n_(static_cast<int>(choices.size())) {
+  TimelineWalk(const ServingProgram& program, const ServingChip& chip, const std::vector<ServingChoice>& choices,
+               int lookahead)
+      : program_(program), chip_(chip), c_(choices), n_(static_cast<int>(choices.size())), lookahead_(lookahead) {
     t_.loads.assign(n_, {});
     t_.ops.assign(n_, {});
     loaded_.assign(n_, false);
     started_load_.assign(n_, false);
     for (int i = 0; i < n_; ++i) {
       loaded_[i] = c_[i].preload_bytes == 0 && c_[i].hbm_bytes == 0;
+      has_load_.push_back(!loaded_[i]);
       t_.hbm_bytes += static_cast<double>(c_[i].hbm_bytes);
     }
   }
@@ -119,7 +150,6 @@ class TimelineWalk {
         t_.overflow = overflow_with(i, i, 0);
         return t_;
       }
-    next_load_ = first_load_from(0);
     while (ended_ < n_) {
       try_start_load();
       try_start_op();
@@ -130,10 +160,6 @@ class TimelineWalk {
   }
 
  private:
-  int first_load_from(int i) const {
-    while (i < n_ && loaded_[i]) ++i;
-    return i;
-  }
   ServingResidency residency() const { return {c_, started_load_, ended_, running_}; }
   void record(const std::string& what, int op) {
     const int64_t sram = serving_sram_now(residency());
@@ -141,10 +167,10 @@ class TimelineWalk {
     t_.events.push_back({now_, what, op, sram});
   }
   void try_start_load() {
-    if (loading_ >= 0 || next_load_ >= n_ ||
-        !serving_load_admissible(residency(), next_load_, chip_.chip.sram_bytes_per_core))
-      return;
-    loading_ = next_load_;
+    if (loading_ >= 0) return;
+    const int next = serving_next_load(residency(), has_load_, lookahead_, chip_.chip.sram_bytes_per_core);
+    if (next < 0) return;
+    loading_ = next;
     started_load_[loading_] = true;
     const ServingChoice& c = c_[loading_];
     LoadSpan& span = t_.loads[loading_];
@@ -155,7 +181,6 @@ class TimelineWalk {
     t_.noc_load_cycles += span.noc_cycles;
     remaining_ = 1;
     record("load start", loading_);
-    next_load_ = first_load_from(loading_ + 1);
   }
   void try_start_op() {
     if (running_ >= 0 || next_op_ >= n_ || !loaded_[next_op_]) return;
@@ -179,7 +204,7 @@ class TimelineWalk {
     }
     if (op_end == inf && load_end == inf) {
       // Nothing can move: only an operator that cannot fit with its own load does this, caught above.
-      t_.overflow = overflow_with(next_op_, next_load_ < n_ ? next_load_ : next_op_, now_);
+      t_.overflow = overflow_with(next_op_, next_op_, now_);
       ended_ = n_;
       return;
     }
@@ -221,16 +246,17 @@ class TimelineWalk {
   const std::vector<ServingChoice>& c_;
   const int n_;
   ServingTimeline t_;
-  std::vector<bool> loaded_, started_load_;
+  std::vector<bool> loaded_, started_load_, has_load_;
+  const int lookahead_;
   double now_ = 0, remaining_ = 0;
-  int loading_ = -1, running_ = -1, next_load_ = 0, next_op_ = 0, ended_ = 0;
+  int loading_ = -1, running_ = -1, next_op_ = 0, ended_ = 0;
 };
 
 }  // namespace
 
 ServingTimeline serving_timeline(const ServingProgram& program, const ServingChip& chip,
-                                 const std::vector<ServingChoice>& choices) {
-  return TimelineWalk(program, chip, choices).run();
+                                 const std::vector<ServingChoice>& choices, int lookahead) {
+  return TimelineWalk(program, chip, choices, std::max(1, lookahead)).run();
 }
 
 double serving_lower_bound(const ServingProgram& program, const ServingChip& chip,

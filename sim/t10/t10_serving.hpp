@@ -63,9 +63,9 @@ struct ServingChoice {
 };
 ServingChoice serving_choice(const ServingOperator& op, const OperatorOption& option);
 
-// The timeline of a schedule (docs/t10-serving.md#timeline). Loads go through the HBM channel one at a time in
-// operator order, each as soon as the previous load is done and every core has room for it until its
-// operator ends. A load is limited by HBM (hbm_bytes / bandwidth) and by the NoC (preload_bytes per core at
+// The timeline of a schedule (docs/t10-serving.md#timeline). Loads go through the HBM channel one at a time,
+// each as soon as the previous load is done and every core has room for it until its operator ends: in
+// operator order, or passing up to `lookahead - 1` earlier loads that wait for room (serving_next_load). A load is limited by HBM (hbm_bytes / bandwidth) and by the NoC (preload_bytes per core at
 // the per-core share); the running operator's exchanges have the NoC first, so during an operator a load's
 // NoC part advances only in the operator's compute share (compute / time). An operator starts when the one
 // before it has ended and its load is done, and runs for its option's time.
@@ -101,7 +101,7 @@ struct ServingTimeline {
   std::optional<SramOverflow> overflow;  // set when some operator cannot fit even alone
 };
 ServingTimeline serving_timeline(const ServingProgram& program, const ServingChip& chip,
-                                 const std::vector<ServingChoice>& choices);
+                                 const std::vector<ServingChoice>& choices, int lookahead = 1);
 
 // The timeline's rules, which the analytic walk above and the SystemC replay (t10_serving_sim) both apply.
 // What an operator holds per core while it runs: its hot plan, and the cold copy of its loaded operand until
@@ -116,9 +116,12 @@ struct ServingResidency {
 };
 // Bytes per core now: the running operator's, plus every started load whose operator has not run yet.
 int64_t serving_sram_now(const ServingResidency& r);
-// Whether load `i` may start: while each operator from the first unended one to i runs, its running bytes
-// and the loads of later operators up to i (started, and i itself) fit `sram` bytes.
-bool serving_load_admissible(const ServingResidency& r, int i, int64_t sram);
+// Which load the HBM channel starts now, or -1: among the first `lookahead` loads not started (operator
+// order), the first that fits with every earlier one of them reserved: while each operator from the first
+// unended one on runs, its running bytes plus the started and reserved loads of later operators fit `sram`.
+// Lookahead 1 loads in operator order; more lets a small load pass a large one that waits for room, never
+// at the expense of the earlier ones (they stay reserved, so none is starved).
+int serving_next_load(const ServingResidency& r, const std::vector<bool>& has_load, int lookahead, int64_t sram);
 // The fraction of a load done per cycle: HBM-bound, or NoC-bound within the share the running operator's
 // exchanges leave (its compute over its time).
 double serving_load_rate(const ServingChip& chip, const ServingChoice& loading, const ServingChoice* running);

@@ -22,6 +22,7 @@ struct SharedState {
   const std::vector<ServingChoice>& choices;
   std::vector<bool> load_started, loaded;
   int first_unended = 0, running = -1;
+  int lookahead = 1;
   sc_event changed;  // an operator started or ended, or a load ended
   ServingReplay& out;
   TraceObserver* trace;
@@ -50,9 +51,13 @@ class HbmChannel : public sc_module {
  private:
   void run() {
     const int n = static_cast<int>(s_.choices.size());
-    for (int i = 0; i < n; ++i) {
-      if (s_.loaded[i]) continue;
-      while (!serving_load_admissible(s_.residency(), i, s_.chip.chip.sram_bytes_per_core)) wait(s_.changed);
+    std::vector<bool> has_load(n);
+    int pending = 0;
+    for (int i = 0; i < n; ++i) pending += has_load[i] = !s_.loaded[i];
+    for (; pending > 0; --pending) {
+      int i;
+      while ((i = serving_next_load(s_.residency(), has_load, s_.lookahead, s_.chip.chip.sram_bytes_per_core)) < 0)
+        wait(s_.changed);
       s_.load_started[i] = true;
       const double start = now_cycles();
       s_.check_sram("load start " + s_.program.ops[i].op.name);
@@ -114,12 +119,12 @@ class ComputeArray : public sc_module {
 }  // namespace
 
 ServingReplay replay_serving(const ServingProgram& program, const ServingChip& chip,
-                             const std::vector<ServingChoice>& choices, TraceObserver* trace) {
+                             const std::vector<ServingChoice>& choices, int lookahead, TraceObserver* trace) {
   prepare_systemc_kernel();
   ServingReplay out;
   {
     SharedState s{program, chip, choices, std::vector<bool>(choices.size(), false),
-                  std::vector<bool>(choices.size(), false), 0, -1, sc_event("changed"), out, trace};
+                  std::vector<bool>(choices.size(), false), 0, -1, lookahead, sc_event("changed"), out, trace};
     for (size_t i = 0; i < choices.size(); ++i) s.loaded[i] = choices[i].hbm_bytes == 0 && choices[i].preload_bytes == 0;
     if (trace) {
       s.hbm_track = trace->track("HBM");
@@ -131,7 +136,7 @@ ServingReplay replay_serving(const ServingProgram& program, const ServingChip& c
     sc_start();
   }
   reset_systemc_kernel();
-  const ServingTimeline analytic = serving_timeline(program, chip, choices);
+  const ServingTimeline analytic = serving_timeline(program, chip, choices, lookahead);
   const bool same_time = std::abs(out.makespan - analytic.makespan) <= 1e-9 * std::max(1.0, analytic.makespan);
   if (out.disagreement.empty() && !same_time)
     out.disagreement = "makespan " + std::to_string(out.makespan) + " cycles against the analytic " +

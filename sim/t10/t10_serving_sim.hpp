@@ -21,6 +21,7 @@ struct ServingReplay {
 
 // `trace`, if given, gets tracks "HBM", "NoC (loads)" and "compute" and a counter "SRAM per core".
 ServingReplay replay_serving(const ServingProgram& program, const ServingChip& chip,
-                             const std::vector<ServingChoice>& choices, TraceObserver* trace = nullptr);
+                             const std::vector<ServingChoice>& choices, int lookahead = 1,
+                             TraceObserver* trace = nullptr);
 
 }  // namespace mlsys::t10
