@@ -84,7 +84,7 @@ std::vector<int> elk_rule(const Space& s) {
     for (int o = 0; o < static_cast<int>(s.choices[i].size()); ++o) {
       const ServingChoice& c = s.choices[i][o];
       const int64_t running = serving_running_bytes(c);
-      if (running < s.choices[i][smallest].option.hot) smallest = o;
+      if (running < serving_running_bytes(s.choices[i][smallest])) smallest = o;
       if (static_cast<double>(running) > static_cast<double>(sram) - kColdThreshold * reserve) continue;
       if (best < 0 || c.option.time() < s.choices[i][best].option.time()) best = o;
     }
