@@ -20,11 +20,13 @@ namespace mlsys::t10 {
 CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
   CLI::App* serve = app.add_subcommand(
       "serve", "one LLM decode step with HBM behind the chip: loads scheduled beside execution, replayed");
-  serve->add_option("model", a.model_path, "an Elk model file (platformxlab/elk models/original/*.json)")
+  serve->add_option("model", a.model_path,
+                    "an Elk model file (platformxlab/elk models/original/*.json), or a T10 model file from "
+                    "mlsys-import --t10 of a decoder with a KV cache")
       ->required();
-  serve->add_option("--batch", a.batch, "sequences decoded together")->required()->check(CLI::Range(1, 1 << 20));
-  serve->add_option("--seq", a.sequence, "the KV cache's length (tokens so far)")
-      ->required()
+  serve->add_option("--batch", a.batch, "sequences decoded together (Elk model files only)")
+      ->check(CLI::Range(1, 1 << 20));
+  serve->add_option("--seq", a.sequence, "the KV cache's length, tokens so far (Elk model files only)")
       ->check(CLI::Range(1, 1 << 24));
   serve->add_option("--layers", a.layers, "only the first N layers (default all)")->check(CLI::Range(1, 100000));
   std::string presets;
@@ -102,6 +104,12 @@ nlohmann::json timeline_json(const ServingProgram& p, const ServingChip& chip, c
   return ops;
 }
 
+// ", batch B, KV length L" for an Elk model file; nothing for an imported one (its shapes are its own).
+std::string shape_text(const ServeArgs& a) {
+  if (a.batch < 1) return "";
+  return ", batch " + std::to_string(a.batch) + ", KV length " + std::to_string(a.sequence);
+}
+
 }  // namespace
 
 int run_serve(const ServeArgs& a) {
@@ -114,8 +122,8 @@ int run_serve(const ServeArgs& a) {
   if (a.hbm_gbps > 0) chip.hbm_gbps = a.hbm_gbps;
   if (chip.hbm_gbps <= 0)
     throw InputError(a.chip, "hbm_gbps", "", "the chip has no HBM: serving loads weights and the KV cache from it");
-  const ServingProgram program = read_elk_model(read_json_file(a.model_path), a.model_path,
-                                                {a.batch, a.sequence, a.layers}, chip);
+  const ServingProgram program = read_serving_model(read_json_file(a.model_path), a.model_path,
+                                                    {a.batch, a.sequence, a.layers}, chip);
   ServeOptions options;
   options.policy = *serving_policy_from(a.policy);
   options.seconds = a.seconds;
@@ -132,9 +140,7 @@ int run_serve(const ServeArgs& a) {
     if (!a.trace_path.empty()) trace.write(a.trace_path);
   }
   if (!a.html_path.empty())
-    write_file_atomic(a.html_path, serving_report_html(program, chip, r, a.model_path + ", batch " +
-                                                                         std::to_string(a.batch) + ", KV length " +
-                                                                         std::to_string(a.sequence)));
+    write_file_atomic(a.html_path, serving_report_html(program, chip, r, a.model_path + shape_text(a)));
   const double latency = chip.cycles_to_ms(t.makespan), bound = chip.cycles_to_ms(r.lower_bound);
   const double gap = bound > 0 ? (latency / bound - 1) * 100 : 0;
   if (a.json_out) {
@@ -143,8 +149,8 @@ int run_serve(const ServeArgs& a) {
         {"chip", {{"name", chip.chip.name}, {"cores", chip.chip.cores}, {"sram_bytes_per_core", chip.chip.sram_bytes_per_core},
                   {"hbm_gbps", chip.hbm_gbps}, {"noc_gib_per_core", chip.noc_gib_per_core}, {"chips", chip.chips},
                   {"inter_chip_overhead", chip.chip.inter_chip_overhead}}},
-        {"batch", a.batch},
-        {"seq", a.sequence},
+        {"batch", a.batch > 0 ? nlohmann::json(a.batch) : nlohmann::json()},
+        {"seq", a.sequence > 0 ? nlohmann::json(a.sequence) : nlohmann::json()},
         {"layers", program.layers},
         {"operators", program.ops.size()},
         {"policy", a.policy},
@@ -168,8 +174,8 @@ int run_serve(const ServeArgs& a) {
                          {"agrees", replay->agrees}};
     std::cout << j.dump(2) << "\n";
   } else {
-    std::cout << program.ops.size() << " operators in " << program.layers << " layers, batch " << a.batch
-              << ", KV length " << a.sequence << ", " << chip.chip.cores << " cores, HBM "
+    std::cout << program.ops.size() << " operators in " << program.layers << (program.layers == 1 ? " layer" : " layers") << shape_text(a) << ", "
+              << chip.chip.cores << " cores, HBM "
               << format_number(chip.hbm_gbps) << " GB/s\n"
               << "decode step: " << format_number(std::round(latency * 1e4) / 1e4) << " ms (policy " << a.policy
               << "); lower bound " << format_number(std::round(bound * 1e4) / 1e4) << " ms, proven gap "

@@ -190,6 +190,82 @@ TEST(ElkModelFile, MalformedNodesAreNamed) {
                InputError);  // one layer only
 }
 
+// A T10 model file as mlsys-import --t10 writes it for a decode step: one layer of batch 2, two heads of 8,
+// a cache of 5 positions. The products say what they load; the sizes below are derived by hand.
+nlohmann::json imported_step() {
+  return nlohmann::json::parse(R"({"t10_program": {"name": "step", "dtype_bytes": 2, "ops": [
+    {"name": "qkv", "type": "matmul", "m": 2, "k": 16, "n": 48, "hbm": "weight", "hbm_bytes": 1536},
+    {"name": "scores", "type": "matmul", "batch": 4, "m": 1, "k": 8, "n": 6, "hbm": "kv_cache", "hbm_bytes": 320},
+    {"name": "softmax", "type": "rowwise", "m": 4, "n": 6},
+    {"name": "context", "type": "matmul", "batch": 4, "m": 1, "k": 6, "n": 8, "hbm": "kv_cache", "hbm_bytes": 320},
+    {"name": "proj", "type": "matmul", "m": 2, "k": 16, "n": 16, "hbm": "weight", "hbm_bytes": 512}]}})");
+}
+
+TEST(ImportedServingModel, ProductsSayWhatTheyLoad) {
+  // Weights: 16 x 48 x 2 = 1,536 B and 16 x 16 x 2 = 512 B. Keys: 2 x 2 heads x 5 cached x 8 x 2 = 320 B (the
+  // sixth key, this step's, is computed on chip).
+  const ServingProgram p = read_serving_model(imported_step(), "step.json", {}, *serving_chip_preset("elk-1472"));
+  ASSERT_EQ(5u, p.ops.size());
+  EXPECT_EQ(1, p.layers);
+  EXPECT_EQ(5u, p.program.ops.size());
+  const std::vector<HbmOperand> kinds{HbmOperand::Weight, HbmOperand::KvCache, HbmOperand::None,
+                                      HbmOperand::KvCache, HbmOperand::Weight};
+  const std::vector<int64_t> bytes{1536, 320, 0, 320, 512};
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    EXPECT_EQ(kinds[i], p.ops[i].hbm) << i;
+    EXPECT_EQ(bytes[i], p.ops[i].hbm_bytes) << i;
+  }
+}
+
+TEST(ImportedServingModel, BadTagsAreNamedWithTheirField) {
+  const ServingChip chip = *serving_chip_preset("elk-1472");
+  auto field_of = [&](nlohmann::json doc, const ServingShape& shape = {}) -> std::string {
+    try {
+      read_serving_model(doc, "step.json", shape, chip);
+    } catch (const InputError& e) {
+      EXPECT_EQ("step.json", e.file());
+      return e.field();
+    }
+    return "accepted";
+  };
+  nlohmann::json d = imported_step();
+  d["t10_program"]["ops"][2]["hbm"] = "weight";  // a row-wise operator loads nothing
+  EXPECT_EQ("ops[2].hbm", field_of(d));
+  d = imported_step();
+  d["t10_program"]["ops"][1]["hbm_bytes"] = 4 * 8 * 6 * 2 + 1;  // one byte more than the whole operand
+  EXPECT_EQ("ops[1].hbm_bytes", field_of(d));
+  d = imported_step();
+  d["t10_program"]["ops"][0]["hbm"] = "host";
+  EXPECT_EQ("ops[0].hbm", field_of(d));
+  d = imported_step();
+  d["t10_program"]["ops"][0].erase("hbm");
+  EXPECT_EQ("ops[0].hbm_bytes", field_of(d));  // bytes without a kind
+  d = imported_step();
+  for (auto& op : d["t10_program"]["ops"]) op.erase("hbm"), op.erase("hbm_bytes");
+  EXPECT_EQ("ops", field_of(d));  // nothing to load: an old import
+  EXPECT_EQ("--batch", field_of(imported_step(), {4, 0, 0}));  // its shapes are its own
+  EXPECT_EQ("--layers", field_of(imported_step(), {0, 0, 2}));
+  EXPECT_EQ("--batch", field_of(elk_tiny()));  // an Elk file needs them
+}
+
+TEST(ServeCommand, ServesAnImportedStepWithTheShapesItWasImportedWith) {
+  const std::string path = test::temp_dir("serve-imported") + "/step.json";
+  test::write_text(path, imported_step().dump());
+  const test::CommandResult r = test::run_command(MLSYS_T10_BIN, "serve " + path + " --timeout 2 --json");
+  ASSERT_EQ(0, r.exit_code) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(1536 + 320 + 320 + 512, j.at("hbm_bytes").get<int64_t>());  // every loaded byte once
+  EXPECT_TRUE(j.at("batch").is_null());
+  EXPECT_TRUE(j.at("fits").get<bool>());
+  EXPECT_TRUE(j.at("simulation").at("agrees").get<bool>());
+  EXPECT_NEAR(j.at("latency_ms").get<double>(), j.at("simulation").at("latency_ms").get<double>(),
+              1e-9 * j.at("latency_ms").get<double>());
+  const test::CommandResult given = test::run_command(MLSYS_T10_BIN, "serve " + path + " --batch 4");
+  EXPECT_EQ(2, given.exit_code);
+  EXPECT_NE(std::string::npos, given.err.find("--batch")) << given.err;
+  EXPECT_NE(std::string::npos, given.err.find("mlsys-import")) << given.err;
+}
+
 TEST(ServeCommand, SchedulesReplaysAndBoundsTheTinyModel) {
   const std::string dir = test::temp_dir("serve");
   const test::CommandResult r = test::run_command(

@@ -122,3 +122,48 @@ class MixerBlock(nn.Module):
     def forward(self, x):
         x = x + self.token_mlp(self.ln1(x).transpose(1, 2)).transpose(1, 2)
         return x + self.channel_mlp(self.ln2(x))
+
+
+class GPT2DecodeStep(nn.Module):
+    """One decode step of a GPT-2-style stack with a KV cache, as LLM serving runs it: the next token of each
+    sequence in the batch (ids [batch, 1]) and, per layer, the cached keys and values [batch, heads, L, head_dim]
+    as graph inputs. Each layer appends its new key and value rows to the cache (a Concat) and attends over all
+    L + 1 positions; the outputs are the logits and every layer's new rows (what serving writes back)."""
+
+    def __init__(self, layers: int = 2, d_model: int = 768, heads: int = 12, vocab: int = 50257, max_seq: int = 4096):
+        super().__init__()
+        self.heads, self.head_dim = heads, d_model // heads
+        self.wte, self.wpe = nn.Embedding(vocab, d_model), nn.Embedding(max_seq, d_model)
+        self.blocks = nn.ModuleList(GPT2Block(d_model, heads, 1) for _ in range(layers))
+        self.ln_f = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, vocab, bias=False)
+
+    def forward(self, ids, *cache):
+        b, d = ids.shape[0], self.wte.embedding_dim
+        x = self.wte(ids) + self.wpe.weight[cache[0].shape[2]]
+        new_rows = []
+        for i, block in enumerate(self.blocks):
+            q, k, v = (t.view(b, 1, self.heads, self.head_dim).transpose(1, 2)
+                       for t in block.attn.qkv(block.ln1(x)).split(d, dim=2))
+            keys, values = torch.cat([cache[2 * i], k], dim=2), torch.cat([cache[2 * i + 1], v], dim=2)
+            scores = (q @ keys.transpose(-2, -1)) * (1.0 / math.sqrt(self.head_dim))
+            y = torch.softmax(scores, dim=-1) @ values
+            x = x + block.attn.proj(y.transpose(1, 2).reshape(b, 1, d))
+            x = x + block.mlp(block.ln2(x))
+            new_rows += [k, v]
+        return (self.head(self.ln_f(x)), *new_rows)
+
+
+def decode_step_inputs(model: GPT2DecodeStep, batch: int, cached: int):
+    """Example inputs of a decode step: token ids and a random cache of `cached` positions per layer."""
+    shape = (batch, model.heads, cached, model.head_dim)
+    cache = [torch.randn(shape) for _ in range(2 * len(model.blocks))]
+    return (torch.randint(0, model.wte.num_embeddings, (batch, 1)), *cache)
+
+
+def decode_step_names(model: GPT2DecodeStep):
+    """ONNX input and output names: ids, past_key_i / past_value_i; logits, new_key_i / new_value_i."""
+    layers = range(len(model.blocks))
+    inputs = ["ids"] + [f"past_{kv}_{i}" for i in layers for kv in ("key", "value")]
+    outputs = ["logits"] + [f"new_{kv}_{i}" for i in layers for kv in ("key", "value")]
+    return inputs, outputs

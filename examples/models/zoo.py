@@ -4,7 +4,8 @@ the published architectures' (one block, or GPT-2 medium's 24 layers); `small` o
 import torch
 
 from .cnn import SmallCNN
-from .transformers import BertLayer, GPT2Block, GPT2Stack, MixerBlock, ViTBlock
+from .transformers import (BertLayer, GPT2Block, GPT2DecodeStep, GPT2Stack, MixerBlock, ViTBlock,
+                           decode_step_inputs, decode_step_names)
 
 
 def _ids(batch, seq, vocab):
@@ -32,6 +33,28 @@ ZOO = {
                   lambda: SmallCNN(16, 10), lambda: (torch.randn(1, 3, 32, 32),),
                   "stem 4x4/4, two 3x3 convolutions with BatchNorm, 1x1, pooling, classifier; 64x64 image"),
 }
+
+
+# Decode steps with a KV cache, for serving (`t10 serve`, docs/t10-serving.md#onnx): name -> (full factory,
+# small factory, what). Kept apart from ZOO: a decode step is not a whole-network problem for the graph lowering.
+DECODERS = {
+    "gpt2-decode": (lambda: GPT2DecodeStep(12, 768, 12, 50257, 4096), lambda: GPT2DecodeStep(2, 128, 2, 1000, 256),
+                    "GPT-2 small, one decode step: 12 layers (d=768, 12 heads), LM head, the KV cache as inputs"),
+}
+
+
+def export_decoder(name: str, path: str, size: str = "full", opset: int = 17, seed: int = 0) -> None:
+    """Writes a decode step as ONNX with symbolic "batch" and "past" (the cache's length) axes, pinned at import
+    (mlsys-import --t10 --dim batch=B --dim past=L); the example inputs are tiny, so no large cache is made."""
+    torch.manual_seed(seed)
+    full, small, _ = DECODERS[name]
+    module = (full() if size == "full" else small()).eval()
+    names_in, names_out = decode_step_names(module)
+    dynamic = {"ids": {0: "batch"}, "logits": {0: "batch"}}
+    dynamic.update({n: {0: "batch", 2: "past"} for n in names_in[1:]})
+    dynamic.update({n: {0: "batch"} for n in names_out[1:]})
+    torch.onnx.export(module, decode_step_inputs(module, 2, 3), path, opset_version=opset, do_constant_folding=True,
+                      input_names=names_in, output_names=names_out, dynamic_axes=dynamic)
 
 
 def build(name: str, size: str = "full", seed: int = 0):

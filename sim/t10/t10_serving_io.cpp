@@ -8,6 +8,7 @@
 #include <set>
 #include <tuple>
 
+#include "sim/t10/t10_program.hpp"
 #include "sim/t10/t10_serving_io.hpp"
 #include "sim/violation.hpp"
 
@@ -155,6 +156,44 @@ ServingOperator matmul(const Expression& e, const ServingShape& at, int64_t dtyp
   return op;
 }
 
+// Layers: each has two products with the KV cache (scores and context). The products with a weight before the
+// first of them (w of them: the Q, K and V projections, packed or not) open a layer, so layer i starts just after
+// the weight product that precedes the w weight products before its first KV product: the operators between
+// two layers' projections (the output projection, the MLP) stay with the layer they finish. Keeps the first
+// `keep` layers (all when 0).
+void assign_layers(ServingProgram& p, int keep, const std::string& file) {
+  std::vector<int> kv_products, weight_products;
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    if (p.ops[i].hbm == HbmOperand::KvCache) kv_products.push_back(static_cast<int>(i));
+    if (p.ops[i].hbm == HbmOperand::Weight) weight_products.push_back(static_cast<int>(i));
+  }
+  p.layers = std::max<int>(1, static_cast<int>(kv_products.size()) / 2);
+  const auto before = [&](int op) {  // weight products before operator `op`
+    return static_cast<int>(std::lower_bound(weight_products.begin(), weight_products.end(), op) -
+                            weight_products.begin());
+  };
+  const int opening = kv_products.empty() ? 0 : before(kv_products[0]);
+  std::vector<int> starts{0};  // the first operator of each layer
+  for (int layer = 1; layer < p.layers; ++layer) {
+    const int first_opening = before(kv_products[2 * layer]) - opening;  // index into weight_products
+    starts.push_back(first_opening > 0 ? weight_products[first_opening - 1] + 1 : 0);
+  }
+  for (size_t i = 0, layer = 0; i < p.ops.size(); ++i) {
+    while (layer + 1 < starts.size() && static_cast<int>(i) >= starts[layer + 1]) ++layer;
+    p.ops[i].layer = static_cast<int>(layer);
+  }
+  if (keep > 0) {
+    if (keep > p.layers)
+      throw InputError(file, "--layers", "", "the file has " + std::to_string(p.layers) + " layers");
+    p.ops.erase(std::remove_if(p.ops.begin(), p.ops.end(),
+                               [&](const ServingOperator& o) { return o.layer >= keep; }),
+                p.ops.end());
+    p.layers = keep;
+  }
+  p.program.ops.clear();
+  for (const ServingOperator& o : p.ops) p.program.ops.push_back(o.op);
+}
+
 }  // namespace
 
 ServingProgram read_elk_model(const nlohmann::json& doc, const std::string& file, const ServingShape& at,
@@ -169,7 +208,6 @@ ServingProgram read_elk_model(const nlohmann::json& doc, const std::string& file
   p.program.dtype_bytes = 2;  // the calibrated model's FP16
   p.batch = at.batch;
   p.sequence = at.sequence;
-  std::vector<int> kv_products;
   for (size_t i = 0; i < doc.size(); ++i) {
     const std::string field = "[" + std::to_string(i) + "]";
     auto fail = [&](const std::string& why) { throw InputError(file, field, "", why); };
@@ -182,7 +220,6 @@ ServingProgram read_elk_model(const nlohmann::json& doc, const std::string& file
     ServingOperator op;
     if (type == "Dot" || type == "BatchMatMul") {
       op = matmul(e, at, p.program.dtype_bytes, fail);
-      if (op.hbm == HbmOperand::KvCache) kv_products.push_back(static_cast<int>(p.ops.size()));
     } else if (kUnary.count(type) || kBinary.count(type) || kRowWise.count(type) || type == "Slice") {
       std::vector<int64_t> shape = decode_shape(e.inputs[0].shape, at);
       for (const Operand& in : e.inputs)  // a broadcast operand is the smaller one
@@ -214,27 +251,62 @@ ServingProgram read_elk_model(const nlohmann::json& doc, const std::string& file
     p.ops.push_back(op);
   }
   if (p.ops.empty()) throw InputError(file, "", "", "no operator of a decode step in the file");
-  // Layers: each has two products with the KV cache (scores and context); a layer starts at the first
-  // product with a weight after the previous layer's last one.
-  p.layers = std::max<int>(1, static_cast<int>(kv_products.size()) / 2);
-  int layer = 0;
-  for (size_t i = 0, next_kv = 0; i < p.ops.size(); ++i) {
-    if (next_kv >= 2 && next_kv % 2 == 0 && layer < static_cast<int>(next_kv / 2) &&
-        p.ops[i].hbm == HbmOperand::Weight)
-      layer = static_cast<int>(next_kv / 2);
-    if (next_kv < kv_products.size() && kv_products[next_kv] == static_cast<int>(i)) ++next_kv;
-    p.ops[i].layer = std::min(layer, p.layers - 1);
-  }
-  if (at.layers > 0) {
-    if (at.layers > p.layers)
-      throw InputError(file, "--layers", "", "the file has " + std::to_string(p.layers) + " layers");
-    p.ops.erase(std::remove_if(p.ops.begin(), p.ops.end(),
-                               [&](const ServingOperator& o) { return o.layer >= at.layers; }),
-                p.ops.end());
-    p.layers = at.layers;
-  }
-  for (const ServingOperator& o : p.ops) p.program.ops.push_back(o.op);
+  assign_layers(p, at.layers, file);
   return p;
+}
+
+ServingProgram read_imported_model(const nlohmann::json& doc, const std::string& file, const ServingShape& at,
+                                   const ServingChip& chip) {
+  if (at.batch > 0 || at.sequence > 0)
+    throw InputError(file, at.batch > 0 ? "--batch" : "--seq", "",
+                     "an imported model's shapes were fixed when it was imported: choose them with mlsys-import "
+                     "--dim (docs/t10-serving.md#onnx)");
+  ServingProgram p;
+  p.program = parse_program(doc, file);
+  p.program.chip = chip.chip;
+  p.name = p.program.name;
+  const nlohmann::json& ops = doc.contains("t10_program") ? doc["t10_program"]["ops"] : doc["ops"];
+  bool loads = false;
+  for (size_t i = 0; i < p.program.ops.size(); ++i) {
+    const std::string where = "ops[" + std::to_string(i) + "]";
+    ServingOperator op;
+    op.op = p.program.ops[i];
+    const nlohmann::json& j = ops[i];
+    if (j.contains("hbm")) {
+      const nlohmann::json& kind = j["hbm"];
+      if (!kind.is_string() || (kind != "weight" && kind != "kv_cache"))
+        throw InputError(file, where + ".hbm", "", "expected \"weight\" or \"kv_cache\", got " + kind.dump());
+      if (op.op.type != OperatorType::MatMul)
+        throw InputError(file, where + ".hbm", "", "only a product loads an operand from HBM (its second)");
+      op.hbm = kind == "weight" ? HbmOperand::Weight : HbmOperand::KvCache;
+      const int64_t operand = op.op.batch * op.op.k * op.op.n * p.program.dtype_bytes;
+      const nlohmann::json* bytes = j.contains("hbm_bytes") ? &j["hbm_bytes"] : nullptr;
+      if (!bytes || !bytes->is_number_integer() || bytes->get<int64_t>() < 1 || bytes->get<int64_t>() > operand)
+        throw InputError(file, where + ".hbm_bytes", "",
+                         "expected an integer from 1 to the operand's " + std::to_string(operand) + " B" +
+                             (bytes ? ", got " + bytes->dump() : ""));
+      op.hbm_bytes = bytes->get<int64_t>();
+      loads = true;
+    } else if (j.contains("hbm_bytes")) {
+      throw InputError(file, where + ".hbm_bytes", "", "given without \"hbm\" (weight or kv_cache)");
+    }
+    p.ops.push_back(op);
+  }
+  if (!loads)
+    throw InputError(file, "ops", "",
+                     "no product says what it loads from HBM (\"hbm\"): import the model again with this "
+                     "version of mlsys-import --t10");
+  p.program.ops.clear();
+  assign_layers(p, at.layers, file);
+  return p;
+}
+
+ServingProgram read_serving_model(const nlohmann::json& doc, const std::string& file, const ServingShape& at,
+                                  const ServingChip& chip) {
+  if (doc.is_object()) return read_imported_model(doc, file, at, chip);
+  if (at.batch < 1) throw InputError(file, "--batch", "", "required for an Elk model file");
+  if (at.sequence < 1) throw InputError(file, "--seq", "", "required for an Elk model file");
+  return read_elk_model(doc, file, at, chip);
 }
 
 }  // namespace mlsys::t10

@@ -17,6 +17,12 @@ calibrated model prices:
 - MaxPool, AveragePool: `elementwise` reading kh*kw operands per output; GlobalAveragePool and reductions
   that are not per-row statistics (mean pooling over tokens): `rowwise`, a row per output element.
 - Reshape, Transpose and the other views: no operator (the layout change is the next operator's warm-up).
+
+For serving with HBM (`t10 serve`, docs/t10-serving.md#onnx), each MatMul also says what its second operand is
+loaded from: `"hbm": "weight"` for a constant, `"hbm": "kv_cache"` for a cache the model takes as graph inputs
+(reached through views and the Concat that appends this step's new rows), with `hbm_bytes` the bytes read from
+HBM (the cache's graph-input part only: the new rows are computed on chip). Such a Concat is the cache append,
+written in place beside the cached rows, so it is a view here, not an operator.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from typing import Dict, List, Optional
 from . import onnx_graph as og
 
 POOLS = {"MaxPool", "AveragePool"}
+DTYPE_BYTES = 2  # the calibrated model's FP16
 
 
 def _rows_cols(shape) -> tuple:
@@ -44,6 +51,44 @@ def _matmul(graph: og.Graph, node) -> dict:
     if len(b) <= 2 or prod(b[:-2]) == 1:  # activation x weight: the leading dimensions are rows
         return {"type": "matmul", "m": max(prod(a[:-1]), 1), "k": k, "n": n}
     return {"type": "matmul", "batch": prod(out[:-2]), "m": out[-2], "k": k, "n": n}
+
+
+def _cache_inputs(graph: og.Graph, value: str) -> List[str]:
+    """The graph inputs a value is made of through views and Concats: the KV cache behind a product's operand.
+    Parts written by other ops (this step's new rows) are computed on chip and not listed."""
+    found, stack, seen = [], [value], set()
+    while stack:
+        v = stack.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        writer = graph.producer.get(v)
+        if v in graph.graph_inputs:
+            found.append(v)
+        elif writer is not None and writer.op_type in og.VIEW_OPS:
+            stack.append(writer.input[0])
+        elif writer is not None and writer.op_type == "Concat":
+            stack.extend(i for i in writer.input if i and graph.kinds.get(i) == og.ACT)
+    return found
+
+
+def _is_cache_append(graph: og.Graph, node) -> bool:
+    """A Concat of a cache given as a graph input with rows computed this step (the KV cache append)."""
+    acts = [v for v in node.input if v and graph.kinds.get(v) == og.ACT]
+    from_inputs = [og.origin_is_graph_input(graph, v) for v in acts]
+    return node.op_type == "Concat" and any(from_inputs) and not all(from_inputs)
+
+
+def _hbm_operand(graph: og.Graph, node, dtype_bytes: int) -> dict:
+    """What a product's second operand is read from when serving: a weight (a constant), the KV cache (graph
+    inputs, through views and the cache append), or nothing (an activation computed on chip)."""
+    b = node.input[1]
+    if graph.kinds.get(b) == og.CONST:
+        return {"hbm": "weight", "hbm_bytes": prod(graph.shapes[b]) * dtype_bytes}
+    cache = _cache_inputs(graph, b)
+    if cache:
+        return {"hbm": "kv_cache", "hbm_bytes": sum(prod(graph.shapes[v]) for v in cache) * dtype_bytes}
+    return {}
 
 
 def _conv(graph: og.Graph, node) -> dict:
@@ -111,7 +156,11 @@ def lower(graph: og.Graph, name: str) -> dict:
             m, n = _rows_cols(graph.shapes[out])
             add(node, {"type": kind, "m": m, "n": n, "inputs": max(len(set(reads)), 1)}, reads)
         elif node.op_type in ("MatMul", "Gemm"):
-            add(node, _matmul(graph, node), acts)
+            add(node, {**_matmul(graph, node), **_hbm_operand(graph, node, DTYPE_BYTES)}, acts)
+        elif _is_cache_append(graph, node):  # written in place beside the cached rows: a view
+            computed = [v for v in acts if not og.origin_is_graph_input(graph, v) and v in producer_op]
+            if computed:
+                producer_op[out] = producer_op[computed[0]]
         elif node.op_type == "Conv":
             add(node, _conv(graph, node), acts)
         elif node.op_type in ("Gather", "Concat", "Expand", "Tile"):
@@ -137,7 +186,7 @@ def lower(graph: og.Graph, name: str) -> dict:
                               "\n  ".join(blockers))
     if not ops:
         raise og.ImportError_(f"{graph.path}: no operator computes on device values")
-    return {"t10_program": {"name": name, "dtype_bytes": 2, "ops": ops}}
+    return {"t10_program": {"name": name, "dtype_bytes": DTYPE_BYTES, "ops": ops}}
 
 
 def import_onnx_t10(model: str, dims: Optional[Dict[str, int]] = None, dim_syntax: str = "python") -> dict:
