@@ -39,6 +39,10 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
       ->check(CLI::IsMember({"ours", "elk", "fastest"}));
   serve->add_option("--timeout", a.seconds, "seconds for our policy's local search (default 30)")
       ->check(CLI::PositiveNumber);
+  serve->add_option("--schedule", a.schedule_path,
+                    "price another tool's schedule instead of searching: JSON [[cold, hot], ...] or "
+                    "{\"cold_hot\": [...]}, bytes per core per operator (scripts/elk-schedule converts the "
+                    "artifact's .coldhot output)");
   serve->add_flag("--json", a.json_out, "print the result as JSON on stdout");
   serve->add_flag("--no-simulate", a.no_simulate, "skip the SystemC replay");
   serve->add_option("--trace", a.trace_path, "write a Perfetto trace of the replay (HBM, NoC, compute, SRAM)");
@@ -81,6 +85,35 @@ ServingChip read_chip(const std::string& spec) {
   c.chips = static_cast<int64_t>(chips);
   c.chip.name = spec;
   return c;
+}
+
+// A schedule file: per operator [cold, hot] bytes per core, as a list or under "cold_hot".
+std::vector<GivenChoice> read_schedule(const std::string& path, size_t operators) {
+  const nlohmann::json doc = read_json_file(path);
+  const nlohmann::json* list = &doc;
+  std::string field = "";
+  if (doc.is_object() && doc.contains("cold_hot")) {
+    list = &doc["cold_hot"];
+    field = "cold_hot";
+  }
+  if (!list->is_array())
+    throw InputError(path, field, "", "a schedule is a list of [cold, hot] bytes per core, one per operator");
+  if (list->size() != operators)
+    throw InputError(path, field, "",
+                     std::to_string(list->size()) + " operators, the model has " + std::to_string(operators));
+  std::vector<GivenChoice> out;
+  for (size_t i = 0; i < list->size(); ++i) {
+    const nlohmann::json& pair = (*list)[i];
+    const std::string where = field + "[" + std::to_string(i) + "]";
+    auto bytes = [&](const nlohmann::json& v) {
+      if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > (int64_t{1} << 40))
+        throw InputError(path, where, "", "expected bytes per core from 0 to 2^40, got " + v.dump());
+      return v.get<int64_t>();
+    };
+    if (!pair.is_array() || pair.size() != 2) throw InputError(path, where, "", "expected [cold, hot]");
+    out.push_back({bytes(pair[0]), bytes(pair[1])});
+  }
+  return out;
 }
 
 nlohmann::json timeline_json(const ServingProgram& p, const ServingChip& chip, const ServingResult& r) {
@@ -126,6 +159,11 @@ int run_serve(const ServeArgs& a) {
                                                     {a.batch, a.sequence, a.layers}, chip);
   ServeOptions options;
   options.policy = *serving_policy_from(a.policy);
+  if (!a.schedule_path.empty()) {
+    if (a.policy != "ours") throw InputError(a.schedule_path, "--policy", "", "--schedule prices a given schedule: no policy");
+    options.policy = ServingPolicy::Given;
+    options.given = read_schedule(a.schedule_path, program.ops.size());
+  }
   options.seconds = a.seconds;
   options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
   const ServingResult r = serve(program, chip, options);
@@ -153,7 +191,7 @@ int run_serve(const ServeArgs& a) {
         {"seq", a.sequence > 0 ? nlohmann::json(a.sequence) : nlohmann::json()},
         {"layers", program.layers},
         {"operators", program.ops.size()},
-        {"policy", a.policy},
+        {"policy", to_string(options.policy)},
         {"load_lookahead", r.lookahead},
         {"latency_ms", latency},
         {"fits", fits && hbm_fits},
@@ -167,6 +205,11 @@ int run_serve(const ServeArgs& a) {
                     {"options_seconds", r.options_seconds}, {"schedule_seconds", r.schedule_seconds}}},
         {"ops", timeline_json(program, chip, r)}};
     if (t.overflow) j["overflow"] = t.overflow->message();
+    if (options.policy == ServingPolicy::Given)
+      j["schedule"] = {{"file", a.schedule_path},
+                       {"matched_exactly", r.given_exact},
+                       {"matched_on_hot_bytes", r.given_hot_only},
+                       {"matched_nearest", r.given_nearest}};
     if (replay)
       j["simulation"] = {{"latency_ms", chip.cycles_to_ms(replay->makespan)},
                          {"peak_sram_bytes", replay->peak_sram_bytes},
@@ -177,7 +220,7 @@ int run_serve(const ServeArgs& a) {
     std::cout << program.ops.size() << " operators in " << program.layers << (program.layers == 1 ? " layer" : " layers") << shape_text(a) << ", "
               << chip.chip.cores << " cores, HBM "
               << format_number(chip.hbm_gbps) << " GB/s\n"
-              << "decode step: " << format_number(std::round(latency * 1e4) / 1e4) << " ms (policy " << a.policy
+              << "decode step: " << format_number(std::round(latency * 1e4) / 1e4) << " ms (policy " << to_string(options.policy)
               << "); lower bound " << format_number(std::round(bound * 1e4) / 1e4) << " ms, proven gap "
               << format_number(std::round(gap * 100) / 100) << " %\n"
               << "HBM traffic " << format_number(std::round(t.hbm_bytes / 1e6) / 1e3) << " GB; SRAM peak "

@@ -8,7 +8,7 @@
 namespace mlsys::t10 {
 
 struct ServeArgs {
-  std::string model_path, chip = "elk-1472", policy = "ours", trace_path, html_path;
+  std::string model_path, chip = "elk-1472", policy = "ours", trace_path, html_path, schedule_path;
   int64_t batch = 0, sequence = 0, cores = 0;  // batch and sequence: 0 when not given
   int layers = 0;
   double hbm_gbps = 0, seconds = 30;

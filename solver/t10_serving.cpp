@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <cstdlib>
 #include <map>
+#include <stdexcept>
 
 #include "solver/t10_compile.hpp"
 
@@ -13,6 +15,7 @@ std::optional<ServingPolicy> serving_policy_from(const std::string& name) {
   if (name == "ours") return ServingPolicy::Ours;
   if (name == "elk") return ServingPolicy::Elk;
   if (name == "fastest") return ServingPolicy::Fastest;
+  if (name == "given") return ServingPolicy::Given;
   return std::nullopt;
 }
 
@@ -20,6 +23,7 @@ const char* to_string(ServingPolicy policy) {
   switch (policy) {
     case ServingPolicy::Elk: return "elk";
     case ServingPolicy::Fastest: return "fastest";
+    case ServingPolicy::Given: return "given";
     case ServingPolicy::Ours: break;
   }
   return "ours";
@@ -93,6 +97,46 @@ std::vector<int> elk_rule(const Space& s) {
   return index;
 }
 
+// Another tool's schedule mapped onto the options (ServingPolicy::Given), counting how each operator matched.
+std::vector<int> given_schedule(const Space& s, const std::vector<GivenChoice>& given, ServingResult& r) {
+  if (given.size() != s.choices.size())
+    throw std::invalid_argument("the schedule has " + std::to_string(given.size()) + " operators, the model " +
+                                std::to_string(s.choices.size()));
+  std::vector<int> index(s.choices.size(), 0);
+  for (size_t i = 0; i < given.size(); ++i) {
+    const std::vector<ServingChoice>& list = s.choices[i];
+    int exact = -1, hot_only = -1, nearest = -1;
+    // A product unmatched: the fastest option that holds no more than the given plan (else the smallest). A vector
+    // operator unmatched is one the two readers shape differently (the artifact prices the decode softmax over one
+    // key): its fastest option, as the artifact's rule would pick.
+    const bool product = s.program.ops[i].op.type == OperatorType::MatMul;
+    int smallest = 0;
+    for (int o = 0; o < static_cast<int>(list.size()); ++o) {
+      const ServingChoice& c = list[o];
+      if (c.option.hot == given[i].hot && c.preload_bytes == given[i].cold &&
+          (exact < 0 || c.option.time() < list[exact].option.time()))
+        exact = o;
+      if (c.option.hot == given[i].hot && (hot_only < 0 || c.option.time() < list[hot_only].option.time()))
+        hot_only = o;
+      if ((!product || serving_running_bytes(c) <= given[i].hot) &&
+          (nearest < 0 || c.option.time() < list[nearest].option.time()))
+        nearest = o;
+      if (serving_running_bytes(c) < serving_running_bytes(list[smallest])) smallest = o;
+    }
+    if (exact >= 0) {
+      index[i] = exact;
+      ++r.given_exact;
+    } else if (hot_only >= 0) {
+      index[i] = hot_only;
+      ++r.given_hot_only;
+    } else {
+      index[i] = nearest >= 0 ? nearest : smallest;
+      ++r.given_nearest;
+    }
+  }
+  return index;
+}
+
 // Class by class, every option of the class for all its operators at once; a change stays when the makespan
 // falls. Passes until one changes nothing or the deadline.
 std::vector<int> local_search(Space& s, std::vector<int> index, double& best, Clock::time_point deadline,
@@ -154,6 +198,10 @@ ServingResult serve(const ServingProgram& program, const ServingChip& chip, cons
   r.elk_makespan = elk_time == kInfeasible ? 0 : elk_time;
   std::vector<int> index = options.policy == ServingPolicy::Elk ? elk : quick;
   double best = options.policy == ServingPolicy::Elk ? elk_time : quick_time;
+  if (options.policy == ServingPolicy::Given) {
+    index = given_schedule(s, options.given, r);
+    best = s.makespan(index);
+  }
   if (options.policy == ServingPolicy::Ours) {
     if (elk_time < quick_time) {
       index = elk;

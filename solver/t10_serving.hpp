@@ -11,6 +11,11 @@
 //   identical operators (a layer's QKV projection is one class over all layers), accepting a change when the
 //   timeline's makespan falls, then over the HBM channel's lookahead (how many loads waiting for room a
 //   smaller one may pass); never worse than either start.
+// - `given`: another tool's schedule, per operator its cold (loaded) and hot bytes per core, priced by the same
+//   timeline (`t10 serve --schedule`): the option with both sizes, else the one with that hot size, else the
+//   fastest that holds no more than the given hot size for a product, the fastest for a vector operator (one
+//   the two tools shape differently); each kind of match is counted, so a reader sees how closely the pricing
+//   follows the schedule.
 #pragma once
 
 #include <functional>
@@ -21,7 +26,7 @@
 
 namespace mlsys::t10 {
 
-enum class ServingPolicy { Ours, Elk, Fastest };
+enum class ServingPolicy { Ours, Elk, Fastest, Given };
 std::optional<ServingPolicy> serving_policy_from(const std::string& name);
 const char* to_string(ServingPolicy policy);
 
@@ -33,15 +38,24 @@ struct ServingResult {
   double elk_makespan = 0, fastest_makespan = 0;  // the baselines' makespans (0: overflow)
   int64_t evaluations = 0, classes = 0, options = 0;
   double options_seconds = 0, schedule_seconds = 0;
+  // Policy `given`: operators matched on both sizes, on the hot size only, and to the nearest option.
+  int64_t given_exact = 0, given_hot_only = 0, given_nearest = 0;
+};
+
+// One operator of another tool's schedule: bytes per core loaded (its cold layout) and held while running.
+struct GivenChoice {
+  int64_t cold = 0, hot = 0;
 };
 
 struct ServeOptions {
   ServingPolicy policy = ServingPolicy::Ours;
   double seconds = 30;  // the local search's deadline
+  std::vector<GivenChoice> given;  // policy `given`: one per operator
   std::function<void(const std::string&)> progress;
 };
 
-// Throws std::invalid_argument when an operator has no plan that fits a core.
+// Throws std::invalid_argument when an operator has no plan that fits a core, or a given schedule's length is
+// not the operator count.
 ServingResult serve(const ServingProgram& program, const ServingChip& chip, const ServeOptions& options);
 
 }  // namespace mlsys::t10

@@ -266,6 +266,43 @@ TEST(ServeCommand, ServesAnImportedStepWithTheShapesItWasImportedWith) {
   EXPECT_NE(std::string::npos, given.err.find("mlsys-import")) << given.err;
 }
 
+TEST(ServeCommand, PricesAGivenScheduleOperatorByOperator) {
+  const std::string dir = test::temp_dir("serve-given");
+  const std::string model = dir + "/step.json", schedule = dir + "/schedule.json";
+  test::write_text(model, imported_step().dump());
+  const test::CommandResult searched = test::run_command(MLSYS_T10_BIN, "serve " + model + " --timeout 2 --json");
+  ASSERT_EQ(0, searched.exit_code) << searched.err;
+  const nlohmann::json ours = nlohmann::json::parse(searched.out);
+  // Our own schedule handed back as another tool's: every operator matches on both sizes, same makespan.
+  nlohmann::json pairs = nlohmann::json::array();
+  for (const nlohmann::json& op : ours.at("ops"))
+    pairs.push_back({op.at("preload_bytes_per_core"), op.at("hot_bytes_per_core")});
+  test::write_text(schedule, nlohmann::json{{"cold_hot", pairs}}.dump());
+  const test::CommandResult given = test::run_command(MLSYS_T10_BIN, "serve " + model + " --schedule " + schedule + " --json");
+  ASSERT_EQ(0, given.exit_code) << given.err;
+  const nlohmann::json priced = nlohmann::json::parse(given.out);
+  EXPECT_EQ("given", priced.at("policy"));
+  EXPECT_EQ(5, priced.at("schedule").at("matched_exactly").get<int>());
+  EXPECT_EQ(ours.at("latency_ms").get<double>(), priced.at("latency_ms").get<double>());
+  // The softmax given 0 hot bytes matches nothing: a vector operator then takes its fastest option.
+  pairs[2] = {0, 0};
+  test::write_text(schedule, pairs.dump());
+  const nlohmann::json nearest = nlohmann::json::parse(
+      test::run_command(MLSYS_T10_BIN, "serve " + model + " --schedule " + schedule + " --json").out);
+  EXPECT_EQ(4, nearest.at("schedule").at("matched_exactly").get<int>());
+  EXPECT_EQ(1, nearest.at("schedule").at("matched_nearest").get<int>());
+  // Malformed schedules are named by field; a schedule with a policy is refused.
+  auto refusal = [&](const std::string& text, const std::string& extra = "") {
+    test::write_text(schedule, text);
+    const test::CommandResult r = test::run_command(MLSYS_T10_BIN, "serve " + model + " --schedule " + schedule + extra);
+    EXPECT_EQ(2, r.exit_code) << text;
+    return r.err;
+  };
+  EXPECT_NE(std::string::npos, refusal("[[0, 1]]").find("1 operators, the model has 5"));
+  EXPECT_NE(std::string::npos, refusal(R"({"cold_hot": [[0,1],[0,-1],[0,1],[0,1],[0,1]]})").find("cold_hot[1]"));
+  EXPECT_NE(std::string::npos, refusal(pairs.dump(), " --policy elk").find("--policy"));
+}
+
 TEST(ServeCommand, SchedulesReplaysAndBoundsTheTinyModel) {
   const std::string dir = test::temp_dir("serve");
   const test::CommandResult r = test::run_command(
