@@ -279,7 +279,9 @@ ServingProgram read_imported_model(const nlohmann::json& doc, const std::string&
       if (op.op.type != OperatorType::MatMul)
         throw InputError(file, where + ".hbm", "", "only a product loads an operand from HBM (its second)");
       op.hbm = kind == "weight" ? HbmOperand::Weight : HbmOperand::KvCache;
-      const int64_t operand = op.op.batch * op.op.k * op.op.n * p.program.dtype_bytes;
+      // Operand B's bytes; dimensions up to 2^24 each would overflow 64 bits, so the bound is in 128.
+      const __int128 whole = static_cast<__int128>(op.op.batch) * op.op.k * op.op.n * p.program.dtype_bytes;
+      const int64_t operand = static_cast<int64_t>(std::min<__int128>(whole, int64_t{1} << 62));
       const nlohmann::json* bytes = j.contains("hbm_bytes") ? &j["hbm_bytes"] : nullptr;
       if (!bytes || !bytes->is_number_integer() || bytes->get<int64_t>() < 1 || bytes->get<int64_t>() > operand)
         throw InputError(file, where + ".hbm_bytes", "",

@@ -1,10 +1,11 @@
-// T10 readers on arbitrary bytes: a problem, or a plan evaluated against the seed problem under both
-// profiles. Readers answer with InputError (the project's input-error type), never another exception or a
+// T10 readers on arbitrary bytes: a problem, a serving model (an Elk node list or an imported decode step), or
+// a plan evaluated against the seed problem under both profiles. Readers answer with InputError (the project's input-error type), never another exception or a
 // crash.
 #include <nlohmann/json.hpp>
 
 #include "fuzz_support.hpp"
 #include "sim/t10/t10_model.hpp"
+#include "sim/t10/t10_serving_io.hpp"
 #include "sim/violation.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -12,6 +13,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (doc.is_discarded()) return 0;
   try {
     (void)mlsys::t10::parse_problem(doc);
+  } catch (const mlsys::InputError&) {
+  }
+  static const mlsys::t10::ServingChip chip = *mlsys::t10::serving_chip_preset("elk-1472");
+  try {
+    const mlsys::t10::ServingShape shape{doc.is_array() ? 4 : 0, doc.is_array() ? 16 : 0, 0};
+    (void)mlsys::t10::read_serving_model(doc, "fuzz.json", shape, chip);
   } catch (const mlsys::InputError&) {
   }
   static const mlsys::t10::Problem seed =
