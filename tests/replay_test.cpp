@@ -11,6 +11,7 @@
 #include "sim/systemc/replay.hpp"
 #include "support.hpp"
 #include "traces/perfetto_trace.hpp"
+#include "traces/replay_files.hpp"
 #include "traces/vcd_trace.hpp"
 
 namespace mlsys::test {
@@ -110,11 +111,12 @@ class Traces : public SystemCTest {};
 
 // Replays a golden case with a Perfetto trace, writes the trace to a file and reads it back.
 json traced_replay(const std::string& problem, const std::string& solution, const std::string& dir,
-                   ReplayResult& result) {
+                   ReplayResult& result, TraceDetail detail = TraceDetail::Step) {
   const Loaded l = load(source_path("tests/golden/" + problem), source_path("tests/golden/" + solution));
   PerfettoTrace trace("test");
   ReplayOptions ro;
   ro.trace = &trace;
+  ro.trace_detail = detail;
   result = replay_schedule(l.problem, l.graph, l.schedule, ro);
   const std::string path = temp_dir(dir) + "/trace.json";
   trace.write(path);
@@ -175,6 +177,57 @@ TEST_F(Traces, PerfettoReadsBackToTheModelsNumbers) {
   EXPECT_EQ(20480, peak);
   EXPECT_EQ(20480, by_part_peak);
   EXPECT_DOUBLE_EQ(25000, capacity);
+}
+
+TEST_F(Traces, SubgraphDetailKeepsOneSpanPerSubgraphWithItsStepsAndPeak) {
+  // Example 4B again (rule book): one subgraph of 4 steps, 6,548 in all, peak working set 20,480 of 25,000.
+  ReplayResult r;
+  const json doc = traced_replay("ex4_problem.json", "ex4B_solution.json", "trace-sub", r, TraceDetail::Subgraph);
+  ASSERT_TRUE(r.completed);
+  std::vector<std::string> tracks;
+  int spans = 0, counters = 0;
+  for (const json& e : doc.at("traceEvents")) {
+    if (e.at("name") == "thread_name") tracks.push_back(e.at("args").at("name"));
+    if (e.at("ph") == "X") {
+      ++spans;
+      EXPECT_EQ("subgraph 0", e.at("name"));
+      EXPECT_NEAR(6548, e.at("dur").get<double>(), 1e-6);
+      EXPECT_EQ(4, e.at("args").at("steps").get<int>());
+      EXPECT_EQ(20480, e.at("args").at("peak_occupancy").get<int64_t>());
+    }
+    if (e.at("ph") == "C") {
+      ++counters;
+      EXPECT_EQ(20480, e.at("args").at("peak").get<int64_t>());
+      EXPECT_DOUBLE_EQ(25000, e.at("args").at("capacity").get<double>());
+    }
+  }
+  EXPECT_EQ(std::vector<std::string>{"subgraphs"}, tracks);  // no step, link or compute tracks
+  EXPECT_EQ(1, spans);
+  EXPECT_EQ(1, counters);
+}
+
+TEST(TraceDetail, AutoKeepsStepsUpToTheLimit) {
+  EXPECT_EQ(TraceDetail::Step, trace_detail_for("auto", kStepTraceLimit));
+  EXPECT_EQ(TraceDetail::Subgraph, trace_detail_for("auto", kStepTraceLimit + 1));
+  EXPECT_EQ(TraceDetail::Step, trace_detail_for("step", kStepTraceLimit * 100));
+  EXPECT_EQ(TraceDetail::Subgraph, trace_detail_for("subgraph", 1));
+}
+
+TEST(TraceDetail, ALongThirdPartyScheduleGetsASmallTrace) {
+  // Benchmark 16's schedule from the a5 solver has 493,344 steps: every step would be 512 MB of trace.
+  const std::string trace = temp_dir("trace-16") + "/trace.json";
+  const CommandResult r = run_command(MLSYS_VERIFY_BIN, "--replay --trace " + trace + " " +
+                                                            source_path("benchmarks/mlsys-2026-16.json") + " " +
+                                                            source_path("tests/data/a5/mlsys-2026-16.json"));
+  ASSERT_EQ(0, r.exit_code) << r.err;
+  EXPECT_NE(std::string::npos, r.err.find("one span per subgraph")) << r.err;
+  std::ifstream in(trace);
+  const json doc = json::parse(in);
+  int64_t steps = 0;
+  for (const json& e : doc.at("traceEvents"))
+    if (e.at("ph") == "X") steps += e.at("args").at("steps").get<int64_t>();
+  EXPECT_EQ(493344, steps);
+  EXPECT_LT(std::filesystem::file_size(trace), 50u << 20);
 }
 
 TEST_F(Traces, PerfettoCountsThePartialSumWithoutAHost) {

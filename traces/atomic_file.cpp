@@ -9,11 +9,15 @@
 namespace mlsys {
 
 void write_file_atomic(const std::string& path, const std::string& text) {
+  write_file_atomic(path, {std::string_view(text)});
+}
+
+void write_file_atomic(const std::string& path, std::initializer_list<std::string_view> pieces) {
   const std::string temp = path + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(temp, std::ios::binary | std::ios::trunc);
     if (!out) throw std::runtime_error("cannot write " + temp);
-    out << text;
+    for (std::string_view piece : pieces) out.write(piece.data(), static_cast<std::streamsize>(piece.size()));
     out.flush();
     if (!out) throw std::runtime_error("write failed: " + temp);
   }

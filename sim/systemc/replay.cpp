@@ -21,15 +21,16 @@ std::string slice_name(int tensor, const Region& r) {
 // Turns module activity into Perfetto events and, if asked, records the occupancy's step function.
 class TraceSink : public hw::ActivitySink {
  public:
-  TraceSink(TraceObserver* trace, std::vector<OccupancySample>* occupancy)
+  TraceSink(TraceObserver* trace, std::vector<OccupancySample>* occupancy, TraceDetail detail)
       : trace_(trace),
         occupancy_(occupancy),
+        steps_detail_(detail == TraceDetail::Step),
         subgraphs_(trace ? trace->track("subgraphs") : 0),
-        steps_(trace ? trace->track("steps") : 0),
-        link_(trace ? trace->track("DMA link") : 0),
-        compute_(trace ? trace->track("compute array") : 0) {}
+        steps_(trace && steps_detail_ ? trace->track("steps") : 0),
+        link_(trace && steps_detail_ ? trace->track("DMA link") : 0),
+        compute_(trace && steps_detail_ ? trace->track("compute array") : 0) {}
   void transfer(const hw::Transfer& t, double start, double duration) override {
-    if (!trace_) return;
+    if (!trace_ || !steps_detail_) return;
     trace_->span(link_, std::string(t.store ? "store " : "load ") + slice_name(t.tensor, t.region), start,
                  duration,
                  {{"tensor", t.tensor},
@@ -39,7 +40,7 @@ class TraceSink : public hw::ActivitySink {
                   {"direction", t.store ? "store" : "load"}});
   }
   void compute(const OpCompute& c, double start, double duration) override {
-    if (!trace_) return;
+    if (!trace_ || !steps_detail_) return;
     trace_->span(compute_, "op " + std::to_string(c.op), start, duration,
                  {{"op", c.op},
                   {"rows", {c.region.r0, c.region.r1}},
@@ -54,7 +55,9 @@ class TraceSink : public hw::ActivitySink {
       else
         occupancy_->push_back({time, elements});
     }
-    if (trace_) {
+    capacity_ = capacity;
+    subgraph_peak_ = std::max(subgraph_peak_, elements);
+    if (trace_ && steps_detail_) {
       trace_->counter("fast memory (elements)", time, {{"occupancy", elements}, {"capacity", capacity}});
       // The same occupancy by working-set part (M20), one stacked track each.
       trace_->counter("fast memory by part (elements)", time,
@@ -65,7 +68,8 @@ class TraceSink : public hw::ActivitySink {
     }
   }
   void step(int subgraph, const StepDetail& d, double start, double duration) {
-    if (!trace_) return;
+    ++subgraph_steps_;
+    if (!trace_ || !steps_detail_) return;
     trace_->span(steps_, "step " + std::to_string(d.ref.position), start, duration,
                  {{"subgraph", subgraph},
                   {"tile", d.ref.tile},
@@ -75,14 +79,22 @@ class TraceSink : public hw::ActivitySink {
                   {"working_set", d.working_set.total()}});
   }
   void subgraph(int index, double start, double duration) {
+    const int64_t steps = subgraph_steps_, peak = subgraph_peak_;
+    subgraph_steps_ = subgraph_peak_ = 0;
     if (!trace_) return;
-    trace_->span(subgraphs_, "subgraph " + std::to_string(index), start, duration, {{"subgraph", index}});
+    trace_->span(subgraphs_, "subgraph " + std::to_string(index), start, duration,
+                 {{"subgraph", index}, {"steps", steps}, {"peak_occupancy", peak}});
+    if (!steps_detail_)  // the occupancy as one value per subgraph: its peak, held over the subgraph
+      trace_->counter("fast memory, subgraph peak (elements)", start, {{"peak", peak}, {"capacity", capacity_}});
   }
 
  private:
   TraceObserver* trace_;
   std::vector<OccupancySample>* occupancy_;
+  bool steps_detail_;
   int subgraphs_, steps_, link_, compute_;
+  int64_t subgraph_steps_ = 0, subgraph_peak_ = 0;
+  double capacity_ = 0;
 };
 
 // A step's link job: the new slices of its set (M21), then its stores (M22).
@@ -195,7 +207,7 @@ ReplayResult replay_schedule(const Problem& problem, const Graph& graph, const S
   ReplayResult result;
   std::unique_ptr<TraceSink> sink;
   if (options.trace || options.occupancy)
-    sink = std::make_unique<TraceSink>(options.trace, options.occupancy);
+    sink = std::make_unique<TraceSink>(options.trace, options.occupancy, options.trace_detail);
   {
     auto link = std::make_unique<hw::SlowMemoryLink>("link", problem.slow_memory_bandwidth, sink.get());
     auto compute = std::make_unique<hw::ComputeArray>("compute", sink.get());

@@ -28,10 +28,15 @@ struct OccupancySample {
   int64_t elements = 0;
 };
 
+// How much a trace records: every step (its transfers, its compute and the occupancy at every change), or one
+// span per subgraph with its step count and its occupancy peak (long replays: docs/performance.md#traces).
+enum class TraceDetail { Step, Subgraph };
+
 struct ReplayOptions {
   ModelOptions model;
   TimingMode timing = TimingMode::Contest;
   TraceObserver* trace = nullptr;        // if set, receives DMA, compute, step, subgraph and occupancy events
+  TraceDetail trace_detail = TraceDetail::Step;
   WaveformObserver* waveform = nullptr;  // if set, receives the occupancy, link busy and compute busy signals
   std::vector<OccupancySample>* occupancy = nullptr;  // if set, receives every change of the occupancy
 };
