@@ -10,6 +10,7 @@
 #include <functional>
 #include <limits>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "sim/json_io.hpp"
@@ -252,6 +253,76 @@ TEST(T10Program, EngineMakespanEqualsTheCompiledTotal) {
       EXPECT_LE(result.compiled->total_cycles, result.stats.heuristic_cycles + 1e-6);
     }
   }
+}
+
+// The data flow decides the layout changes, not the order: a residual that skips two operators, an activation
+// read as a product's B, a graph input (no edge) and a view (reported, not replayed).
+TEST(T10Program, LayoutChangesFollowTheDataFlow) {
+  TensorProgram program;
+  program.name = "flow";
+  TensorOperator x = vector_operator(OperatorType::Elementwise, 128, 256, 1);  // x: 128 x 256
+  x.name = "x";
+  x.reads = {{"", {}}};
+  TensorOperator keys = vector_operator(OperatorType::Relu, 256, 64, 1);  // keys: 256 x 64, from a graph input
+  keys.name = "keys";
+  keys.reads = {{"", {}}};
+  TensorOperator scores = matmul("scores", 128, 256, 64);  // x (A) times keys (B)
+  scores.reads = {{"x", {}}, {"keys", {}}};
+  TensorOperator wide = matmul("wide", 128, 64, 256);
+  wide.reads = {{"scores", {}}};
+  TensorOperator residual = vector_operator(OperatorType::Elementwise, 128, 256, 2);  // wide + x
+  residual.name = "residual";
+  residual.reads = {{"wide", {}}, {"x", {}}};
+  TensorOperator heads = vector_operator(OperatorType::Elementwise, 256, 128, 1);  // a reshape of residual
+  heads.name = "heads";
+  heads.reads = {{"residual", {"Reshape"}}};
+  program.ops = {x, keys, scores, wide, residual, heads};
+  const CompileResult result = compile_program(program, {});
+  ASSERT_TRUE(result.compiled);
+  const ProgramRun run = simulate_program(program, *result.compiled, {});
+  EXPECT_EQ(run.first_failure(), "");
+  // Edges: x->scores (A), keys->scores (B), scores->wide (A), wide->residual, x->residual, residual->heads.
+  EXPECT_EQ(6, run.edges);
+  EXPECT_EQ(5, run.layout_changes);
+  auto edge = [&](int op, int at) { return run.ops[op].edges.at(at); };
+  EXPECT_EQ(0u, run.ops[0].edges.size());  // a graph input is no edge
+  EXPECT_EQ("A", edge(2, 0).operand);
+  EXPECT_EQ("B", edge(2, 1).operand);
+  EXPECT_EQ(1, edge(2, 1).producer);
+  for (const EdgeRun& e : run.ops[2].edges) EXPECT_TRUE(e.replayed && e.problem.empty()) << e.problem;
+  EXPECT_EQ(0, edge(4, 1).producer);  // the residual reads x, two operators back
+  EXPECT_TRUE(edge(4, 1).replayed && edge(4, 1).problem.empty());
+  EXPECT_FALSE(edge(5, 0).replayed);
+  EXPECT_EQ("128 x 256 to 256 x 128 through Reshape", edge(5, 0).view);
+  EXPECT_NEAR(run.makespan, result.compiled->total_cycles, 1e-6 * result.compiled->total_cycles);
+}
+
+// B's cold layout covers B exactly once, hot plan's own or without copies, on plans with rings on both sides.
+TEST(T10Layouts, TheSecondOperandsLayoutCoversItExactlyOnce) {
+  TensorOperator op = matmul("p", 96, 64, 80, 3);
+  for (bool hot : {true, false})
+    for (const Plan& plan : {Plan{{2, 2, 3}, 1, 1, 2, 1, 1, 1, 1}, Plan{{3, 1, 2}, 1, 1, 1, 1, 1, 1, 3},
+                             Plan{{4, 2, 2}, 2, 1, 2, 2, 1, 1, 1}}) {
+      OperatorOption o;
+      o.plan = plan;
+      o.cold_is_hot = hot;
+      const auto [rows, cols] = input_shape(op, 1);
+      EXPECT_EQ(3 * 64, rows);
+      EXPECT_EQ(80, cols);
+      // From one core holding all of B, every element each core needs is found, and only there.
+      const Layout whole{{999999, {0, rows, 0, cols}}};
+      const LayoutChange change = change_layout(whole, input_layout(op, o, 1), rows, cols, 2);
+      EXPECT_EQ("", change.problem);
+      int64_t held = 0;
+      std::set<std::pair<int64_t, int64_t>> seen;  // (row, col) cells, for the coverage of B as a whole
+      for (const Placement& p : input_layout(op, o, 1)) {
+        held += p.rect.area();
+        for (int64_t r = p.rect.r0; r < p.rect.r1; ++r)
+          for (int64_t c = p.rect.c0; c < p.rect.c1; ++c) seen.insert({r, c});
+      }
+      EXPECT_EQ(static_cast<size_t>(rows * cols), seen.size()) << hot;
+      EXPECT_GE(held, rows * cols);
+    }
 }
 
 TEST(T10Program, AModelThatCannotFitIsRefusedWithTheBytesMissing) {

@@ -143,17 +143,26 @@ nlohmann::json compiled_program_json(const TensorProgram& program, const Compile
                     {"distinct_operators", result.stats.distinct_operators},
                     {"heuristic_cycles", result.stats.heuristic_cycles},
                     {"proven", result.stats.proven}};
-  if (run)
-    for (size_t i = 1; i < run->ops.size() && i - 1 < doc["transitions"].size(); ++i) {
-      nlohmann::json& t = doc["transitions"][i - 1];
-      t["replayed"] = run->ops[i].layout_replayed;
-      if (!run->ops[i].layout_replayed) continue;
-      t["transfers"] = run->ops[i].layout_transfers;
-      t["bytes_moved"] = run->ops[i].layout_bytes;
-      t["max_bytes_into_one_core"] = run->ops[i].layout_max_core_bytes;
-    }
+  if (run) {  // the transitions are the edges in the order simulate_program replays them
+    size_t t = 0;
+    for (const OperatorRun& op : run->ops)
+      for (const EdgeRun& e : op.edges) {
+        if (t >= doc["transitions"].size()) break;
+        nlohmann::json& j = doc["transitions"][t++];
+        j["operand"] = e.operand;
+        j["replayed"] = e.replayed;
+        if (!e.replayed) {
+          j["view"] = e.view;
+          continue;
+        }
+        j["transfers"] = e.transfers;
+        j["bytes_moved"] = e.bytes;
+        j["max_bytes_into_one_core"] = e.max_core_bytes;
+      }
+  }
   if (run)
     doc["simulation"] = {{"makespan", run->makespan},       {"layout_changes_replayed", run->layout_changes},
+                         {"edges", run->edges},
                          {"engine_runs", run->engine_runs}, {"passed", run->first_failure().empty()},
                          {"failure", run->first_failure()}, {"functional_checked", run->functional_checked}};
   return doc;

@@ -65,8 +65,9 @@ std::pair<int64_t, int64_t> output_shape(const TensorOperator& op) {
   return {op.batch * op.m, op.n};
 }
 
-std::pair<int64_t, int64_t> input_shape(const TensorOperator& op) {
-  return {op.batch * op.m, op.type == OperatorType::MatMul ? op.k : op.n};
+std::pair<int64_t, int64_t> input_shape(const TensorOperator& op, int operand) {
+  if (op.type != OperatorType::MatMul) return {op.batch * op.m, op.n};
+  return operand == 0 ? std::pair{op.batch * op.m, op.k} : std::pair{op.batch * op.k, op.n};
 }
 
 Layout output_layout(const TensorOperator& op, const OperatorOption& o) {
@@ -85,25 +86,36 @@ Layout output_layout(const TensorOperator& op, const OperatorOption& o) {
   return out;
 }
 
-Layout input_layout(const TensorOperator& op, const OperatorOption& o) {
+Layout input_layout(const TensorOperator& op, const OperatorOption& o, int operand) {
   if (op.type != OperatorType::MatMul) return vector_layout(op, o);
   const Plan& p = o.plan;
   const auto [pm, pk, pn] = p.f_op;
-  const int64_t ring = p.am * p.ak, copies = std::max<int64_t>(pn / std::max<int64_t>(ring, 1), 1);
-  // A's block (i_m, i_k) sits on the pn cores (i_m, i_k, *). In the hot plan's own layout its ring of am x ak
-  // pieces repeats on every group of `ring` cores; without copies, the pieces are cut `copies` times finer
-  // along k and each of the pn cores holds a different one.
-  const int64_t along_k = o.cold_is_hot ? p.ak : p.ak * copies;
+  // A's block (i_m, i_k) sits on the pn cores (i_m, i_k, *), B's block (i_k, i_n) on the pm cores (*, i_k, i_n).
+  // In the hot plan's own layout an operand's ring of pieces (am x ak, or bk x bn) repeats on every group of
+  // `ring` of those cores; without copies, the pieces are cut `copies` times finer along k and each core holds
+  // a different one.
+  const bool a = operand == 0;
+  const int64_t sharers = a ? pn : pm, outer = a ? p.am : p.bn, ring_k = a ? p.ak : p.bk;
+  const int64_t ring = outer * ring_k, copies = std::max<int64_t>(sharers / std::max<int64_t>(ring, 1), 1);
+  const int64_t along_k = o.cold_is_hot ? ring_k : ring_k * copies;
+  const int64_t rows_per_batch = a ? op.m : op.k, parts_rows = a ? pm : pk, parts_cols = a ? pk : pn;
   Layout out;
   for (int64_t bp = 0; bp < p.pb; ++bp)
     for (int64_t im = 0; im < pm; ++im)
       for (int64_t ik = 0; ik < pk; ++ik)
         for (int64_t in = 0; in < pn; ++in) {
-          const int64_t piece = o.cold_is_hot ? in % ring : in % (p.am * along_k);
-          const Span rows = part(part({0, op.m}, pm, im), p.am, piece / along_k);
-          const Span cols = part(part({0, op.k}, pk, ik), along_k, piece % along_k);
-          add_batched(out, bp * pm * pk * pn + (im * pk + ik) * pn + in, part({0, op.batch}, p.pb, bp), op.m,
-                      rows, cols);
+          const int64_t sharer = a ? in : im;
+          const int64_t piece = o.cold_is_hot ? sharer % ring : sharer % (outer * along_k);
+          Span rows, cols;
+          if (a) {  // rows of m cut am ways, columns of k cut along_k ways
+            rows = part(part({0, op.m}, parts_rows, im), outer, piece / along_k);
+            cols = part(part({0, op.k}, parts_cols, ik), along_k, piece % along_k);
+          } else {  // rows of k cut along_k ways, columns of n cut bn ways
+            rows = part(part({0, op.k}, parts_rows, ik), along_k, piece / outer);
+            cols = part(part({0, op.n}, parts_cols, in), outer, piece % outer);
+          }
+          add_batched(out, bp * pm * pk * pn + (im * pk + ik) * pn + in, part({0, op.batch}, p.pb, bp),
+                      rows_per_batch, rows, cols);
         }
   return out;
 }

@@ -25,12 +25,12 @@ using Layout = std::vector<Placement>;
 
 // The output after the operator's shuffle (a MatMul's C blocks reduced onto one core of their pk copies).
 Layout output_layout(const TensorOperator& op, const OperatorOption& option);
-// The layout its first input waits in: a MatMul's A in the option's cold layout (its hot pieces, or the
-// layout without copies), a vector operator's input in its own partition.
-Layout input_layout(const TensorOperator& op, const OperatorOption& option);
-// Rows x columns of those tensors.
+// The layout an input waits in: a MatMul's A (operand 0) or B (operand 1) in the option's cold layout (its hot
+// pieces, or the layout without copies), a vector operator's inputs in its own partition.
+Layout input_layout(const TensorOperator& op, const OperatorOption& option, int operand = 0);
+// Rows x columns of those tensors (a batch folded into the rows).
 std::pair<int64_t, int64_t> output_shape(const TensorOperator& op);
-std::pair<int64_t, int64_t> input_shape(const TensorOperator& op);
+std::pair<int64_t, int64_t> input_shape(const TensorOperator& op, int operand = 0);
 
 struct LayoutChange {
   int64_t transfers = 0;       // (sending core, receiving core) pairs with data between them

@@ -2,6 +2,7 @@
 #include "sim/t10/t10_program.hpp"
 
 #include <algorithm>
+#include <unordered_map>
 
 namespace mlsys::t10 {
 
@@ -81,6 +82,35 @@ void summarize(CompiledProgram& compiled) {
     compiled.cold_bytes += o.cold;
     compiled.peak_extra_bytes = std::max(compiled.peak_extra_bytes, o.extra());
   }
+}
+
+std::vector<std::vector<DataEdge>> data_flow(const TensorProgram& program) {
+  std::vector<std::vector<DataEdge>> flow(program.ops.size());
+  const bool chain = std::all_of(program.ops.begin(), program.ops.end(), [](const TensorOperator& op) {
+    return op.after.empty() && op.reads.empty();
+  });
+  std::unordered_map<std::string, int> index;
+  for (size_t i = 0; i < program.ops.size(); ++i) {
+    const TensorOperator& op = program.ops[i];
+    std::vector<DataEdge>& edges = flow[i];
+    if (chain && i > 0) edges.push_back({static_cast<int>(i) - 1, 0, {}});
+    if (!op.reads.empty()) {
+      for (size_t slot = 0; slot < op.reads.size(); ++slot) {
+        const auto it = index.find(op.reads[slot].from);
+        const int operand = op.type == OperatorType::MatMul ? static_cast<int>(std::min<size_t>(slot, 1)) : 0;
+        if (it != index.end()) edges.push_back({it->second, operand, op.reads[slot].through});
+      }
+    } else {
+      for (const std::string& name : op.after) {
+        const auto it = index.find(name);
+        if (it != index.end() && std::none_of(edges.begin(), edges.end(),
+                                              [&](const DataEdge& e) { return e.producer == it->second; }))
+          edges.push_back({it->second, -1, {}});
+      }
+    }
+    index.emplace(op.name, static_cast<int>(i));
+  }
+  return flow;
 }
 
 }  // namespace mlsys::t10

@@ -35,7 +35,14 @@ struct TensorOperator {
   // columns and reads `inputs` operands of that shape (k unused).
   int64_t batch = 1, m = 1, k = 1, n = 1;
   int64_t inputs = 2;
-  std::vector<std::string> after;  // the operators whose outputs it reads (for the report; order is given)
+  std::vector<std::string> after;  // the operators whose outputs it reads (earlier ones, by name)
+  // Operand by operand (a MatMul's A then B; a vector operator's inputs), when the file says: the operator
+  // that wrote it ("" for a graph input) and the views it passed through (Reshape, Transpose ...).
+  struct Read {
+    std::string from;
+    std::vector<std::string> through;
+  };
+  std::vector<Read> reads;
 };
 
 struct TensorProgram {
@@ -44,6 +51,16 @@ struct TensorProgram {
   int64_t dtype_bytes = 2;
   std::vector<TensorOperator> ops;  // in execution order
 };
+
+// The data flow: per operator, an edge per operand read from another operator. From `reads` when given (the
+// operand slot and the views known); else from `after`, each producer once (the slot unknown: -1); a program
+// in which no operator names either is a chain, each operator reading the one before it into slot 0.
+struct DataEdge {
+  int producer = -1;
+  int operand = -1;                  // 0: a MatMul's A or a vector operator's input; 1: B; -1: unknown
+  std::vector<std::string> through;  // the views between the producer's output and the operand
+};
+std::vector<std::vector<DataEdge>> data_flow(const TensorProgram& program);
 
 // The file limits: a network beyond them is refused with a message, not compiled for hours.
 constexpr size_t kMaxProgramOperators = 100000;

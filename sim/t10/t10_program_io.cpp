@@ -50,6 +50,27 @@ TensorOperator parse_operator(const json& op, size_t index, const std::string& f
   if (t.batch * t.m > kMaxOperatorDimension * 64)
     throw InputError(file, where + ".batch", kRule,
                      "batch x m above " + std::to_string(kMaxOperatorDimension * 64));
+  if (auto reads = op.find("reads"); reads != op.end()) {
+    if (!reads->is_array() || reads->size() > 64)
+      throw InputError(file, where + ".reads", kRule, "must be a list of up to 64 {\"from\", \"through\"}");
+    for (size_t slot = 0; slot < reads->size(); ++slot) {
+      const json& r = (*reads)[slot];
+      const std::string at = where + ".reads[" + std::to_string(slot) + "]";
+      if (!r.is_object()) throw InputError(file, at, kRule, "must be {\"from\": NAME or null, \"through\": [...]}");
+      TensorOperator::Read read;
+      if (r.contains("from") && !r["from"].is_null()) {
+        if (!r["from"].is_string()) throw InputError(file, at + ".from", kRule, "must be an operator name or null");
+        read.from = r["from"].get<std::string>();
+      }
+      if (r.contains("through")) {
+        if (!r["through"].is_array() || r["through"].size() > 1000)
+          throw InputError(file, at + ".through", kRule, "must be a list of view op names");
+        for (const json& v : r["through"])
+          if (v.is_string()) read.through.push_back(v.get<std::string>());
+      }
+      t.reads.push_back(std::move(read));
+    }
+  }
   if (auto after = op.find("after"); after != op.end()) {
     if (!after->is_array())
       throw InputError(file, where + ".after", kRule, "must be a list of operator names");
@@ -82,6 +103,13 @@ TensorProgram parse_program(const json& doc, const std::string& file) {
   std::set<std::string> names;
   for (size_t i = 0; i < ops.size(); ++i) {
     program.ops.push_back(parse_operator(ops[i], i, file));
+    std::vector<std::string> producers = program.ops.back().after;
+    for (const TensorOperator::Read& r : program.ops.back().reads)
+      if (!r.from.empty()) producers.push_back(r.from);
+    for (const std::string& producer : producers)
+      if (!names.count(producer))
+        throw InputError(file, "ops[" + std::to_string(i) + "].after", kRule,
+                         "'" + producer + "' is not an earlier operator (operators are listed in execution order)");
     if (!names.insert(program.ops.back().name).second)
       throw InputError(file, "ops[" + std::to_string(i) + "].name", kRule,
                        "'" + program.ops.back().name + "' names two operators");
@@ -151,13 +179,16 @@ json program_to_json(const TensorProgram& program, const CompiledProgram& compil
     j["cold_layout"] = o.cold_is_hot ? "hot plan's" : "no copies";
     ops.push_back(std::move(j));
   }
+  // One transition per edge of the data flow. Its time is the producer's shuffle and the consumer's warm-up,
+  // which the calibrated model prices once per operator however many edges share them.
   json transitions = json::array();
-  for (size_t i = 0; i + 1 < compiled.chosen.size(); ++i)
-    transitions.push_back({{"from", program.ops[i].name},
-                           {"to", program.ops[i + 1].name},
-                           {"cycles", compiled.chosen[i].cost.shuffle + compiled.chosen[i + 1].warm_up},
-                           {"shuffle", compiled.chosen[i].cost.shuffle},
-                           {"warm_up", compiled.chosen[i + 1].warm_up}});
+  const std::vector<std::vector<DataEdge>> flow = data_flow(program);
+  for (size_t i = 0; i < flow.size(); ++i)
+    for (const DataEdge& e : flow[i])
+      transitions.push_back({{"from", program.ops[e.producer].name},
+                             {"to", program.ops[i].name},
+                             {"shuffle", compiled.chosen[e.producer].cost.shuffle},
+                             {"warm_up", compiled.chosen[i].warm_up}});
   return {{"t10_compiled", true},
           {"name", program.name},
           {"chip",

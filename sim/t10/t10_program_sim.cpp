@@ -117,6 +117,62 @@ std::vector<int64_t> reference_output(const TensorProgram& program, uint64_t see
   return x;
 }
 
+namespace {
+
+// The layout changes into operator i, one per edge of the data flow (docs/t10-programs.md#simulation). An
+// edge that passes no view and whose producer's output has its operand's shape is replayed into that
+// operand's cold layout; when the file does not say the operand, a MatMul's A is the first producer of A's
+// shape and B the next of B's. Any other edge goes through a view and is reported, not replayed.
+void replay_edges(const TensorProgram& program, const CompiledProgram& compiled, size_t i,
+                  const std::vector<DataEdge>& edges, OperatorRun& r, ProgramRun& run) {
+  const TensorOperator& op = program.ops[i];
+  const OperatorOption& o = compiled.chosen[i];
+  bool a_taken = false;
+  for (const DataEdge& edge : edges) {
+    const int producer = edge.producer;
+    EdgeRun e;
+    e.producer = producer;
+    const TensorOperator& from = program.ops[producer];
+    const auto shape = output_shape(from);
+    int operand = edge.operand;
+    if (operand < 0) {
+      if (op.type != OperatorType::MatMul) {
+        if (shape == input_shape(op)) operand = 0;
+      } else if (!a_taken && shape == input_shape(op, 0)) {
+        operand = 0, a_taken = true;
+      } else if (shape == input_shape(op, 1)) {
+        operand = 1;
+      }
+    }
+    const bool view = operand < 0 || !edge.through.empty() || shape != input_shape(op, operand);
+    if (view) {
+      const auto wanted = input_shape(op, std::max(operand, 0));
+      e.operand = op.type != OperatorType::MatMul ? "input" : operand == 1 ? "B" : "A";
+      e.view = std::to_string(shape.first) + " x " + std::to_string(shape.second) + " to " +
+               std::to_string(wanted.first) + " x " + std::to_string(wanted.second);
+      for (const std::string& v : edge.through) e.view += (v == edge.through.front() ? " through " : ", ") + v;
+    } else {
+      e.operand = op.type != OperatorType::MatMul ? "input" : operand == 0 ? "A" : "B";
+      const auto [rows, cols] = input_shape(op, operand);
+      const LayoutChange change = change_layout(output_layout(from, compiled.chosen[producer]),
+                                                input_layout(op, o, operand), rows, cols, program.dtype_bytes);
+      e.replayed = true;
+      e.transfers = change.transfers, e.bytes = change.bytes, e.max_core_bytes = change.max_core_bytes;
+      e.problem = change.problem;
+      r.layout_replayed = true;
+      r.layout_transfers += change.transfers, r.layout_bytes += change.bytes;
+      r.layout_max_core_bytes = std::max(r.layout_max_core_bytes, change.max_core_bytes);
+      if (r.layout_problem.empty() && !change.problem.empty())
+        r.layout_problem = from.name + " -> " + op.name + ": " + change.problem;
+      ++run.layout_changes;
+    }
+    ++run.edges;
+    r.edges.push_back(std::move(e));
+  }
+}
+
+}  // namespace
+
 ProgramRun simulate_program(const TensorProgram& program, const CompiledProgram& compiled,
                             const ProgramSimOptions& options, TraceObserver* trace) {
   if (options.functional) check_functional_program(program);
@@ -131,6 +187,7 @@ ProgramRun simulate_program(const TensorProgram& program, const CompiledProgram&
     track_run = trace->track("operator (compute and shifts)");
     track_shuffle = trace->track("shuffle (output to the next layout)");
   }
+  const std::vector<std::vector<DataEdge>> flow = data_flow(program);
   double clock = 0;
   for (size_t i = 0; i < program.ops.size(); ++i) {
     const TensorOperator& op = program.ops[i];
@@ -173,15 +230,7 @@ ProgramRun simulate_program(const TensorProgram& program, const CompiledProgram&
         outputs[i] = run_vector(op, o, chain_input(outputs, i, first, options.seed, op.batch * op.m, op.n),
                                 options.seed, i);
     }
-    if (i > 0 && input_shape(op) == output_shape(program.ops[i - 1])) {
-      const auto [rows, cols] = input_shape(op);
-      const LayoutChange change = change_layout(output_layout(program.ops[i - 1], compiled.chosen[i - 1]),
-                                                input_layout(op, o), rows, cols, program.dtype_bytes);
-      r.layout_replayed = true;
-      r.layout_transfers = change.transfers, r.layout_bytes = change.bytes;
-      r.layout_max_core_bytes = change.max_core_bytes, r.layout_problem = change.problem;
-      ++run.layout_changes;
-    }
+    replay_edges(program, compiled, i, flow[i], r, run);
     if (trace) {
       const nlohmann::json args = {{"operator", op.name},
                                    {"type", to_string(op.type)},

@@ -18,15 +18,27 @@ class TraceObserver;
 
 namespace mlsys::t10 {
 
+// One edge of the data flow: a producer's output changed into the layout this operator reads it in.
+struct EdgeRun {
+  int producer = -1;
+  std::string operand;   // "A" or "B" of a MatMul, "input" of a vector operator, "view" when not replayed
+  bool replayed = false;
+  int64_t transfers = 0, bytes = 0, max_core_bytes = 0;
+  std::string problem;   // replayed: where the new layout is not covered exactly once by the old
+  std::string view;      // not replayed: the shapes a view (reshape, transpose, im2col) maps between
+};
+
 struct OperatorRun {
   std::string name;
   double start = 0, warm_up = 0, run = 0, shuffle = 0;  // cycles; run = the engine's makespan less shuffle
   int64_t cores = 0, transfers = 0, bytes_moved = 0;
   bool simulated = false;  // a MatMul run on the engine (vector operators are priced, not replayed)
   std::optional<CoreViolation> violation;
-  // The layout change from the previous operator's output to this one's input (t10_layouts.hpp), where the
-  // two have the same shape (a view in between, such as a reshape into heads, is not replayed).
-  bool layout_replayed = false;
+  // The layout changes into this operator, one per producer it reads (data_flow; t10_layouts.hpp), and their
+  // sums. An edge whose shapes differ goes through a view (a reshape into heads, a transpose) and is not
+  // replayed.
+  std::vector<EdgeRun> edges;
+  bool layout_replayed = false;  // some edge was
   int64_t layout_transfers = 0, layout_bytes = 0, layout_max_core_bytes = 0;
   std::string layout_problem;
 };
@@ -36,7 +48,8 @@ struct ProgramRun {
   double makespan = 0;              // cycles, all operators in order
   double model_total = 0;           // the compiled program's total, which the makespan must equal
   int64_t engine_runs = 0;          // distinct (shape, plan) pairs simulated
-  int64_t layout_changes = 0;       // transitions replayed as transfers between cores
+  int64_t layout_changes = 0;       // edges replayed as transfers between cores
+  int64_t edges = 0;                // edges of the data flow (producer to consumer)
   std::vector<int64_t> sram_after;  // resident bytes per core while each operator runs (cold sum + its extra)
   // Functional mode: the network's output compared with a reference computed without the engine.
   bool functional_checked = false;

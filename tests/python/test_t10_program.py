@@ -123,3 +123,39 @@ def test_torchvision_networks_compile_for_t10(name, tmp_path):
     assert program["simulation"]["passed"] and program["compile"]["proven"]
     assert program["peak_sram_bytes"] <= 638976
     assert program["total_cycles"] <= program["compile"]["heuristic_cycles"] * (1 + 1e-12)
+
+
+def test_attention_block_transitions_are_its_edges(exported, tmp_path):
+    """GPT2Block (examples/models/transformers.py), read from its forward: ln1 -> qkv; the packed QKV's bias add
+    feeds the scores twice (q as A, k as B, through the split, the reshape into heads and the transposes) and
+    the context once (v as B); softmax -> context; the merged heads -> the output projection (a view); the
+    residual reads the block's input (no edge) and the projection; the MLP; the second residual reads the
+    first. Each edge once, with its operand; edges through views are reported, the others replayed."""
+    r = subprocess.run([os.path.join(BIN, "t10"), "compile", exported["gpt2-block"], "--json"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    program = json.loads(r.stdout)
+    edges = sorted((t["from"], t["to"], t["operand"]) for t in program["transitions"])
+    want = sorted([
+        ("/ln1/LayerNormalization", "/attn/qkv/MatMul", "A"),
+        ("/attn/qkv/MatMul", "/attn/qkv/Add", "input"),
+        ("/attn/qkv/Add", "/attn/MatMul", "A"),
+        ("/attn/qkv/Add", "/attn/MatMul", "B"),
+        ("/attn/MatMul", "/attn/Softmax", "input"),
+        ("/attn/Softmax", "/attn/MatMul_1", "A"),
+        ("/attn/qkv/Add", "/attn/MatMul_1", "B"),
+        ("/attn/MatMul_1", "/attn/proj/MatMul", "A"),
+        ("/attn/proj/MatMul", "/Add", "input"),
+        ("/Add", "/ln2/LayerNormalization", "input"),
+        ("/ln2/LayerNormalization", "/mlp/mlp.0/MatMul", "A"),
+        ("/mlp/mlp.0/MatMul", "/mlp/mlp.1/Mul_1", "input"),
+        ("/mlp/mlp.1/Mul_1", "/mlp/mlp.2/MatMul", "A"),
+        ("/mlp/mlp.2/MatMul", "/Add_1", "input"),
+        ("/Add", "/Add_1", "input"),
+    ])
+    assert edges == want
+    views = {(t["from"], t["to"], t["operand"]) for t in program["transitions"] if not t["replayed"]}
+    assert views == {("/attn/qkv/Add", "/attn/MatMul", "A"), ("/attn/qkv/Add", "/attn/MatMul", "B"),
+                     ("/attn/qkv/Add", "/attn/MatMul_1", "B"), ("/attn/MatMul_1", "/attn/proj/MatMul", "A")}
+    assert program["simulation"]["edges"] == 15
+    assert program["simulation"]["layout_changes_replayed"] == 11

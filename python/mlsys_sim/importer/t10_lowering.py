@@ -115,6 +115,7 @@ def lower(graph: og.Graph, name: str) -> dict:
         if out in sink:
             members.setdefault(sink[out], []).append(node)
     producer_op: Dict[str, str] = {}  # value -> the operator that writes it (views pass it on)
+    view_path: Dict[str, List[str]] = {}  # value -> the view ops between that operator and it
     ops: List[dict] = []
     blockers: List[str] = []
     used_names = set()
@@ -130,8 +131,13 @@ def lower(graph: og.Graph, name: str) -> dict:
         after = sorted({producer_op[v] for v in reads if v in producer_op})
         if after:
             op["after"] = after
+        # Operand by operand (a product's A then B; a vector operator's inputs): the operator that wrote it
+        # (null for a graph input) and the views it passed through on the way.
+        op["reads"] = [{"from": producer_op.get(v), "through": view_path.get(v, [])} for v in reads
+                       if graph.kinds.get(v) == og.ACT]
         ops.append(op)
         producer_op[node.output[0]] = label
+        view_path[node.output[0]] = []
 
     for node in graph.nodes:
         out = node.output[0]
@@ -142,6 +148,8 @@ def lower(graph: og.Graph, name: str) -> dict:
             for o in node.output:
                 if acts and acts[0] in producer_op:
                     producer_op[o] = producer_op[acts[0]]
+                if acts:
+                    view_path[o] = view_path.get(acts[0], []) + [node.op_type]
             continue
         if out in sink:
             if sink[out] != out:  # folded into the group's last node
@@ -154,13 +162,14 @@ def lower(graph: og.Graph, name: str) -> dict:
                 v in graph.row_stats for n in group for v in n.input)
             kind = "rowwise" if row_wise else "relu" if [n.op_type for n in group] == ["Relu"] else "elementwise"
             m, n = _rows_cols(graph.shapes[out])
-            add(node, {"type": kind, "m": m, "n": n, "inputs": max(len(set(reads)), 1)}, reads)
+            add(node, {"type": kind, "m": m, "n": n, "inputs": max(len(set(reads)), 1)}, list(dict.fromkeys(reads)))
         elif node.op_type in ("MatMul", "Gemm"):
             add(node, {**_matmul(graph, node), **_hbm_operand(graph, node, DTYPE_BYTES)}, acts)
         elif _is_cache_append(graph, node):  # written in place beside the cached rows: a view
             computed = [v for v in acts if not og.origin_is_graph_input(graph, v) and v in producer_op]
             if computed:
                 producer_op[out] = producer_op[computed[0]]
+                view_path[out] = view_path.get(computed[0], []) + ["Concat"]
         elif node.op_type == "Conv":
             add(node, _conv(graph, node), acts)
         elif node.op_type in ("Gather", "Concat", "Expand", "Tile"):
