@@ -104,21 +104,50 @@ TEST(ReportBrowser, T10SeedPlan) {
   const std::string dir = temp_dir("report-t10");
   write_text(dir + "/plan.json",
              R"({"F_op":[1,32,40],"f_t_A_m":1,"f_t_A_k":1,"f_t_B_k":1,"f_t_B_n":1,"f_t_C_m":1,"f_t_C_n":1})");
-  const CommandResult made =
-      run_command(MLSYS_T10_BIN, "report " + source_path("tests/golden/t10/seed_problem.json") + " " + dir +
-                                     "/plan.json -o " + dir + "/r.html");
-  ASSERT_EQ(0, made.exit_code) << made.err;
-  const CommandResult page = open_in_chromium(dir + "/r.html");
-  expect_clean_page(page);
-  EXPECT_EQ(6u, count(page.out, "class=\"cycle-part\""));
-  EXPECT_EQ(5u, count(page.out, "class=\"phase\""));
-  EXPECT_EQ(1u, count(page.out, "class=\"capacity-line\""));
-  // The seed plan's total, 15,360 cycles (tests/golden/t10/cases.json, seed-rv01), and the best plans table.
-  EXPECT_NE(std::string::npos, page.out.find("15,360 cycles"));
-  EXPECT_NE(std::string::npos, page.out.find("id=\"top-plans\""));
-  // Every core: [1, 32, 40] has 1,280 cores, each a cell of both heat maps; nothing rotates, so no ring.
-  EXPECT_EQ(2u * 1280u, count(page.out, "class=\"core-cell\""));
-  EXPECT_NE(std::string::npos, page.out.find("no shift levels: nothing rotates"));
+  auto report = [&](const std::string& timing) {
+    const CommandResult made =
+        run_command(MLSYS_T10_BIN, "report " + source_path("tests/golden/t10/seed_problem.json") + " " + dir +
+                                       "/plan.json -o " + dir + "/r-" + timing + ".html" +
+                                       (timing.empty() ? "" : " --timing " + timing));
+    EXPECT_EQ(0, made.exit_code) << made.err;
+    const CommandResult page = open_in_chromium(dir + "/r-" + timing + ".html");
+    expect_clean_page(page);
+    return page.out;
+  };
+  // The default is the calibrated timing, named at the top; its headline is the calibrated section's total,
+  // its breakdown that model's three terms, its ranking that model's.
+  const std::string calibrated = report("");
+  EXPECT_NE(std::string::npos, calibrated.find("id=\"timing\">calibrated"));
+  EXPECT_EQ(3u, count(calibrated, "class=\"cycle-part\""));
+  EXPECT_NE(std::string::npos, calibrated.find("data-timing=\"calibrated\""));
+  const std::string marker = "id=\"headline-total\"><b>";
+  const size_t head = calibrated.find(marker);
+  ASSERT_NE(std::string::npos, head);
+  const size_t from = head + marker.size();
+  const std::string total = calibrated.substr(from, calibrated.find(" cycles", from) - from);
+  EXPECT_NE(std::string::npos, calibrated.find("<b>total (makespan on every core)</b></td><td><b>" + total))
+      << total;
+  // Under the grader: the seed plan's 15,360 cycles (tests/golden/t10/cases.json, seed-rv01), six terms.
+  const std::string grader = report("grader");
+  EXPECT_NE(std::string::npos, grader.find("id=\"headline-total\"><b>15,360 cycles"));
+  EXPECT_EQ(6u, count(grader, "class=\"cycle-part\""));
+  EXPECT_NE(std::string::npos, grader.find("data-timing=\"grader\""));
+  const std::string exchange = report("exchange");
+  EXPECT_NE(std::string::npos, exchange.find("data-timing=\"exchange\""));
+  EXPECT_EQ(3u, count(exchange, "class=\"cycle-part\""));
+  for (const std::string* page : {&calibrated, &grader}) {
+    EXPECT_EQ(5u, count(*page, "class=\"phase\""));
+    EXPECT_EQ(1u, count(*page, "class=\"capacity-line\""));
+    EXPECT_EQ(2u, count(*page, "class=\"axis-tick\""));
+    // Every core: [1, 32, 40] has 1,280 cores, each a cell of both heat maps, each map with its colour scale
+    // (five ticks, the last with the unit); nothing rotates, so no ring.
+    EXPECT_EQ(2u * 1280u, count(*page, "class=\"core-cell\""));
+    EXPECT_EQ(2u, count(*page, "class=\"colour-scale\""));
+    EXPECT_EQ(10u, count(*page, "class=\"scale-tick\""));
+    EXPECT_NE(std::string::npos, page->find(" B</text></svg>"));
+    EXPECT_NE(std::string::npos, page->find(" cycles</text></svg>"));
+    EXPECT_NE(std::string::npos, page->find("no shift levels: nothing rotates"));
+  }
 }
 
 TEST(ReportBrowser, T10ServeDecodeStep) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <sstream>
 
 #include "traces/html_page.hpp"
@@ -17,20 +18,90 @@ std::string plan_text(const Plan& p) {
   return out.str();
 }
 
-// The best plans of `t10 solve` under the page's profile.
+// The best plans of `t10 solve` under the page's timing and profile.
 void best_plans_section(std::ostringstream& html, const PlanReportPage& page) {
-  html << "<h2>Best plans (t10 solve, " << html_escape(page.profile) << ")</h2>\n";
-  if (page.top.empty()) {
+  html << "<h2>Best plans (t10 solve --timing " << html_escape(page.timing) << ", " << html_escape(page.profile)
+       << ")</h2>\n";
+  std::vector<std::pair<Plan, std::pair<double, std::string>>> rows;  // plan, (cycles, memory note)
+  if (page.timing == "calibrated")
+    for (const CalibratedRankedPlan& p : page.calibrated_top)
+      rows.push_back({p.plan, {p.total, format_display(static_cast<double>(p.hot)) + " hot, " +
+                                            format_display(static_cast<double>(p.cold)) + " cold"}});
+  else if (page.timing == "exchange")
+    for (const ExchangeRankedPlan& p : page.exchange_top)
+      rows.push_back({p.plan, {p.exchange_total, "grader " + format_display(p.grader_total) + " cycles"}});
+  else
+    for (const RankedPlan& p : page.top)
+      rows.push_back({p.plan, {p.total, format_display(static_cast<double>(p.hot)) + " hot"}});
+  if (rows.empty()) {
     html << "<p class=\"note\">No plan is accepted.</p>\n";
-  } else {
-    html << "<table class=\"grid\" id=\"top-plans\"><tr><th>#</th><th>plan</th><th>total cycles</th>"
-            "<th>hot bytes</th></tr>\n";
-    for (size_t i = 0; i < page.top.size(); ++i)
-      html << "<tr><td>" << i + 1 << "</td><td style=\"text-align:left\">" << plan_text(page.top[i].plan)
-           << "</td><td>" << format_display(page.top[i].total) << "</td><td>"
-           << format_display(static_cast<double>(page.top[i].hot)) << "</td></tr>\n";
-    html << "</table>\n";
+    return;
   }
+  html << "<table class=\"grid\" id=\"top-plans\" data-timing=\"" << html_escape(page.timing)
+       << "\"><tr><th>#</th><th>plan</th><th>" << html_escape(page.timing) << " cycles</th><th>bytes per core"
+       << "</th></tr>\n";
+  for (size_t i = 0; i < rows.size(); ++i)
+    html << "<tr><td>" << i + 1 << "</td><td style=\"text-align:left\">" << plan_text(rows[i].first)
+         << "</td><td>" << format_display(rows[i].second.first) << "</td><td>" << rows[i].second.second
+         << "</td></tr>\n";
+  html << "</table>\n";
+}
+
+// The chosen timing's total and its terms, or why it has none for this plan.
+struct Headline {
+  std::optional<double> total;
+  std::vector<std::pair<const char*, double>> terms;
+  std::string missing;
+};
+
+Headline headline(const PlanReportPage& page) {
+  Headline h;
+  const Evaluation& e = *page.evaluation;
+  if (page.timing == "grader") {
+    if (!e.cost) return h.missing = "the plan has no defined cost under this profile", h;
+    const Cost& c = *e.cost;
+    h.total = c.total;
+    h.terms = {{"compute", c.compute},
+               {"load", c.load},
+               {"store", c.store},
+               {"shift", static_cast<double>(c.shift)},
+               {"broadcast", static_cast<double>(c.bcast)},
+               {"reduce", static_cast<double>(c.reduce)}};
+  } else if (page.timing == "exchange") {
+    if (!page.cores) return h.missing = "the plan has no defined cost under this profile", h;
+    const CoresResult& r = *page.cores;
+    h.total = r.exchange_total;
+    h.terms = {{"compute", r.exchange_compute}, {"exchange", r.exchange_exchange}, {"sync", r.exchange_sync}};
+  } else {
+    if (!page.calibrated)
+      return h.missing = "the calibrated model cannot price this plan (a dimension's rings do not form a chain)", h;
+    const CoresResult& r = *page.calibrated;
+    h.total = r.makespan;
+    h.terms = {{"compute", r.calibrated_compute},
+               {"shifts and syncs", r.calibrated_sync_shift},
+               {"shuffle", r.calibrated_shuffle}};
+  }
+  return h;
+}
+
+const char* timing_description(const std::string& timing) {
+  if (timing == "grader") return "the rule book's cost model (T11-T21)";
+  if (timing == "exchange") return "bulk-synchronous IPU exchange on every core";
+  return "the T10 authors' IPU-fitted model, on every core";
+}
+
+// A colour scale for a heat map: the gradient from 0 to the largest value, with its unit.
+void colour_scale(std::ostringstream& html, const char* id, double high, const std::string& unit) {
+  html << "<svg class=\"colour-scale\" id=\"" << id << "-scale\" width=\"320\" height=\"34\">"
+       << "<defs><linearGradient id=\"" << id << "-gradient\"><stop offset=\"0\" stop-color=\"rgb(245,245,255)\"/>"
+       << "<stop offset=\"1\" stop-color=\"rgb(55,55,255)\"/></linearGradient></defs><rect x=\"10\" y=\"2\" "
+          "width=\"300\" height=\"12\" fill=\"url(#"
+       << id << "-gradient)\" stroke=\"#999\"/>";
+  for (int i = 0; i <= 4; ++i)
+    html << "<text class=\"scale-tick\" x=\"" << 10 + 75 * i << "\" y=\"28\" font-size=\"10\" text-anchor=\""
+         << (i == 0 ? "start" : i == 4 ? "end" : "middle") << "\">" << format_display(high * i / 4)
+         << (i == 4 ? " " + unit : "") << "</text>";
+  html << "</svg>\n";
 }
 
 // The calibrated timing (the T10 authors' IPU-fitted model): this plan's terms on every core, and the best
@@ -98,35 +169,44 @@ std::string plan_report_html(const PlanReportPage& page) {
   for (const Violation& v : e.violations)
     html << "<br>[" << html_escape(v.code) << "] " << html_escape(v.message);
   html << "</td></tr>";
-  if (e.cost) html << "<tr><td>total</td><td>" << format_display(e.cost->total) << " cycles</td></tr>";
-  if (e.score) html << "<tr><td>score</td><td>" << format_display(*e.score) << "</td></tr>";
+  const Headline head = headline(page);
+  html << "<tr><td>timing</td><td id=\"timing\">" << html_escape(page.timing) << ": "
+       << timing_description(page.timing) << " (t10 report --timing grader|exchange|calibrated)</td></tr>"
+       << "<tr><td>total</td><td id=\"headline-total\">"
+       << (head.total ? "<b>" + format_display(*head.total) + " cycles</b>" : html_escape(head.missing));
+  if (page.timing != "grader" && e.cost) html << " (the rule book's grader: " << format_display(e.cost->total) << ")";
+  html << "</td></tr>";
+  if (e.score) html << "<tr><td>score (grader)</td><td>" << format_display(*e.score) << "</td></tr>";
   html << "</table>\n";
 
-  if (e.cost) {
-    const Cost& c = *e.cost;
-    const std::pair<const char*, double> parts[] = {{"compute", c.compute},
-                                                    {"load", c.load},
-                                                    {"store", c.store},
-                                                    {"shift", static_cast<double>(c.shift)},
-                                                    {"broadcast", static_cast<double>(c.bcast)},
-                                                    {"reduce", static_cast<double>(c.reduce)}};
+  if (head.total) {
     double largest = 1;
-    for (const auto& [name, v] : parts) largest = std::max(largest, v);
-    html << "<h2>Cycle breakdown</h2>\n<p class=\"note\">total " << format_display(c.total)
-         << " cycles, composed from these terms by rules " << rule_link("T11", page.docs) << "-"
-         << rule_link("T21", page.docs) << " of the T10 rule book (comp = " << format_display(c.comp)
-         << ").</p>\n<svg id=\"cycles\" width=\"760\" height=\"" << 28 * 6 + 10 << "\" viewBox=\"0 0 760 "
-         << 28 * 6 + 10 << "\">\n";
+    for (const auto& [name, v] : head.terms) largest = std::max(largest, v);
+    const size_t n = head.terms.size();
+    html << "<h2>Cycle breakdown (" << html_escape(page.timing) << ")</h2>\n<p class=\"note\">total "
+         << format_display(*head.total) << " cycles under " << timing_description(page.timing);
+    if (page.timing == "grader")
+      html << ", composed from these terms by rules " << rule_link("T11", page.docs) << "-"
+           << rule_link("T21", page.docs) << " of the T10 rule book (comp = " << format_display(e.cost->comp) << ")";
+    else
+      html << "; terms are sums over the run and may overlap (<a href=\"" << page.docs
+           << "/t10-model.md\">docs</a>)";
+    html << ".</p>\n<svg id=\"cycles\" width=\"760\" height=\"" << 28 * n + 30 << "\" viewBox=\"0 0 760 "
+         << 28 * n + 30 << "\">\n";
     int row = 0;
-    for (const auto& [name, v] : parts) {
+    for (const auto& [name, v] : head.terms) {
       const double y = 6 + 28 * row++;
       html << "<g class=\"cycle-part\" data-part=\"" << name << "\" data-tip=\"" << name << ": "
            << format_display(v) << " cycles\"><text x=\"0\" y=\"" << y + 15 << "\" font-size=\"12\">" << name
-           << "</text><rect x=\"90\" y=\"" << y << "\" width=\"" << 560 * v / largest
-           << "\" height=\"20\" fill=\"#6baed6\"/><text x=\"" << 96 + 560 * v / largest << "\" y=\"" << y + 15
+           << "</text><rect x=\"120\" y=\"" << y << "\" width=\"" << 530 * v / largest
+           << "\" height=\"20\" fill=\"#6baed6\"/><text x=\"" << 126 + 530 * v / largest << "\" y=\"" << y + 15
            << "\" font-size=\"12\">" << format_display(v) << "</text></g>\n";
     }
-    html << "</svg>\n";
+    const double axis_y = 6 + 28 * static_cast<double>(n);
+    html << "<line class=\"axis\" x1=\"120\" y1=\"" << axis_y << "\" x2=\"650\" y2=\"" << axis_y
+         << "\" stroke=\"#666\"/><text class=\"axis-tick\" x=\"120\" y=\"" << axis_y + 14
+         << "\" font-size=\"10\">0</text><text class=\"axis-tick\" x=\"650\" y=\"" << axis_y + 14
+         << "\" font-size=\"10\" text-anchor=\"end\">" << format_display(largest) << " cycles</text></svg>\n";
   }
 
   html << "<h2>SRAM occupancy per core (replay)</h2>\n";
@@ -195,6 +275,7 @@ std::string plan_report_html(const PlanReportPage& page) {
              << "): " << format_display(value(c)) << " " << unit << "\"/>\n";
       }
       html << "</svg>\n";
+      colour_scale(html, id, high, unit);
     };
     heat(
         "sram-heat", "SRAM peak per core",
