@@ -150,6 +150,37 @@ TEST(ReportBrowser, T10SeedPlan) {
   }
 }
 
+TEST(ReportBrowser, T10WholeProgram) {
+  // A block with a residual two operators back and a view: 5 operators, 4 replayed edges and 1 through a view.
+  const std::string dir = temp_dir("report-t10-program");
+  write_text(dir + "/model.json", R"({"t10_program": {"name": "block", "ops": [
+    {"name": "norm", "type": "rowwise", "m": 256, "n": 512, "reads": [{"from": null}]},
+    {"name": "up", "type": "matmul", "m": 256, "k": 512, "n": 2048, "reads": [{"from": "norm"}]},
+    {"name": "act", "type": "relu", "m": 256, "n": 2048, "reads": [{"from": "up"}]},
+    {"name": "down", "type": "matmul", "m": 256, "k": 2048, "n": 512, "reads": [{"from": "act"}]},
+    {"name": "residual", "type": "elementwise", "m": 256, "n": 512, "inputs": 2,
+     "reads": [{"from": "down"}, {"from": "norm", "through": ["Reshape"]}]}]}})");
+  const CommandResult made =
+      run_command(MLSYS_T10_BIN, "compile " + dir + "/model.json --html " + dir + "/p.html");
+  ASSERT_EQ(0, made.exit_code) << made.err;
+  const CommandResult page = open_in_chromium(dir + "/p.html");
+  expect_clean_page(page);
+  // The timeline: six ticks, each in cycles and microseconds; the legend of its three phases.
+  EXPECT_EQ(6u + 5u, count(page.out, "class=\"axis-tick\""));  // and five on the SRAM chart's axis
+  EXPECT_NE(std::string::npos, page.out.find("cycles ("));
+  EXPECT_EQ(3u + 2u, count(page.out, "class=\"legend-entry\""));
+  EXPECT_GE(count(page.out, "class=\"op-label\""), 1u);
+  EXPECT_NE(std::string::npos, page.out.find("up, run: "));  // tooltips name the phase
+  // SRAM: each operator's cold base and running extra; the capacity drawn or named with the peak's share.
+  EXPECT_EQ(5u, count(page.out, "class=\"cold-base\""));
+  EXPECT_EQ(5u, count(page.out, "class=\"running-extra\""));
+  EXPECT_EQ(1u, count(page.out, "class=\"capacity-note\"") + count(page.out, "class=\"cap capacity-line\""));
+  // The transitions: one row per edge.
+  EXPECT_EQ(5u, count(page.out, "class=\"transition\""));
+  EXPECT_NE(std::string::npos, page.out.find("4 of 5 edges replayed"));
+  EXPECT_NE(std::string::npos, page.out.find("no: a view, 256 x 512 to 256 x 512 through Reshape"));
+}
+
 TEST(ReportBrowser, T10ServeDecodeStep) {
   // The tiny decode step of tests/data/elk-tiny.json (four operators, three of them loading from HBM): a bar
   // per load and per operator, the SRAM line and its capacity.

@@ -168,50 +168,126 @@ nlohmann::json compiled_program_json(const TensorProgram& program, const Compile
   return doc;
 }
 
+// Every edge of the data flow with its layout change, or the view it goes through (docs/t10-programs.md).
+void transitions_table(std::ostringstream& h, const TensorProgram& program, const ProgramRun& run) {
+  h << "<h2>Transitions</h2><p>" << run.layout_changes << " of " << run.edges
+    << " edges replayed core to core; the others go through a view.</p><table id='transitions'><tr><th>from</th>"
+       "<th>to</th><th>operand</th><th>replayed</th><th>transfers</th><th>bytes moved</th>"
+       "<th>into the busiest core</th></tr>";
+  for (size_t i = 0; i < run.ops.size(); ++i)
+    for (const EdgeRun& e : run.ops[i].edges) {
+      h << "<tr class='transition'><td>" << html_escape(program.ops[e.producer].name) << "</td><td>"
+        << html_escape(program.ops[i].name) << "</td><td>" << e.operand << "</td>";
+      if (e.replayed)
+        h << "<td>yes</td><td>" << e.transfers << "</td><td>" << format_display(static_cast<double>(e.bytes))
+          << " B</td><td>" << format_display(static_cast<double>(e.max_core_bytes)) << " B</td>";
+      else
+        h << "<td colspan='4'>no: a view, " << html_escape(e.view) << "</td>";
+      h << "</tr>";
+    }
+  h << "</table>";
+}
+
 std::string program_html(const TensorProgram& program, const CompiledProgram& compiled,
                          const CompileStats& stats, const ProgramRun* run) {
   std::ostringstream h;
   h << html_page_start("T10 program: " + program.name,
                        ".bar{fill:#4a7fb5}.warm{fill:#e8a33d}.shuffle{fill:#8a8a8a}.cap{stroke:#c00;"
-                       "stroke-dasharray:4}");
+                       "stroke-dasharray:4}#transitions td,#transitions th{padding:2px 8px}");
   h << "<h1>" << html_escape(program.name) << "</h1><p>" << program.ops.size() << " operators on "
     << html_escape(program.chip.name) << " (" << program.chip.cores << " cores), calibrated timing: <b>"
     << format_display(compiled.total_cycles) << "</b> cycles (" << compiled.reconciliation
     << " reconciliation";
   if (stats.heuristic_cycles > 0) h << "; published heuristic " << format_display(stats.heuristic_cycles);
   h << ").</p>";
-  // Timeline: one row, each operator's warm-up, run and shuffle as rectangles scaled to the total.
+  // Timeline: one row, each operator's warm-up, run and shuffle as rectangles scaled to the total, with an axis
+  // in cycles and microseconds, a legend, and the operator's name where it fits.
   const double width = 1100, total = std::max(compiled.total_cycles, 1.0);
-  h << "<h2>Timeline</h2><svg width='" << width << "' height='60' data-chart='timeline'>";
+  constexpr double kCyclesPerMicrosecond = 1325;  // IPU Mk2 at 1.325 GHz, the calibrated model's cycle
+  const char* phase_names[3] = {"warm-up", "run", "shuffle"};
+  const char* cls[3] = {"warm", "bar", "shuffle"};
+  h << "<h2>Timeline</h2><svg width='" << width + 20 << "' height='120' data-chart='timeline'>";
   double x = 0;
   for (size_t i = 0; i < program.ops.size(); ++i) {
     const OperatorOption& o = compiled.chosen[i];
     const double parts[3] = {o.warm_up, o.cost.total - o.cost.shuffle, o.cost.shuffle};
-    const char* cls[3] = {"warm", "bar", "shuffle"};
+    const double start = x;
     for (int p = 0; p < 3; ++p) {
       const double w = parts[p] / total * width;
-      h << "<rect class='" << cls[p] << "' x='" << x << "' y='10' width='" << w << "' height='40' data-tip='"
-        << html_escape(program.ops[i].name) << ": " << format_display(std::round(parts[p])) << " cycles'/>";
+      if (parts[p] > 0)
+        h << "<rect class='" << cls[p] << "' x='" << x << "' y='10' width='" << w << "' height='40' data-tip='"
+          << html_escape(program.ops[i].name) << ", " << phase_names[p] << ": "
+          << format_display(std::round(parts[p])) << " cycles'/>";
       x += w;
     }
+    const std::string& name = program.ops[i].name;
+    if (x - start >= 7.0 * static_cast<double>(std::min<size_t>(name.size(), 24)) + 6)
+      h << "<text class='op-label' x='" << start + 3 << "' y='34' font-size='11' fill='#fff'>"
+        << html_escape(name.substr(0, 24)) << "</text>";
   }
-  h << "</svg>";
-  // SRAM per core while each operator runs, against the capacity.
+  h << "<line class='axis' x1='0' x2='" << width << "' y1='54' y2='54' stroke='#666'/>";
+  for (int t = 0; t <= 5; ++t) {
+    const double cycles = total * t / 5, tx = width * t / 5;
+    h << "<line x1='" << tx << "' x2='" << tx << "' y1='54' y2='58' stroke='#666'/><text class='axis-tick' x='"
+      << tx << "' y='70' font-size='10' text-anchor='" << (t == 0 ? "start" : t == 5 ? "end" : "middle") << "'>"
+      << format_display(std::round(cycles)) << " cycles (" << format_display(std::round(cycles / kCyclesPerMicrosecond * 100) / 100)
+      << " &micro;s)</text>";
+  }
+  for (int p = 0; p < 3; ++p)
+    h << "<g class='legend-entry'><rect class='" << cls[p] << "' x='" << 280 * p << "' y='88' width='14' "
+      << "height='14'/><text x='" << 280 * p + 20 << "' y='100' font-size='12'>" << phase_names[p]
+      << (p == 0 ? " (cold layout to hot)" : p == 1 ? " (compute and shifts)" : " (output to the next layout)")
+      << "</text></g>";
+  h << "</svg><p class='note'>Microseconds at the IPU Mk2's 1.325 GHz.</p>";
+  // SRAM per core while each operator runs: the cold layouts of all operators (the base) and the running
+  // operator's extra, on an axis scaled to the peak so both can be read; the capacity is drawn when it is
+  // within a few times the peak, and otherwise named at the top with the peak's share of it.
   const double cap = static_cast<double>(program.chip.sram_bytes_per_core);
-  h << "<h2>SRAM per core across the program</h2><svg width='" << width
-    << "' height='160' data-chart='sram'>";
+  const double cold = static_cast<double>(compiled.cold_bytes);
+  double peak = cold;
+  for (const OperatorOption& o : compiled.chosen) peak = std::max(peak, cold + static_cast<double>(o.extra()));
+  const double top = cap <= 4 * peak ? std::max(cap, peak) * 1.05 : peak * 1.25, H = 150;
+  auto Y = [&](double bytes) { return 10 + H - bytes / std::max(top, 1.0) * H; };
+  h << "<h2>SRAM per core across the program</h2><svg width='" << width + 140 << "' height='" << H + 60
+    << "' data-chart='sram'><g transform='translate(90,0)'>";
   const double step = width / static_cast<double>(program.ops.size());
   for (size_t i = 0; i < program.ops.size(); ++i) {
-    const double used = static_cast<double>(compiled.cold_bytes + compiled.chosen[i].extra());
-    const double hgt = used / cap * 140;
-    h << "<rect class='bar' x='" << i * step << "' y='" << 150 - hgt << "' width='" << std::max(step - 1, 0.5)
-      << "' height='" << hgt << "' data-tip='" << html_escape(program.ops[i].name) << ": "
-      << format_display(used) << " B'/>";
+    const double extra = static_cast<double>(compiled.chosen[i].extra());
+    const double bar = std::max(step - 1, 0.5);
+    h << "<rect class='cold-base' x='" << i * step << "' y='" << Y(cold) << "' width='" << bar << "' height='"
+      << Y(0) - Y(cold) << "' fill='#9ecae1' data-tip='" << html_escape(program.ops[i].name) << ": cold base "
+      << format_display(cold) << " B'/><rect class='running-extra' x='" << i * step << "' y='" << Y(cold + extra)
+      << "' width='" << bar << "' height='" << Y(cold) - Y(cold + extra) << "' fill='#3182bd' data-tip='"
+      << html_escape(program.ops[i].name) << ": running extra " << format_display(extra) << " B (total "
+      << format_display(cold + extra) << " B)'/>";
   }
-  h << "<line class='cap' x1='0' x2='" << width << "' y1='10' y2='10'/></svg><p>Every core holds the cold "
-    << "layouts of all operators (" << format_display(static_cast<double>(compiled.cold_bytes))
-    << " B) plus the running operator's extra; the dashed line is the capacity, " << format_display(cap)
+  for (int t = 0; t <= 4; ++t) {
+    const double bytes = top * t / 4;
+    h << "<line x1='-4' x2='0' y1='" << Y(bytes) << "' y2='" << Y(bytes) << "' stroke='#666'/><text "
+      << "class='axis-tick' x='-6' y='" << Y(bytes) + 3 << "' font-size='10' text-anchor='end'>"
+      << format_display(std::round(bytes)) << " B</text>";
+  }
+  h << "<line class='axis' x1='0' x2='0' y1='" << Y(top) << "' y2='" << Y(0) << "' stroke='#666'/>";
+  if (cap <= top)
+    h << "<line class='cap capacity-line' x1='0' x2='" << width << "' y1='" << Y(cap) << "' y2='" << Y(cap)
+      << "'/><text x='" << width << "' y='" << Y(cap) - 3 << "' font-size='11' fill='#c00' text-anchor='end'>"
+      << "capacity " << format_display(cap) << " B</text>";
+  else
+    h << "<text class='capacity-note' x='" << width << "' y='" << Y(top) + 10
+      << "' font-size='11' fill='#c00' text-anchor='end'>capacity " << format_display(cap)
+      << " B, above the axis: the peak is " << format_display(std::round(peak / cap * 1000) / 10)
+      << " % of it</text>";
+  h << "</g>";
+  const char* sram_legend[2][2] = {{"#9ecae1", "cold layouts of all operators"},
+                                   {"#3182bd", "the running operator's extra"}};
+  for (int l = 0; l < 2; ++l)
+    h << "<g class='legend-entry'><rect x='" << 90 + 260 * l << "' y='" << H + 32 << "' width='14' height='14' fill='"
+      << sram_legend[l][0] << "'/><text x='" << 110 + 260 * l << "' y='" << H + 44 << "' font-size='12'>"
+      << sram_legend[l][1] << "</text></g>";
+  h << "</svg><p>Every core holds the cold layouts of all operators (" << format_display(cold)
+    << " B) plus the running operator's extra; peak " << format_display(peak) << " B of " << format_display(cap)
     << " B.</p>";
+  if (run) transitions_table(h, program, *run);
   h << "<h2>Critical "
        "operators</h2><table><tr><th>operator</th><th>type</th><th>cycles</th><th>share</th></tr>";
   for (size_t i : critical(compiled, 10))
