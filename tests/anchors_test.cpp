@@ -7,6 +7,8 @@
 #include <fstream>
 #include <regex>
 
+#include <map>
+#include <cctype>
 #include "support.hpp"
 
 namespace mlsys::test {
@@ -56,6 +58,36 @@ std::vector<PeerRow> peer_rows() {
 TEST(Anchors, PeerTableIsComplete) {
   const auto rows = peer_rows();
   EXPECT_EQ(48u, rows.size());  // 24 benchmarks x 2 solvers
+}
+
+// docs/best-known.md's first-place column agrees with the verdicts: "invalid" exactly where the first-place
+// schedule is, and otherwise its full-k total rounded to the unit.
+TEST(Anchors, BestKnownPageAgreesWithTheVerdicts) {
+  std::map<int, PeerRow> first_place;
+  for (const PeerRow& r : peer_rows())
+    if (r.set == "vinci") first_place[r.benchmark] = r;
+  std::ifstream in(source_path("docs/best-known.md"));
+  const std::regex row(R"(^\|\s*(\d+)\s*\|[^|]*\|[^|]*\|\s*([^|]*?)\s*\|[^|]*\|\s*$)");
+  std::string line;
+  std::smatch m;
+  int rows = 0;
+  while (std::getline(in, line)) {
+    if (!std::regex_match(line, m, row)) continue;
+    const int benchmark = std::stoi(m[1]);
+    const std::string cell = m[2];
+    ASSERT_TRUE(first_place.count(benchmark)) << line;
+    const PeerRow& peer = first_place[benchmark];
+    ++rows;
+    if (peer.verdict == "invalid") {
+      EXPECT_EQ(0u, cell.rfind("invalid", 0)) << "benchmark " << benchmark << ": " << cell;
+      continue;
+    }
+    std::string digits;
+    for (char c : cell) if (std::isdigit(static_cast<unsigned char>(c))) digits += c;
+    ASSERT_FALSE(digits.empty()) << "benchmark " << benchmark << ": " << cell;
+    EXPECT_NEAR(peer.full_k, std::stod(digits), 0.5 + 1e-9 * peer.full_k) << "benchmark " << benchmark;
+  }
+  EXPECT_EQ(24, rows);
 }
 
 class Anchor : public ::testing::TestWithParam<PeerRow> {};
