@@ -552,16 +552,18 @@ def test_stride_two_windows_read_space_to_depth_phases(tmp_path):
     assert costs["MaxPool"] == weights.pointwise_cost(["Max"] * 8)
 
 
-def test_vision_transformer_pads_its_tokens_and_concats_the_class_token(tmp_path):
+@pytest.mark.parametrize("classes", [10, 34])
+def test_vision_transformer_pads_its_tokens_and_concats_the_class_token(tmp_path, classes):
     """torchvision's VisionTransformer at 64x64, patches of 16: 16 patches and the class token make 17 tokens,
     and gcd(17, head 64) = 1 would cut every token tensor into single rows. The sequence is padded to 64 (one
     block of the head dimension), the class token joins the patches through selection MatMuls, and x[:, 0]
     reads its 64-row block. MACs, derived by hand from docs/import.md#attention and #concat: the patch
     convolution on 16 rows, the two selections (1 and 16 rows into 64), per layer QKV, scores, P·V, output
-    projection and MLP on 64 rows, and the classifier on 64 rows."""
+    projection and MLP on 64 rows, and the classifier on 64 rows. 34 classes, a multiple of the 17 tokens, once
+    read as a batch folded into the rows and refused (ViT-B/32: 1,000 classes over 50 tokens)."""
     torchvision = pytest.importorskip("torchvision")
     torch.manual_seed(0)
-    tokens, padded, d, heads, mlp, layers, classes = 17, 64, 128, 2, 256, 2, 10
+    tokens, padded, d, heads, mlp, layers = 17, 64, 128, 2, 256, 2
     module = torchvision.models.VisionTransformer(image_size=64, patch_size=16, num_layers=layers, num_heads=heads,
                                                   hidden_dim=d, mlp_dim=mlp, num_classes=classes).eval()
     path = tmp_path / "vit.onnx"

@@ -68,9 +68,11 @@ class GraphLowering:
         if len(seqs) == 1 and others and 4 * rb < others:
             seq = seqs.pop()
             padded = -(-seq // others) * others
-            # a batch folded into the rows (B*seq) would be padded once, not per sequence: keep the gcd then
-            folded = any(d != seq and d % seq == 0 for name, shape in self.g.shapes.items()
-                         if self.g.kinds.get(name) == og.ACT for d in shape[-2:])
+            # a batch folded into the rows (B*seq) would be padded once, not per sequence: keep the gcd then.
+            # Only the row axis can hold a folded batch: a column count that happens to be a multiple of the
+            # sequence (ViT-B/32's 1,000 classes over 50 tokens) is not one.
+            folded = any(len(shape) >= 2 and shape[-2] != seq and shape[-2] % seq == 0
+                         for name, shape in self.g.shapes.items() if self.g.kinds.get(name) == og.ACT)
             if not folded:
                 return others, (seq, padded)
         return rb or None, (0, 0)
