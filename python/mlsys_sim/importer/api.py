@@ -64,10 +64,13 @@ def import_onnx(model, hardware, dims: Optional[Dict[str, int]] = None,
         for op in passthrough:
             counts.pop(op, None)
         listing = ", ".join(f"{op} x{count}" for op, count in sorted(counts.items()))
-        raise og.ImportError_(f"{path}: {len(blockers)} blockers" + (f" (unsupported ops: {listing})" if listing else "") +
-                              ", nothing was imported:\n  " + "\n  ".join(blockers) +
-                              "\n(an unsupported op that keeps its input's shape can be lowered as a Pointwise op "
-                              "with --passthrough OP=WEIGHT, vector operations per element)")
+        unsupported = [b for b in blockers if b.endswith(" is not supported")]
+        advice = ("\n(an unsupported op that keeps its input's shape can be lowered as a Pointwise op "
+                  "with --passthrough OP=WEIGHT, vector operations per element)") if unsupported else ""
+        plural = "" if len(blockers) == 1 else "s"
+        raise og.ImportError_(f"{path}: {len(blockers)} blocker{plural}" +
+                              (f" (unsupported ops: {listing})" if listing else "") +
+                              ", nothing was imported:\n  " + "\n  ".join(blockers) + advice)
     for node in graph.nodes:  # a passthrough op becomes a Pointwise op: it must keep its input's shape
         if node.op_type in passthrough and graph.kinds.get(node.output[0]) == og.ACT:
             acts = [n for n in node.input if n and graph.kinds.get(n) == og.ACT]

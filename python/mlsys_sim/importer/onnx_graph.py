@@ -115,8 +115,9 @@ def _pin_dimensions(model, path: str, dims: Dict[str, int], dim_syntax: str = "p
 def _einsum_as_matmul(model) -> None:
     """An Einsum that is a (batched) matrix product becomes the MatMul it is, so that both lowerings know it:
     `...ij,...jk->...ik`, and `...ij,...kj->...ik` (the second operand transposed first, as attention's
-    q·kᵀ is often written). Batch letters must be the same leading letters on all three terms; any other
-    equation stays an Einsum (and is reported as unsupported, with its node)."""
+    q·kᵀ is often written). Batch letters must be the same leading letters on all three terms, or absent
+    from the second (`bsd,de->bse`: an activation times a weight, which MatMul broadcasts); any other
+    equation stays an Einsum (and is reported as unsupported, with its equation and these forms)."""
     import re
 
     from onnx import helper
@@ -132,14 +133,14 @@ def _einsum_as_matmul(model) -> None:
             rewritten.append(node)
             continue
         b1, i, j, b2, x, y, b3, r, c = match.groups()
-        if not (b1 == b2 == b3 and len({i, j, *b1}) == len(b1) + 2 and r == i):
+        if not (b1 == b3 and b2 in (b1, "") and len({i, j, *b1}) == len(b1) + 2 and r == i):
             rewritten.append(node)
             continue
         name = node.name or node.output[0]
         if x == j and c == y and y not in {i, j, *b1}:  # ...ij,...jk->...ik
             rewritten.append(helper.make_node("MatMul", list(node.input), list(node.output), name=name))
         elif y == j and c == x and x not in {i, j, *b1}:  # ...ij,...kj->...ik
-            rank = len(b1) + 2
+            rank = len(b2) + 2
             transposed = node.output[0] + "__einsum_bt"
             perm = list(range(rank - 2)) + [rank - 1, rank - 2]
             rewritten.append(helper.make_node("Transpose", [node.input[1]], [transposed], perm=perm,
@@ -193,6 +194,9 @@ def load(path: str, dims: Optional[Dict[str, int]] = None, max_nodes: int = MAX_
         model = onnx.load(path, load_external_data=False)
     except Exception as e:  # protobuf's DecodeError and friends
         raise ImportError_(f"{path}: not an ONNX model ({type(e).__name__}: {e})") from e
+    if not model.opset_import and not model.graph.node:  # protobuf reads an empty file as an empty model
+        raise ImportError_(f"{path}: not an ONNX model (" + ("an empty file" if os.path.getsize(path) == 0
+                                                             else "no graph and no opset") + ")")
     _drop_weight_values(model)
     _einsum_as_matmul(model)
     if len(model.graph.node) > max_nodes:
@@ -479,7 +483,13 @@ def unsupported_nodes(graph: Graph) -> List[str]:
         lookup = node.op_type == "Gather" and (graph.kinds.get(node.input[0]) == CONST or (
             node.input[1] in graph.consts and graph.consts[node.input[1]].size == 1))
         if graph.kinds.get(node.output[0]) == ACT and node.op_type not in supported and not lookup:
-            out.append(f"{node_label(node)}: {node.op_type} is not supported")
+            if node.op_type == "Einsum":
+                equation = attribute(node, "equation")
+                equation = equation.decode() if isinstance(equation, bytes) else equation
+                out.append(f"{node_label(node)}: Einsum '{equation}' is not a matrix product; the forms that "
+                           "import are '...ij,...jk->...ik', '...ij,...kj->...ik' and '...ij,jk->...ik'")
+            else:
+                out.append(f"{node_label(node)}: {node.op_type} is not supported")
     return out
 
 
