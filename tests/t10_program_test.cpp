@@ -275,15 +275,23 @@ TEST(T10Program, LayoutChangesFollowTheDataFlow) {
   residual.reads = {{"wide", {}}, {"x", {}}};
   TensorOperator heads = vector_operator(OperatorType::Elementwise, 256, 128, 1);  // a reshape of residual
   heads.name = "heads";
-  heads.reads = {{"residual", {"Reshape"}}};
-  program.ops = {x, keys, scores, wide, residual, heads};
+  ViewStep reshape;
+  reshape.op = "Reshape", reshape.shape = {256, 128};
+  heads.reads = {{"residual", {reshape}, {128, 256}}};
+  TensorOperator legacy = heads;  // the same read from an older file: the view named, no index map
+  legacy.name = "legacy";
+  ViewStep named;
+  named.op = "Reshape", named.unmapped = "the file gives no index map";
+  legacy.reads = {{"residual", {named}, {}}};
+  program.ops = {x, keys, scores, wide, residual, heads, legacy};
   const CompileResult result = compile_program(program, {});
   ASSERT_TRUE(result.compiled);
   const ProgramRun run = simulate_program(program, *result.compiled, {});
   EXPECT_EQ(run.first_failure(), "");
-  // Edges: x->scores (A), keys->scores (B), scores->wide (A), wide->residual, x->residual, residual->heads.
-  EXPECT_EQ(6, run.edges);
-  EXPECT_EQ(5, run.layout_changes);
+  // Edges: x->scores (A), keys->scores (B), scores->wide (A), wide->residual, x->residual, residual->heads,
+  // residual->legacy; all but the last replayed.
+  EXPECT_EQ(7, run.edges);
+  EXPECT_EQ(6, run.layout_changes);
   auto edge = [&](int op, int at) { return run.ops[op].edges.at(at); };
   EXPECT_EQ(0u, run.ops[0].edges.size());  // a graph input is no edge
   EXPECT_EQ("A", edge(2, 0).operand);
@@ -292,9 +300,46 @@ TEST(T10Program, LayoutChangesFollowTheDataFlow) {
   for (const EdgeRun& e : run.ops[2].edges) EXPECT_TRUE(e.replayed && e.problem.empty()) << e.problem;
   EXPECT_EQ(0, edge(4, 1).producer);  // the residual reads x, two operators back
   EXPECT_TRUE(edge(4, 1).replayed && edge(4, 1).problem.empty());
-  EXPECT_FALSE(edge(5, 0).replayed);
+  // Through the reshape, mapped element by element: replayed, covered, and it moves data (the 128 x 256 rows
+  // cut for the residual are not the 256 x 128 rows cut for heads).
+  EXPECT_TRUE(edge(5, 0).replayed);
+  EXPECT_EQ("", edge(5, 0).problem);
   EXPECT_EQ("128 x 256 to 256 x 128 through Reshape", edge(5, 0).view);
+  EXPECT_FALSE(edge(6, 0).replayed);
+  EXPECT_EQ("128 x 256 to 256 x 128 through Reshape (not replayed: Reshape: the file gives no index map)",
+            edge(6, 0).view);
   EXPECT_NEAR(run.makespan, result.compiled->total_cycles, 1e-6 * result.compiled->total_cycles);
+}
+
+// Layout changes through views, derived by hand. A 2 x 3 tensor, a row per core, transposed into 3 x 2 with a
+// row per core: core 0 lacks (1,0) from core 1; core 1 lacks (0,1) from core 0; core 2 lacks both of its
+// elements, one from each. 4 elements in 4 (from, to) pairs, 8 B; core 2 receives 4 B.
+TEST(T10Layouts, AChangeThroughATransposeMapsEveryElement) {
+  ViewStep transpose;
+  transpose.op = "Transpose", transpose.shape = {3, 2}, transpose.perm = {1, 0};
+  const Layout rows2{{0, {0, 1, 0, 3}}, {1, {1, 2, 0, 3}}};
+  const Layout rows3{{0, {0, 1, 0, 2}}, {1, {1, 2, 0, 2}}, {2, {2, 3, 0, 2}}};
+  const LayoutChange t = change_layout_through(rows2, 2, 3, {2, 3}, {transpose}, rows3, 3, 2, 2);
+  EXPECT_EQ("", t.problem);
+  EXPECT_EQ(4, t.transfers);
+  EXPECT_EQ(8, t.bytes);
+  EXPECT_EQ(4, t.max_core_bytes);
+  // A split keeping columns 2-3 of a 2 x 4 tensor (a row per core), all on core 5: 4 elements from 2 cores.
+  ViewStep split;
+  split.op = "Split", split.shape = {2, 2}, split.slices = {{1, 2, 4}};
+  const LayoutChange s = change_layout_through({{0, {0, 1, 0, 4}}, {1, {1, 2, 0, 4}}}, 2, 4, {2, 4}, {split},
+                                               {{5, {0, 2, 0, 2}}}, 2, 2, 2);
+  EXPECT_EQ("", s.problem);
+  EXPECT_EQ(2, s.transfers);
+  EXPECT_EQ(8, s.bytes);
+  EXPECT_EQ(8, s.max_core_bytes);
+  // What cannot be mapped says why: a permutation of the wrong shape, elements that do not add up.
+  ViewStep bad = transpose;
+  bad.shape = {2, 3};
+  EXPECT_EQ("Transpose: shapes disagree", views_unmappable({2, 3}, {bad}, 6));
+  ViewStep grow;
+  grow.op = "Reshape", grow.shape = {4, 2};
+  EXPECT_EQ("Reshape: 6 elements become 8", views_unmappable({2, 3}, {grow}, 8));
 }
 
 // B's cold layout covers B exactly once, hot plan's own or without copies, on plans with rings on both sides.

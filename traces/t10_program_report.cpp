@@ -151,10 +151,8 @@ nlohmann::json compiled_program_json(const TensorProgram& program, const Compile
         nlohmann::json& j = doc["transitions"][t++];
         j["operand"] = e.operand;
         j["replayed"] = e.replayed;
-        if (!e.replayed) {
-          j["view"] = e.view;
-          continue;
-        }
+        if (!e.view.empty()) j["view"] = e.view;
+        if (!e.replayed) continue;
         j["transfers"] = e.transfers;
         j["bytes_moved"] = e.bytes;
         j["max_bytes_into_one_core"] = e.max_core_bytes;
@@ -171,7 +169,8 @@ nlohmann::json compiled_program_json(const TensorProgram& program, const Compile
 // Every edge of the data flow with its layout change, or the view it goes through (docs/t10-programs.md).
 void transitions_table(std::ostringstream& h, const TensorProgram& program, const ProgramRun& run) {
   h << "<h2>Transitions</h2><p>" << run.layout_changes << " of " << run.edges
-    << " edges replayed core to core; the others go through a view.</p><table id='transitions'><tr><th>from</th>"
+    << " edges replayed core to core, through their views where they have some (mapped element by element); "
+       "the others are named with why not.</p><table id='transitions'><tr><th>from</th>"
        "<th>to</th><th>operand</th><th>replayed</th><th>transfers</th><th>bytes moved</th>"
        "<th>into the busiest core</th></tr>";
   for (size_t i = 0; i < run.ops.size(); ++i)
@@ -179,7 +178,7 @@ void transitions_table(std::ostringstream& h, const TensorProgram& program, cons
       h << "<tr class='transition'><td>" << html_escape(program.ops[e.producer].name) << "</td><td>"
         << html_escape(program.ops[i].name) << "</td><td>" << e.operand << "</td>";
       if (e.replayed)
-        h << "<td>yes</td><td>" << e.transfers << "</td><td>" << format_display(static_cast<double>(e.bytes))
+        h << "<td>" << (e.view.empty() ? std::string("yes") : "yes, " + html_escape(e.view)) << "</td><td>" << e.transfers << "</td><td>" << format_display(static_cast<double>(e.bytes))
           << " B</td><td>" << format_display(static_cast<double>(e.max_core_bytes)) << " B</td>";
       else
         h << "<td colspan='4'>no: a view, " << html_escape(e.view) << "</td>";

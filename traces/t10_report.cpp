@@ -143,6 +143,54 @@ void calibrated_section(std::ostringstream& html, const PlanReportPage& page) {
   html << "</table>\n";
 }
 
+// Every core: heat maps of SRAM peak and busy cycles (cores in id order, row by row) with their colour scales,
+// and the rings.
+void every_core_section(std::ostringstream& html, const CoresResult& r) {
+    const size_t n = r.per_core.size();
+    const size_t cols = static_cast<size_t>(std::ceil(std::sqrt(static_cast<double>(n))));
+    const double cell = std::min(16.0, 800.0 / static_cast<double>(std::max<size_t>(cols, 1)));
+    const size_t rows = (n + cols - 1) / std::max<size_t>(cols, 1);
+    html << "<h2>Every core (t10 simulate, exchange timing)</h2>\n<p class=\"note\">" << n << " cores, "
+         << r.empty_cores << " with an empty block; exchange timing " << format_display(r.exchange_total)
+         << " cycles against the grader's " << format_display(r.total) << "; "
+         << (r.violation ? "data consistency failed: " + html_escape(r.violation->message)
+                         : std::string("every core held the pieces its blocks needed"))
+         << ". Cores in id order ((i_m &middot; pk + i_k) &middot; pn + i_n), row by row; darker is "
+            "more.</p>\n";
+    auto heat = [&](const char* id, const char* what, auto value, const std::string& unit) {
+      double high = 0;
+      for (const CoreStats& c : r.per_core) high = std::max(high, value(c));
+      html << "<h3>" << what << "</h3>\n<svg id=\"" << id << "\" width=\"" << cols * cell << "\" height=\""
+           << rows * cell << "\">\n";
+      for (size_t i = 0; i < n; ++i) {
+        const CoreStats& c = r.per_core[i];
+        const double share = high > 0 ? value(c) / high : 0;
+        const int shade = static_cast<int>(245 - 190 * share);
+        html << "<rect class=\"core-cell\" x=\"" << (i % cols) * cell << "\" y=\"" << (i / cols) * cell
+             << "\" width=\"" << cell << "\" height=\"" << cell << "\" fill=\"rgb(" << shade << "," << shade
+             << ",255)\" data-tip=\"core (" << c.core[0] << ", " << c.core[1] << ", " << c.core[2]
+             << "): " << format_display(value(c)) << " " << unit << "\"/>\n";
+      }
+      html << "</svg>\n";
+      colour_scale(html, id, high, unit);
+    };
+    heat(
+        "sram-heat", "SRAM peak per core",
+        [](const CoreStats& c) { return static_cast<double>(c.peak_sram_bytes); }, "B");
+    heat(
+        "busy-heat", "Busy cycles per core", [](const CoreStats& c) { return c.busy_cycles; }, "cycles");
+    html << "<h3>Rings</h3>\n<ul id=\"rings\">\n";
+    for (const RingPath& ring : r.rings) {
+      html << "<li>level " << ring.level << ", " << ring.tensor << ": ";
+      for (size_t i = 0; i < ring.cores.size(); ++i)
+        html << (i ? " &rarr; " : "") << "(" << ring.cores[i][0] << ", " << ring.cores[i][1] << ", "
+             << ring.cores[i][2] << ")";
+      html << " &rarr; back</li>\n";
+    }
+    if (r.rings.empty()) html << "<li>no shift levels: nothing rotates</li>\n";
+    html << "</ul>\n";
+}
+
 }  // namespace
 
 std::string plan_report_html(const PlanReportPage& page) {
@@ -246,53 +294,7 @@ std::string plan_report_html(const PlanReportPage& page) {
             "profile.</p>\n";
   }
 
-  if (page.cores) {
-    // Every core: heat maps of SRAM peak and busy cycles (cores in id order, row by row), the rings.
-    const CoresResult& r = *page.cores;
-    const size_t n = r.per_core.size();
-    const size_t cols = static_cast<size_t>(std::ceil(std::sqrt(static_cast<double>(n))));
-    const double cell = std::min(16.0, 800.0 / static_cast<double>(std::max<size_t>(cols, 1)));
-    const size_t rows = (n + cols - 1) / std::max<size_t>(cols, 1);
-    html << "<h2>Every core (t10 simulate, exchange timing)</h2>\n<p class=\"note\">" << n << " cores, "
-         << r.empty_cores << " with an empty block; exchange timing " << format_display(r.exchange_total)
-         << " cycles against the grader's " << format_display(r.total) << "; "
-         << (r.violation ? "data consistency failed: " + html_escape(r.violation->message)
-                         : std::string("every core held the pieces its blocks needed"))
-         << ". Cores in id order ((i_m &middot; pk + i_k) &middot; pn + i_n), row by row; darker is "
-            "more.</p>\n";
-    auto heat = [&](const char* id, const char* what, auto value, const std::string& unit) {
-      double high = 0;
-      for (const CoreStats& c : r.per_core) high = std::max(high, value(c));
-      html << "<h3>" << what << "</h3>\n<svg id=\"" << id << "\" width=\"" << cols * cell << "\" height=\""
-           << rows * cell << "\">\n";
-      for (size_t i = 0; i < n; ++i) {
-        const CoreStats& c = r.per_core[i];
-        const double share = high > 0 ? value(c) / high : 0;
-        const int shade = static_cast<int>(245 - 190 * share);
-        html << "<rect class=\"core-cell\" x=\"" << (i % cols) * cell << "\" y=\"" << (i / cols) * cell
-             << "\" width=\"" << cell << "\" height=\"" << cell << "\" fill=\"rgb(" << shade << "," << shade
-             << ",255)\" data-tip=\"core (" << c.core[0] << ", " << c.core[1] << ", " << c.core[2]
-             << "): " << format_display(value(c)) << " " << unit << "\"/>\n";
-      }
-      html << "</svg>\n";
-      colour_scale(html, id, high, unit);
-    };
-    heat(
-        "sram-heat", "SRAM peak per core",
-        [](const CoreStats& c) { return static_cast<double>(c.peak_sram_bytes); }, "B");
-    heat(
-        "busy-heat", "Busy cycles per core", [](const CoreStats& c) { return c.busy_cycles; }, "cycles");
-    html << "<h3>Rings</h3>\n<ul id=\"rings\">\n";
-    for (const RingPath& ring : r.rings) {
-      html << "<li>level " << ring.level << ", " << ring.tensor << ": ";
-      for (size_t i = 0; i < ring.cores.size(); ++i)
-        html << (i ? " &rarr; " : "") << "(" << ring.cores[i][0] << ", " << ring.cores[i][1] << ", "
-             << ring.cores[i][2] << ")";
-      html << " &rarr; back</li>\n";
-    }
-    if (r.rings.empty()) html << "<li>no shift levels: nothing rotates</li>\n";
-    html << "</ul>\n";
-  }
+  if (page.cores) every_core_section(html, *page.cores);
 
   best_plans_section(html, page);
   calibrated_section(html, page);

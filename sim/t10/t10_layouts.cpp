@@ -157,4 +157,112 @@ LayoutChange change_layout(const Layout& from, const Layout& to, int64_t rows, i
   return change;
 }
 
+namespace {
+
+int64_t elements(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+}  // namespace
+
+std::string views_unmappable(const std::vector<int64_t>& from_shape, const std::vector<ViewStep>& steps, int64_t total) {
+  for (const ViewStep& step : steps)
+    if (!step.unmapped.empty()) return step.op + ": " + step.unmapped;
+  if (from_shape.empty()) return "the producer's shape before the views is not given";
+  if (elements(from_shape) > kMaxMappedElements) return "more than 2^24 elements to map one by one";
+  const std::vector<int64_t>* in = &from_shape;
+  for (const ViewStep& step : steps) {
+    if (!step.unmapped.empty()) return step.op + ": " + step.unmapped;
+    if (step.op == "Transpose") {
+      if (step.perm.size() != in->size() || step.shape.size() != in->size()) return "Transpose: ranks disagree";
+      for (size_t a = 0; a < step.perm.size(); ++a)
+        if (step.perm[a] < 0 || step.perm[a] >= static_cast<int64_t>(in->size()) ||
+            (*in)[step.perm[a]] != step.shape[a])
+          return "Transpose: shapes disagree";
+    } else if (!step.slices.empty()) {
+      if (step.shape.size() != in->size()) return step.op + ": ranks disagree";
+      std::vector<int64_t> kept = *in;
+      for (const auto& [axis, start, end] : step.slices) {
+        if (axis < 0 || axis >= static_cast<int64_t>(kept.size()) || end > (*in)[axis]) return step.op + ": out of range";
+        kept[axis] = end - start;
+      }
+      if (kept != step.shape) return step.op + ": shapes disagree";
+    } else if (elements(step.shape) != elements(*in)) {
+      return step.op + ": " + std::to_string(elements(*in)) + " elements become " + std::to_string(elements(step.shape));
+    }
+    in = &step.shape;
+  }
+  if (elements(*in) != total) return "the views end with " + std::to_string(elements(*in)) + " elements, the operand has " + std::to_string(total);
+  return "";
+}
+
+LayoutChange change_layout_through(const Layout& from, int64_t from_rows, int64_t from_cols,
+                                   const std::vector<int64_t>& from_shape, const std::vector<ViewStep>& steps,
+                                   const Layout& to, int64_t rows, int64_t cols, int64_t dtype) {
+  LayoutChange change;
+  if (elements(from_shape) != from_rows * from_cols && !from_shape.empty()) {
+    change.problem = "the producer's tensor has " + std::to_string(elements(from_shape)) + " elements, its output " +
+                     std::to_string(from_rows * from_cols);
+    return change;
+  }
+  if (std::string why = views_unmappable(from_shape, steps, rows * cols); !why.empty()) {
+    change.problem = why;
+    return change;
+  }
+  // Which core holds each element of the producer's output.
+  std::vector<int32_t> owner(static_cast<size_t>(from_rows * from_cols), -1);
+  for (const Placement& p : from)
+    for (int64_t r = p.rect.r0; r < p.rect.r1; ++r)
+      for (int64_t c = p.rect.c0; c < p.rect.c1; ++c) owner[static_cast<size_t>(r * from_cols + c)] = static_cast<int32_t>(p.core);
+  // The shapes in and out of each step.
+  std::vector<const std::vector<int64_t>*> input_of;
+  const std::vector<int64_t>* in = &from_shape;
+  for (const ViewStep& step : steps) input_of.push_back(in), in = &step.shape;
+  const std::vector<int64_t>& last = *in;
+  std::vector<int64_t> coord;
+  auto to_coord = [&](int64_t flat, const std::vector<int64_t>& shape) {
+    coord.assign(shape.size(), 0);
+    for (size_t a = shape.size(); a-- > 0;) coord[a] = flat % shape[a], flat /= shape[a];
+  };
+  auto to_flat = [](const std::vector<int64_t>& c, const std::vector<int64_t>& shape) {
+    int64_t flat = 0;
+    for (size_t a = 0; a < shape.size(); ++a) flat = flat * shape[a] + c[a];
+    return flat;
+  };
+  std::map<std::pair<int64_t, int64_t>, int64_t> moved;
+  std::map<int64_t, int64_t> received;
+  std::vector<int64_t> back;
+  for (const Placement& d : to)
+    for (int64_t r = d.rect.r0; r < d.rect.r1; ++r)
+      for (int64_t c = d.rect.c0; c < d.rect.c1; ++c) {
+        to_coord(r * cols + c, last);
+        for (size_t i = steps.size(); i-- > 0;) {  // back through the views
+          const ViewStep& step = steps[i];
+          const std::vector<int64_t>& shape_in = *input_of[i];
+          if (step.op == "Transpose") {
+            back.assign(coord.size(), 0);
+            for (size_t a = 0; a < coord.size(); ++a) back[static_cast<size_t>(step.perm[a])] = coord[a];
+            coord.swap(back);
+          } else if (!step.slices.empty()) {
+            for (const auto& [axis, start, end] : step.slices) coord[static_cast<size_t>(axis)] += start;
+          } else {
+            to_coord(to_flat(coord, step.shape), shape_in);
+          }
+        }
+        const int32_t core = owner[static_cast<size_t>(to_flat(coord, from_shape))];
+        if (core < 0) {
+          if (change.problem.empty())
+            change.problem = "core " + std::to_string(d.core) + " needs an element the producer's layout does not hold";
+          continue;
+        }
+        if (core != d.core) ++moved[{core, d.core}], ++received[d.core];
+      }
+  change.transfers = static_cast<int64_t>(moved.size());
+  for (const auto& [pair, n] : moved) change.bytes += n * dtype;
+  for (const auto& [core, n] : received) change.max_core_bytes = std::max(change.max_core_bytes, n * dtype);
+  return change;
+}
+
 }  // namespace mlsys::t10

@@ -41,4 +41,17 @@ struct LayoutChange {
 LayoutChange change_layout(const Layout& from, const Layout& to, int64_t rows, int64_t cols,
                            int64_t dtype_bytes);
 
+// The same through views (a reshape into heads, a transpose, a split): the producer's tensor of `from_shape`
+// (row-major; its matrix is `from_rows` x `from_cols`) passes `steps`, and the last step's tensor, row-major, is
+// the consumer's rows x cols matrix. Every element each consuming core needs is mapped back through the
+// steps and found on the producing core that holds it. Refused (`problem`) above kMaxMappedElements or when a
+// step is unmapped or its shapes disagree.
+constexpr int64_t kMaxMappedElements = int64_t{1} << 24;
+// Why views cannot be replayed as an index map from `from_shape` to `total` elements, or "" when they can.
+std::string views_unmappable(const std::vector<int64_t>& from_shape, const std::vector<ViewStep>& steps,
+                             int64_t total);
+LayoutChange change_layout_through(const Layout& from, int64_t from_rows, int64_t from_cols,
+                                   const std::vector<int64_t>& from_shape, const std::vector<ViewStep>& steps,
+                                   const Layout& to, int64_t rows, int64_t cols, int64_t dtype_bytes);
+
 }  // namespace mlsys::t10

@@ -9,6 +9,7 @@
 // solver/t10_compile; the readers and writers are in t10_program_io.cpp.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -28,6 +29,18 @@ enum class OperatorType { MatMul, Elementwise, Relu, RowWise };
 const char* to_string(OperatorType type);  // "matmul", "elementwise", "relu", "rowwise"
 std::optional<OperatorType> operator_type_from(const std::string& name);
 
+// One view between a producer's output and an operand (mlsys-import --t10 writes them): its output shape and
+// what it does to the indices. Reshape-like views (Reshape, Flatten, Squeeze, Unsqueeze, Identity, Cast) keep
+// the row-major order; a Transpose permutes the axes (output axis i is input axis perm[i]); a Slice or a Split
+// keeps [start, end) of an axis. `unmapped` says why a view cannot be replayed as an index map.
+struct ViewStep {
+  std::string op;
+  std::vector<int64_t> shape;
+  std::vector<int64_t> perm;
+  std::vector<std::array<int64_t, 3>> slices;  // axis, start, end
+  std::string unmapped;
+};
+
 struct TensorOperator {
   std::string name;
   OperatorType type = OperatorType::MatMul;
@@ -37,10 +50,12 @@ struct TensorOperator {
   int64_t inputs = 2;
   std::vector<std::string> after;  // the operators whose outputs it reads (earlier ones, by name)
   // Operand by operand (a MatMul's A then B; a vector operator's inputs), when the file says: the operator
-  // that wrote it ("" for a graph input) and the views it passed through (Reshape, Transpose ...).
+  // that wrote it ("" for a graph input), the views it passed through, and the producer's tensor's shape
+  // before them.
   struct Read {
     std::string from;
-    std::vector<std::string> through;
+    std::vector<ViewStep> through;
+    std::vector<int64_t> from_shape;
   };
   std::vector<Read> reads;
 };
@@ -57,8 +72,9 @@ struct TensorProgram {
 // in which no operator names either is a chain, each operator reading the one before it into slot 0.
 struct DataEdge {
   int producer = -1;
-  int operand = -1;                  // 0: a MatMul's A or a vector operator's input; 1: B; -1: unknown
-  std::vector<std::string> through;  // the views between the producer's output and the operand
+  int operand = -1;               // 0: a MatMul's A or a vector operator's input; 1: B; -1: unknown
+  std::vector<ViewStep> through;  // the views between the producer's output and the operand
+  std::vector<int64_t> from_shape;  // the producer's tensor before them (when the file says)
 };
 std::vector<std::vector<DataEdge>> data_flow(const TensorProgram& program);
 

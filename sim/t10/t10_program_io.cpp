@@ -1,5 +1,6 @@
 // The whole-model program's files (docs/t10-programs.md#format): the T10 model file the importer writes, a
 // graph problem read as a program, and the compiled program's JSON.
+#include <algorithm>
 #include <set>
 
 #include "sim/graph.hpp"
@@ -27,6 +28,53 @@ int64_t positive(const json& op, const char* key, const std::string& where, cons
         file, where + "." + key, kRule,
         "must be an integer from 1 to " + std::to_string(kMaxOperatorDimension) + ", got " + it->dump());
   return it->get<int64_t>();
+}
+
+std::vector<int64_t> parse_shape(const json& j, const std::string& where, const std::string& file) {
+  if (!j.is_array() || j.size() > 16)
+    throw InputError(file, where, kRule, "must be a list of up to 16 dimensions");
+  std::vector<int64_t> shape;
+  for (const json& d : j) {
+    if (!d.is_number_integer() || d.get<int64_t>() < 0 || d.get<int64_t>() > kMaxOperatorDimension * 64)
+      throw InputError(file, where, kRule, "dimensions must be integers from 0 to 2^30, got " + d.dump());
+    shape.push_back(d.get<int64_t>());
+  }
+  return shape;
+}
+
+// A view: an op name alone (older files: no index map), or {"op", "shape", "perm" | "slices", "unmapped"}.
+ViewStep parse_view(const json& j, const std::string& where, const std::string& file) {
+  ViewStep step;
+  if (j.is_string()) {
+    step.op = j.get<std::string>();
+    step.unmapped = "the file gives no index map";
+    return step;
+  }
+  if (!j.is_object() || !j.contains("op") || !j["op"].is_string())
+    throw InputError(file, where, kRule, "must be a view {\"op\", \"shape\", ...} or an op name");
+  step.op = j["op"].get<std::string>();
+  if (j.contains("shape")) step.shape = parse_shape(j["shape"], where + ".shape", file);
+  if (j.contains("perm")) {
+    step.perm = parse_shape(j["perm"], where + ".perm", file);
+    std::vector<int64_t> sorted = step.perm;
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t a = 0; a < sorted.size(); ++a)
+      if (sorted[a] != static_cast<int64_t>(a) || sorted.size() != step.shape.size())
+        throw InputError(file, where + ".perm", kRule, "must be a permutation of the shape's axes");
+  }
+  if (j.contains("slices")) {
+    if (!j["slices"].is_array() || j["slices"].size() > 16)
+      throw InputError(file, where + ".slices", kRule, "must be a list of [axis, start, end]");
+    for (const json& r : j["slices"]) {
+      const std::vector<int64_t> v = parse_shape(r, where + ".slices", file);
+      if (v.size() != 3 || v[1] > v[2])
+        throw InputError(file, where + ".slices", kRule, "each slice is [axis, start, end] with start <= end");
+      step.slices.push_back({v[0], v[1], v[2]});
+    }
+  }
+  if (j.contains("unmapped")) step.unmapped = j["unmapped"].is_string() ? j["unmapped"].get<std::string>() : "unmapped";
+  if (step.shape.empty() && step.unmapped.empty()) step.unmapped = "no shape";
+  return step;
 }
 
 TensorOperator parse_operator(const json& op, size_t index, const std::string& file) {
@@ -64,10 +112,11 @@ TensorOperator parse_operator(const json& op, size_t index, const std::string& f
       }
       if (r.contains("through")) {
         if (!r["through"].is_array() || r["through"].size() > 1000)
-          throw InputError(file, at + ".through", kRule, "must be a list of view op names");
-        for (const json& v : r["through"])
-          if (v.is_string()) read.through.push_back(v.get<std::string>());
+          throw InputError(file, at + ".through", kRule, "must be a list of views");
+        for (size_t v = 0; v < r["through"].size(); ++v)
+          read.through.push_back(parse_view(r["through"][v], at + ".through[" + std::to_string(v) + "]", file));
       }
+      if (r.contains("from_shape")) read.from_shape = parse_shape(r["from_shape"], at + ".from_shape", file);
       t.reads.push_back(std::move(read));
     }
   }

@@ -144,28 +144,44 @@ void replay_edges(const TensorProgram& program, const CompiledProgram& compiled,
         operand = 1;
       }
     }
-    const bool view = operand < 0 || !edge.through.empty() || shape != input_shape(op, operand);
-    if (view) {
-      const auto wanted = input_shape(op, std::max(operand, 0));
-      e.operand = op.type != OperatorType::MatMul ? "input" : operand == 1 ? "B" : "A";
+    const bool plain = operand >= 0 && edge.through.empty() && shape == input_shape(op, operand);
+    const auto wanted = input_shape(op, std::max(operand, 0));
+    e.operand = op.type != OperatorType::MatMul ? "input" : operand == 1 ? "B" : "A";
+    LayoutChange change;
+    if (!plain) {
       e.view = std::to_string(shape.first) + " x " + std::to_string(shape.second) + " to " +
                std::to_string(wanted.first) + " x " + std::to_string(wanted.second);
-      for (const std::string& v : edge.through) e.view += (v == edge.through.front() ? " through " : ", ") + v;
+      for (const ViewStep& v : edge.through) e.view += (&v == &edge.through.front() ? " through " : ", ") + v.op;
+      int64_t tensor = 1;
+      for (int64_t d : edge.from_shape) tensor *= d;
+      const std::string why =
+          edge.through.empty() || operand < 0 ? "no view in the file maps the shapes"
+          : !edge.from_shape.empty() && tensor != shape.first * shape.second
+              ? "the producer's operator is " + std::to_string(shape.first) + " x " + std::to_string(shape.second) +
+                    ", its tensor " + std::to_string(tensor) + " elements (a reduction)"
+              : views_unmappable(edge.from_shape, edge.through, wanted.first * wanted.second);
+      if (!why.empty()) {  // reported, not replayed
+        e.view += " (not replayed: " + why + ")";
+        ++run.edges;
+        r.edges.push_back(std::move(e));
+        continue;
+      }
+      change = change_layout_through(output_layout(from, compiled.chosen[producer]), shape.first, shape.second,
+                                     edge.from_shape, edge.through, input_layout(op, o, operand), wanted.first,
+                                     wanted.second, program.dtype_bytes);
     } else {
-      e.operand = op.type != OperatorType::MatMul ? "input" : operand == 0 ? "A" : "B";
-      const auto [rows, cols] = input_shape(op, operand);
-      const LayoutChange change = change_layout(output_layout(from, compiled.chosen[producer]),
-                                                input_layout(op, o, operand), rows, cols, program.dtype_bytes);
-      e.replayed = true;
-      e.transfers = change.transfers, e.bytes = change.bytes, e.max_core_bytes = change.max_core_bytes;
-      e.problem = change.problem;
-      r.layout_replayed = true;
-      r.layout_transfers += change.transfers, r.layout_bytes += change.bytes;
-      r.layout_max_core_bytes = std::max(r.layout_max_core_bytes, change.max_core_bytes);
-      if (r.layout_problem.empty() && !change.problem.empty())
-        r.layout_problem = from.name + " -> " + op.name + ": " + change.problem;
-      ++run.layout_changes;
+      change = change_layout(output_layout(from, compiled.chosen[producer]), input_layout(op, o, operand),
+                             wanted.first, wanted.second, program.dtype_bytes);
     }
+    e.replayed = true;
+    e.transfers = change.transfers, e.bytes = change.bytes, e.max_core_bytes = change.max_core_bytes;
+    e.problem = change.problem;
+    r.layout_replayed = true;
+    r.layout_transfers += change.transfers, r.layout_bytes += change.bytes;
+    r.layout_max_core_bytes = std::max(r.layout_max_core_bytes, change.max_core_bytes);
+    if (r.layout_problem.empty() && !change.problem.empty())
+      r.layout_problem = from.name + " -> " + op.name + ": " + change.problem;
+    ++run.layout_changes;
     ++run.edges;
     r.edges.push_back(std::move(e));
   }

@@ -25,7 +25,7 @@ struct EdgeRun {
   bool replayed = false;
   int64_t transfers = 0, bytes = 0, max_core_bytes = 0;
   std::string problem;   // replayed: where the new layout is not covered exactly once by the old
-  std::string view;      // not replayed: the shapes a view (reshape, transpose, im2col) maps between
+  std::string view;      // through views: the shapes they map between and the views, or why not replayed
 };
 
 struct OperatorRun {

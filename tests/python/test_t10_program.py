@@ -130,7 +130,8 @@ def test_attention_block_transitions_are_its_edges(exported, tmp_path):
     feeds the scores twice (q as A, k as B, through the split, the reshape into heads and the transposes) and
     the context once (v as B); softmax -> context; the merged heads -> the output projection (a view); the
     residual reads the block's input (no edge) and the projection; the MLP; the second residual reads the
-    first. Each edge once, with its operand; edges through views are reported, the others replayed."""
+    first. Each edge once, with its operand, and every one replayed: four through their views (split, reshape into
+    heads, transposes), mapped element by element."""
     r = subprocess.run([os.path.join(BIN, "t10"), "compile", exported["gpt2-block"], "--json"],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
@@ -154,8 +155,10 @@ def test_attention_block_transitions_are_its_edges(exported, tmp_path):
         ("/Add", "/Add_1", "input"),
     ])
     assert edges == want
-    views = {(t["from"], t["to"], t["operand"]) for t in program["transitions"] if not t["replayed"]}
+    views = {(t["from"], t["to"], t["operand"]) for t in program["transitions"] if "view" in t}
     assert views == {("/attn/qkv/Add", "/attn/MatMul", "A"), ("/attn/qkv/Add", "/attn/MatMul", "B"),
                      ("/attn/qkv/Add", "/attn/MatMul_1", "B"), ("/attn/MatMul_1", "/attn/proj/MatMul", "A")}
+    assert all(t["replayed"] for t in program["transitions"])
+    assert program["simulation"]["passed"], program["simulation"]["failure"]  # every core covered exactly
     assert program["simulation"]["edges"] == 15
-    assert program["simulation"]["layout_changes_replayed"] == 11
+    assert program["simulation"]["layout_changes_replayed"] == 15

@@ -91,6 +91,47 @@ def _hbm_operand(graph: og.Graph, node, dtype_bytes: int) -> dict:
     return {}
 
 
+def _const_ints(graph: og.Graph, node, index: int) -> Optional[List[int]]:
+    if len(node.input) <= index or not node.input[index] or node.input[index] not in graph.consts:
+        return None
+    return [int(v) for v in graph.consts[node.input[index]].reshape(-1)]
+
+
+def _view_step(graph: og.Graph, node, output: str) -> dict:
+    """What a view does to the indices, for the replay of the layout change through it (t10 compile): the
+    output's shape and, for a Transpose its perm, for a Slice or a Split the ranges it keeps. A view the replay
+    cannot map says why ("unmapped")."""
+    shape = list(graph.shapes.get(output, ()))
+    src = list(graph.shapes.get(node.input[0], ()))
+    step = {"op": node.op_type, "shape": shape}
+    if node.op_type == "Transpose":
+        step["perm"] = list(og.attribute(node, "perm") or reversed(range(len(src))))
+    elif node.op_type == "Slice":
+        starts, ends = _const_ints(graph, node, 1), _const_ints(graph, node, 2)
+        axes = _const_ints(graph, node, 3) or list(range(len(starts or [])))
+        steps = _const_ints(graph, node, 4) or [1] * len(starts or [])
+        if starts is None or ends is None or any(st != 1 for st in steps):
+            step["unmapped"] = "a strided or non-constant slice"
+        else:
+            ranges = []
+            for s_, e_, a in zip(starts, ends, axes):
+                a %= len(src)
+                extent = src[a]
+                s_ = max(0, min(extent, s_ + extent if s_ < 0 else s_))
+                e_ = max(0, min(extent, e_ + extent if e_ < 0 else e_))
+                ranges.append([a, s_, e_])
+            step["slices"] = ranges
+    elif node.op_type == "Split":
+        axis = og.attribute(node, "axis", 0) % len(src)
+        sizes = _const_ints(graph, node, 1) or og.attribute(node, "split") or \
+            [src[axis] // len(node.output)] * len(node.output)
+        start = sum(sizes[:list(node.output).index(output)])
+        step["slices"] = [[axis, start, start + sizes[list(node.output).index(output)]]]
+    elif node.op_type == "Pad" and any(_const_ints(graph, node, 1) or og.attribute(node, "pads") or []):
+        step["unmapped"] = "padding"
+    return step
+
+
 def _conv(graph: og.Graph, node) -> dict:
     x, w, out = (graph.shapes[node.input[0]], graph.shapes[node.input[1]], graph.shapes[node.output[0]])
     groups = og.attribute(node, "group", 1)
@@ -115,7 +156,8 @@ def lower(graph: og.Graph, name: str) -> dict:
         if out in sink:
             members.setdefault(sink[out], []).append(node)
     producer_op: Dict[str, str] = {}  # value -> the operator that writes it (views pass it on)
-    view_path: Dict[str, List[str]] = {}  # value -> the view ops between that operator and it
+    view_path: Dict[str, List[dict]] = {}  # value -> the views between that operator's output and it
+    source: Dict[str, str] = {}  # value -> the operator's output it is a view of
     ops: List[dict] = []
     blockers: List[str] = []
     used_names = set()
@@ -133,11 +175,17 @@ def lower(graph: og.Graph, name: str) -> dict:
             op["after"] = after
         # Operand by operand (a product's A then B; a vector operator's inputs): the operator that wrote it
         # (null for a graph input) and the views it passed through on the way.
-        op["reads"] = [{"from": producer_op.get(v), "through": view_path.get(v, [])} for v in reads
-                       if graph.kinds.get(v) == og.ACT]
+        op["reads"] = [read(v) for v in reads if graph.kinds.get(v) == og.ACT]
         ops.append(op)
         producer_op[node.output[0]] = label
+        source[node.output[0]] = node.output[0]
         view_path[node.output[0]] = []
+
+    def read(v: str) -> dict:
+        r = {"from": producer_op.get(v), "through": view_path.get(v, [])}
+        if r["from"] is not None and r["through"]:  # the producer's tensor before the views
+            r["from_shape"] = list(graph.shapes.get(source[v], ()))
+        return r
 
     for node in graph.nodes:
         out = node.output[0]
@@ -148,8 +196,9 @@ def lower(graph: og.Graph, name: str) -> dict:
             for o in node.output:
                 if acts and acts[0] in producer_op:
                     producer_op[o] = producer_op[acts[0]]
-                if acts:
-                    view_path[o] = view_path.get(acts[0], []) + [node.op_type]
+                    source[o] = source[acts[0]]
+                if acts and o:
+                    view_path[o] = view_path.get(acts[0], []) + [_view_step(graph, node, o)]
             continue
         if out in sink:
             if sink[out] != out:  # folded into the group's last node
@@ -169,7 +218,9 @@ def lower(graph: og.Graph, name: str) -> dict:
             computed = [v for v in acts if not og.origin_is_graph_input(graph, v) and v in producer_op]
             if computed:
                 producer_op[out] = producer_op[computed[0]]
-                view_path[out] = view_path.get(computed[0], []) + ["Concat"]
+                source[out] = source[computed[0]]
+                view_path[out] = view_path.get(computed[0], []) + [
+                    {"op": "Concat", "shape": list(graph.shapes.get(out, ())), "unmapped": "the cache append"}]
         elif node.op_type == "Conv":
             add(node, _conv(graph, node), acts)
         elif node.op_type in ("Gather", "Concat", "Expand", "Tile"):
