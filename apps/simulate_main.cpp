@@ -3,26 +3,28 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "apps/cli_inputs.hpp"
 #include "sim/json_io.hpp"
 #include "sim/systemc/replay.hpp"
 #include "traces/replay_files.hpp"
 #include "traces/report.hpp"
-#include "apps/cli_inputs.hpp"
 #include "verifier/verify.hpp"
 
 using namespace mlsys;
 
 extern "C" int sc_main(int argc, char** argv) {
-  CLI::App app{"Replay an MLSys 2026 schedule in simulated time (SystemC) and write traces.\n"
-               "Exit codes: 0 replayed, 1 the schedule breaks a rule (e.g. OOM), 2 malformed input or bad usage."};
+  CLI::App app{
+      "Replay an MLSys 2026 schedule in simulated time (SystemC) and write traces.\n"
+      "Exit codes: 0 replayed, 1 the schedule breaks a rule (e.g. OOM), 2 malformed input or bad usage."};
   std::string problem_path, solution_path, timing = "contest", trace_path, vcd_path, trace_detail = "auto";
   bool json_out = false;
   ModelFlags flags;
   app.add_option("problem", problem_path, "problem JSON")->required();
   app.add_option("solution", solution_path, "solution JSON")->required();
   flags.add_to(app, "the replay");
-  app.add_option("--timing", timing,
-                 "contest (the rule book) or overlapped (what-if: next step's loads overlap this step's compute)")
+  app.add_option(
+         "--timing", timing,
+         "contest (the rule book) or overlapped (what-if: next step's loads overlap this step's compute)")
       ->check(CLI::IsMember({"contest", "overlapped"}));
   app.add_option("--trace", trace_path, "write a Chrome/Perfetto trace-event JSON file");
   app.add_option("--trace-detail", trace_detail,
@@ -39,7 +41,8 @@ extern "C" int sc_main(int argc, char** argv) {
   try {
     const ScheduleInputs in = read_schedule_inputs(problem_path, solution_path);
     const VerifyOptions vo = flags.options();
-    check_step_budget(in.problem, in.graph, in.schedule, vo.model, flags.max_steps, "the replay", solution_path);
+    check_step_budget(in.problem, in.graph, in.schedule, vo.model, flags.max_steps, "the replay",
+                      solution_path);
     const ScheduleReport analytic = verify_schedule(in.problem, in.graph, in.schedule, vo);
     if (analytic.refused) throw InputError(solution_path, "--max-steps", "limits", *analytic.refused);
     std::cerr << "replaying " << in.schedule.subgraphs.size() << " subgraphs...\n";
@@ -48,18 +51,19 @@ extern "C" int sc_main(int argc, char** argv) {
     if (!trace_path.empty() && detail == TraceDetail::Subgraph && trace_detail == "auto")
       std::cerr << "trace: more than " << kStepTraceLimit
                 << " steps, one span per subgraph (--trace-detail step for every step)\n";
-    const ReplayResult replay = replay_to_files(in.problem, in.graph, in.schedule, vo.model, timing, trace_path,
-                                                vcd_path, solution_path, detail);
+    const ReplayResult replay = replay_to_files(in.problem, in.graph, in.schedule, vo.model, timing,
+                                                trace_path, vcd_path, solution_path, detail);
     const char* label = timing == "contest" ? "contest" : "overlapped (what-if, outside the contest model)";
     if (json_out) {
-      nlohmann::json j{{"valid", replay.completed},
-                       {"timing", timing},
-                       {"analytic_total_latency", analytic.valid ? nlohmann::json(analytic.total_latency) : nullptr},
-                       {"replay_total_latency", replay.completed ? nlohmann::json(replay.total_latency) : nullptr},
-                       {"replay_peak_occupancy", replay.peak_occupancy},
-                       {"replay_subgraph_latencies", replay.subgraph_latencies},
-                       {"steps", replay.steps},
-                       {"errors", nlohmann::json::array()}};
+      nlohmann::json j{
+          {"valid", replay.completed},
+          {"timing", timing},
+          {"analytic_total_latency", analytic.valid ? nlohmann::json(analytic.total_latency) : nullptr},
+          {"replay_total_latency", replay.completed ? nlohmann::json(replay.total_latency) : nullptr},
+          {"replay_peak_occupancy", replay.peak_occupancy},
+          {"replay_subgraph_latencies", replay.subgraph_latencies},
+          {"steps", replay.steps},
+          {"errors", nlohmann::json::array()}};
       if (replay.error) {
         auto e = violation_to_json(*replay.error);
         e["time"] = replay.error_time;
@@ -74,8 +78,8 @@ extern "C" int sc_main(int argc, char** argv) {
                 << "steps: " << replay.steps << "\n";
     }
     if (replay.error)
-      std::cerr << "error at t = " << format_number(replay.error_time) << ": " << describe_error(*replay.error)
-                << "\n";
+      std::cerr << "error at t = " << format_number(replay.error_time) << ": "
+                << describe_error(*replay.error) << "\n";
     return replay.completed ? 0 : 1;
   } catch (const InputError& e) {
     std::cerr << "error: " << e.what() << "\n";

@@ -4,8 +4,9 @@
 //   t10 solve PROBLEM.json [--timing grader|exchange|calibrated] [--top N] [--json]
 //   t10 report PROBLEM.json PLAN.json -o F.html;  t10 sweep PROBLEM.json ... -o DIR
 //   t10 compile MODEL [-o PROGRAM.json] [--reconcile exact|heuristic] [--json] [--trace F] [--html F]
-//   t10 sweep MODEL --sram LIST --exchange-bytes-per-cycle LIST [--shard I/N] -o DIR;  t10 merge DIR... -o OUT
-//   t10 serve MODEL.json --batch B --seq L [--layers N] [--chip PRESET|FILE] [--policy ours|elk|fastest] [--json]
+//   t10 sweep MODEL --sram LIST --exchange-bytes-per-cycle LIST [--shard I/N] -o DIR;  t10 merge DIR... -o
+//   OUT t10 serve MODEL.json --batch B --seq L [--layers N] [--chip PRESET|FILE] [--policy ours|elk|fastest]
+//   [--json]
 // Exit codes: 0 accepted / found, 1 the plan breaks a rule (or nothing accepted), 2 malformed input or usage.
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -38,8 +39,8 @@ namespace {
 // Everything the subcommands read from the command line.
 struct Args {
   std::string problem_path, plan_path, profile_name = "strict", trace_path, out_path, sweep_dir;
-  std::string timing_name = "grader", solve_timing = "grader", report_timing = "calibrated", functional_check = "auto",
-              sweep_timing = "exchange";
+  std::string timing_name = "grader", solve_timing = "grader", report_timing = "calibrated",
+              functional_check = "auto", sweep_timing = "exchange";
   bool json_out = false, representative = false, functional = false;
   uint64_t seed = 1;
   size_t top = 1;
@@ -161,7 +162,8 @@ int run_report(const Args& a, const t10::Problem& problem, const Plan& plan, con
   std::cerr << "searching the best plans for the report...\n";
   page.top = search(problem, a.profile(), a.top > 1 ? a.top : 10).top;
   page.calibrated_top = search_calibrated(problem, a.top > 1 ? a.top : 10).top;
-  if (page.timing == "exchange") page.exchange_top = search_exchange(problem, a.profile(), a.top > 1 ? a.top : 10).top;
+  if (page.timing == "exchange")
+    page.exchange_top = search_exchange(problem, a.profile(), a.top > 1 ? a.top : 10).top;
   page.docs = docs_location(a.out_path);
   write_file_atomic(a.out_path, plan_report_html(page));
   std::cout << a.out_path << "\n";
@@ -230,7 +232,9 @@ void add_options(CLI::App& app, Args& a, CLI::App*& verify, CLI::App*& simulate,
 }  // namespace
 
 extern "C" int sc_main(int argc, char** argv) {
-  CLI::App app{"T10 mode: compute-shift MatMul plans on an IPU-style chip (verify, simulate, solve), and whole networks compiled into one program (compile)."};
+  CLI::App app{
+      "T10 mode: compute-shift MatMul plans on an IPU-style chip (verify, simulate, solve), and whole "
+      "networks compiled into one program (compile)."};
   Args a;
   CLI::App *verify, *simulate, *report, *solve, *sweep;
   add_options(app, a, verify, simulate, report, solve, sweep);

@@ -20,20 +20,24 @@ namespace mlsys::t10 {
 CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
   CLI::App* serve = app.add_subcommand(
       "serve", "one LLM decode step with HBM behind the chip: loads scheduled beside execution, replayed");
-  serve->add_option("model", a.model_path,
-                    "an Elk model file (platformxlab/elk models/original/*.json), or a T10 model file from "
-                    "mlsys-import --t10 of a decoder with a KV cache")
+  serve
+      ->add_option("model", a.model_path,
+                   "an Elk model file (platformxlab/elk models/original/*.json), or a T10 model file from "
+                   "mlsys-import --t10 of a decoder with a KV cache")
       ->required();
   serve->add_option("--batch", a.batch, "sequences decoded together (Elk model files only)")
       ->check(CLI::Range(1, 1 << 20));
   serve->add_option("--seq", a.sequence, "the KV cache's length, tokens so far (Elk model files only)")
       ->check(CLI::Range(1, 1 << 24));
-  serve->add_option("--layers", a.layers, "only the first N layers (default all)")->check(CLI::Range(1, 100000));
+  serve->add_option("--layers", a.layers, "only the first N layers (default all)")
+      ->check(CLI::Range(1, 100000));
   std::string presets;
   for (const std::string& p : serving_chip_preset_names()) presets += (presets.empty() ? "" : ", ") + p;
   serve->add_option("--chip", a.chip, "a preset (" + presets + "; default elk-1472) or a chip JSON file");
   serve->add_option("--cores", a.cores, "override the chip's core count")->check(CLI::Range(1, 1 << 20));
-  serve->add_option("--hbm-gbps", a.hbm_gbps, "override the chip's HBM bandwidth (GB/s as the artifact counts)")
+  serve
+      ->add_option("--hbm-gbps", a.hbm_gbps,
+                   "override the chip's HBM bandwidth (GB/s as the artifact counts)")
       ->check(CLI::PositiveNumber);
   serve->add_option("--policy", a.policy, "ours (default), elk (the artifact's rule restated) or fastest")
       ->check(CLI::IsMember({"ours", "elk", "fastest"}));
@@ -45,8 +49,10 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
                     "artifact's .coldhot output)");
   serve->add_flag("--json", a.json_out, "print the result as JSON on stdout");
   serve->add_flag("--no-simulate", a.no_simulate, "skip the SystemC replay");
-  serve->add_option("--trace", a.trace_path, "write a Perfetto trace of the replay (HBM, NoC, compute, SRAM)");
-  serve->add_option("--html", a.html_path, "write an HTML report (timeline, HBM and NoC use, SRAM over time)");
+  serve->add_option("--trace", a.trace_path,
+                    "write a Perfetto trace of the replay (HBM, NoC, compute, SRAM)");
+  serve->add_option("--html", a.html_path,
+                    "write an HTML report (timeline, HBM and NoC use, SRAM over time)");
   return serve;
 }
 
@@ -56,7 +62,9 @@ namespace {
 ServingChip read_chip(const std::string& spec) {
   if (auto preset = serving_chip_preset(spec)) return *preset;
   const nlohmann::json j = read_json_file(spec);
-  auto fail = [&](const std::string& field, const std::string& why) { throw InputError(spec, field, "", why); };
+  auto fail = [&](const std::string& field, const std::string& why) {
+    throw InputError(spec, field, "", why);
+  };
   if (!j.is_object()) fail("", "a chip file is a JSON object");
   ServingChip c = *serving_chip_preset("elk-1472");
   if (j.contains("preset")) {
@@ -154,20 +162,23 @@ int run_serve(const ServeArgs& a) {
   }
   if (a.hbm_gbps > 0) chip.hbm_gbps = a.hbm_gbps;
   if (chip.hbm_gbps <= 0)
-    throw InputError(a.chip, "hbm_gbps", "", "the chip has no HBM: serving loads weights and the KV cache from it");
-  const ServingProgram program = read_serving_model(read_json_file(a.model_path), a.model_path,
-                                                    {a.batch, a.sequence, a.layers}, chip);
+    throw InputError(a.chip, "hbm_gbps", "",
+                     "the chip has no HBM: serving loads weights and the KV cache from it");
+  const ServingProgram program =
+      read_serving_model(read_json_file(a.model_path), a.model_path, {a.batch, a.sequence, a.layers}, chip);
   ServeOptions options;
   options.policy = *serving_policy_from(a.policy);
   if (!a.schedule_path.empty()) {
-    if (a.policy != "ours") throw InputError(a.schedule_path, "--policy", "", "--schedule prices a given schedule: no policy");
+    if (a.policy != "ours")
+      throw InputError(a.schedule_path, "--policy", "", "--schedule prices a given schedule: no policy");
     options.policy = ServingPolicy::Given;
     options.given = read_schedule(a.schedule_path, program.ops.size());
   }
   options.seconds = a.seconds;
   options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
   const ServingResult r = serve(program, chip, options);
-  const double compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double compile_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const ServingTimeline& t = r.timeline;
   const bool fits = !t.overflow && t.peak_sram_bytes <= chip.chip.sram_bytes_per_core;
   const bool hbm_fits = chip.hbm_capacity_bytes <= 0 || t.hbm_bytes <= chip.hbm_capacity_bytes;
@@ -184,9 +195,14 @@ int run_serve(const ServeArgs& a) {
   if (a.json_out) {
     nlohmann::json j{
         {"model", a.model_path},
-        {"chip", {{"name", chip.chip.name}, {"cores", chip.chip.cores}, {"sram_bytes_per_core", chip.chip.sram_bytes_per_core},
-                  {"hbm_gbps", chip.hbm_gbps}, {"noc_gib_per_core", chip.noc_gib_per_core}, {"chips", chip.chips},
-                  {"inter_chip_overhead", chip.chip.inter_chip_overhead}}},
+        {"chip",
+         {{"name", chip.chip.name},
+          {"cores", chip.chip.cores},
+          {"sram_bytes_per_core", chip.chip.sram_bytes_per_core},
+          {"hbm_gbps", chip.hbm_gbps},
+          {"noc_gib_per_core", chip.noc_gib_per_core},
+          {"chips", chip.chips},
+          {"inter_chip_overhead", chip.chip.inter_chip_overhead}}},
         {"batch", a.batch > 0 ? nlohmann::json(a.batch) : nlohmann::json()},
         {"seq", a.sequence > 0 ? nlohmann::json(a.sequence) : nlohmann::json()},
         {"layers", program.layers},
@@ -199,10 +215,15 @@ int run_serve(const ServeArgs& a) {
         {"hbm_bytes", t.hbm_bytes},
         {"lower_bound_ms", bound},
         {"proven_gap", gap / 100},
-        {"baselines_ms", {{"elk", chip.cycles_to_ms(r.elk_makespan)}, {"fastest", chip.cycles_to_ms(r.fastest_makespan)}}},
+        {"baselines_ms",
+         {{"elk", chip.cycles_to_ms(r.elk_makespan)}, {"fastest", chip.cycles_to_ms(r.fastest_makespan)}}},
         {"compile_seconds", compile_seconds},
-        {"search", {{"classes", r.classes}, {"options", r.options}, {"evaluations", r.evaluations},
-                    {"options_seconds", r.options_seconds}, {"schedule_seconds", r.schedule_seconds}}},
+        {"search",
+         {{"classes", r.classes},
+          {"options", r.options},
+          {"evaluations", r.evaluations},
+          {"options_seconds", r.options_seconds},
+          {"schedule_seconds", r.schedule_seconds}}},
         {"ops", timeline_json(program, chip, r)}};
     if (t.overflow) j["overflow"] = t.overflow->message();
     if (options.policy == ServingPolicy::Given)
@@ -217,17 +238,19 @@ int run_serve(const ServeArgs& a) {
                          {"agrees", replay->agrees}};
     std::cout << j.dump(2) << "\n";
   } else {
-    std::cout << program.ops.size() << " operators in " << program.layers << (program.layers == 1 ? " layer" : " layers") << shape_text(a) << ", "
-              << chip.chip.cores << " cores, HBM "
-              << format_number(chip.hbm_gbps) << " GB/s\n"
-              << "decode step: " << format_number(std::round(latency * 1e4) / 1e4) << " ms (policy " << to_string(options.policy)
-              << "); lower bound " << format_number(std::round(bound * 1e4) / 1e4) << " ms, proven gap "
+    std::cout << program.ops.size() << " operators in " << program.layers
+              << (program.layers == 1 ? " layer" : " layers") << shape_text(a) << ", " << chip.chip.cores
+              << " cores, HBM " << format_number(chip.hbm_gbps) << " GB/s\n"
+              << "decode step: " << format_number(std::round(latency * 1e4) / 1e4) << " ms (policy "
+              << to_string(options.policy) << "); lower bound "
+              << format_number(std::round(bound * 1e4) / 1e4) << " ms, proven gap "
               << format_number(std::round(gap * 100) / 100) << " %\n"
               << "HBM traffic " << format_number(std::round(t.hbm_bytes / 1e6) / 1e3) << " GB; SRAM peak "
               << t.peak_sram_bytes << " of " << chip.chip.sram_bytes_per_core << " B per core\n";
     if (replay)
-      std::cout << "SystemC replay: " << format_number(std::round(chip.cycles_to_ms(replay->makespan) * 1e4) / 1e4)
-                << " ms, " << replay->events << " events" << (replay->agrees ? ", equal to the analytic total" : "")
+      std::cout << "SystemC replay: "
+                << format_number(std::round(chip.cycles_to_ms(replay->makespan) * 1e4) / 1e4) << " ms, "
+                << replay->events << " events" << (replay->agrees ? ", equal to the analytic total" : "")
                 << "\n";
   }
   if (t.overflow) {

@@ -19,8 +19,9 @@ constexpr int kValid = 0, kInvalid = 1, kMalformed = 2;
 
 // libsystemc (linked for --replay) provides main() and calls sc_main.
 extern "C" int sc_main(int argc, char** argv) {
-  CLI::App app{"Verify an MLSys 2026 schedule against the rule book and compute its latency.\n"
-               "Exit codes: 0 valid, 1 the schedule breaks a rule, 2 malformed input or bad usage."};
+  CLI::App app{
+      "Verify an MLSys 2026 schedule against the rule book and compute its latency.\n"
+      "Exit codes: 0 valid, 1 the schedule breaks a rule, 2 malformed input or bad usage."};
   std::string problem_path, solution_path;
   bool strict = false, json_out = false, steps = false, bound_only = false, replay = false;
   std::string timing = "contest", trace_path, vcd_path, trace_detail = "auto";
@@ -30,10 +31,12 @@ extern "C" int sc_main(int argc, char** argv) {
   model_flags.add_model_to(app);
   app.add_flag("--strict", strict, "a wrong reported latency (M27) is an error");
   app.add_flag("--json", json_out, "print one JSON report on stdout");
-  app.add_flag("--steps", steps, "list every step: slices loaded/reused, compute per op, stores, working set");
+  app.add_flag("--steps", steps,
+               "list every step: slices loaded/reused, compute per op, stores, working set");
   app.add_flag("--lower-bound", bound_only, "print the rule book's lower bounds for the problem and exit");
   app.add_flag("--replay", replay, "after the analytic check, replay the schedule in the SystemC engine");
-  app.add_option("--timing", timing, "replay timing: contest, or overlapped (a what-if outside the contest model)")
+  app.add_option("--timing", timing,
+                 "replay timing: contest, or overlapped (a what-if outside the contest model)")
       ->check(CLI::IsMember({"contest", "overlapped"}));
   app.add_option("--trace", trace_path, "with --replay: write a Chrome/Perfetto trace-event JSON file");
   app.add_option("--trace-detail", trace_detail,
@@ -74,7 +77,8 @@ extern "C" int sc_main(int argc, char** argv) {
                   << "compute bound (native-k): " << format_number(lb.compute_native_k) << "\n"
                   << "io bound: " << format_number(lb.io) << "\n"
                   << "lower bound: " << format_number(lb.bound(options.model.matmul_compute)) << "\n"
-                  << "certified bound: " << format_number(lb.certified) << " (bound PROBLEM gives its terms)\n";
+                  << "certified bound: " << format_number(lb.certified)
+                  << " (bound PROBLEM gives its terms)\n";
       }
       return kValid;
     }
@@ -84,8 +88,8 @@ extern "C" int sc_main(int argc, char** argv) {
     }
     const Schedule schedule = load_schedule(solution_path, problem);
     if (steps || replay)
-      check_step_budget(problem, graph, schedule, options.model, options.max_walk_steps, steps ? "--steps" : "--replay",
-                        solution_path);
+      check_step_budget(problem, graph, schedule, options.model, options.max_walk_steps,
+                        steps ? "--steps" : "--replay", solution_path);
     if (steps && !json_out)
       options.on_step = [&](const SubgraphModel& m, const StepDetail& d) {
         print_step(std::cout, m.index(), d, problem.fast_memory_capacity);
@@ -100,14 +104,15 @@ extern "C" int sc_main(int argc, char** argv) {
       if (!trace_path.empty() && detail == TraceDetail::Subgraph && trace_detail == "auto")
         std::cerr << "trace: more than " << kStepTraceLimit
                   << " steps, one span per subgraph (--trace-detail step for every step)\n";
-      const ReplayResult r = replay_to_files(problem, graph, schedule, options.model, timing, trace_path, vcd_path,
-                                             solution_path, detail);
+      const ReplayResult r = replay_to_files(problem, graph, schedule, options.model, timing, trace_path,
+                                             vcd_path, solution_path, detail);
       json_report["replay_timing"] = timing;
       json_report["replay_total_latency"] = r.completed ? nlohmann::json(r.total_latency) : nullptr;
       json_report["replay_peak_occupancy"] = r.peak_occupancy;
       if (!json_out)
-        std::cout << "replay total (" << (timing == "contest" ? "contest" : "overlapped, what-if") << "): "
-                  << format_number(r.total_latency) << ", peak occupancy " << r.peak_occupancy << "\n";
+        std::cout << "replay total (" << (timing == "contest" ? "contest" : "overlapped, what-if")
+                  << "): " << format_number(r.total_latency) << ", peak occupancy " << r.peak_occupancy
+                  << "\n";
       if (r.error) std::cerr << "replay error: " << describe_error(*r.error) << "\n";
     }
     if (!html_path.empty())
@@ -121,8 +126,11 @@ extern "C" int sc_main(int argc, char** argv) {
     if (json_out)
       std::cout << nlohmann::json{{"valid", false},
                                   {"malformed", true},
-                                  {"errors", {{{"rule", e.rule()}, {"file", e.file()}, {"field", e.field()},
-                                               {"message", e.what()}}}}}
+                                  {"errors",
+                                   {{{"rule", e.rule()},
+                                     {"file", e.file()},
+                                     {"field", e.field()},
+                                     {"message", e.what()}}}}}
                        .dump(2)
                 << "\n";
     std::cerr << "error: " << e.what() << "\n";

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <limits>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <stdexcept>
 
@@ -21,10 +21,14 @@ std::optional<ServingPolicy> serving_policy_from(const std::string& name) {
 
 const char* to_string(ServingPolicy policy) {
   switch (policy) {
-    case ServingPolicy::Elk: return "elk";
-    case ServingPolicy::Fastest: return "fastest";
-    case ServingPolicy::Given: return "given";
-    case ServingPolicy::Ours: break;
+    case ServingPolicy::Elk:
+      return "elk";
+    case ServingPolicy::Fastest:
+      return "fastest";
+    case ServingPolicy::Given:
+      return "given";
+    case ServingPolicy::Ours:
+      break;
   }
   return "ours";
 }
@@ -46,7 +50,7 @@ std::string class_key(const ServingOperator& o) {
 struct Space {
   const ServingProgram& program;
   const ServingChip& chip;
-  std::vector<int> class_of;                       // per operator
+  std::vector<int> class_of;                        // per operator
   std::vector<std::vector<ServingChoice>> choices;  // per operator (shared by its class)
   int64_t evaluations = 0;
   int lookahead = 1;
@@ -68,7 +72,8 @@ std::vector<int> fastest(const Space& s) {
   std::vector<int> index(s.choices.size(), 0);
   for (size_t i = 0; i < s.choices.size(); ++i)
     for (size_t o = 0; o < s.choices[i].size(); ++o)
-      if (s.choices[i][o].option.time() < s.choices[i][index[i]].option.time()) index[i] = static_cast<int>(o);
+      if (s.choices[i][o].option.time() < s.choices[i][index[i]].option.time())
+        index[i] = static_cast<int>(o);
   return index;
 }
 
@@ -81,7 +86,8 @@ std::vector<int> elk_rule(const Space& s) {
     for (int k = i + 1; k < n && reserve == 0; ++k)
       if (s.program.ops[k].hbm != HbmOperand::None) {
         double least = kInfeasible;
-        for (const ServingChoice& c : s.choices[k]) least = std::min(least, static_cast<double>(c.preload_bytes));
+        for (const ServingChoice& c : s.choices[k])
+          least = std::min(least, static_cast<double>(c.preload_bytes));
         reserve = least;
       }
     int best = -1, smallest = 0;
@@ -100,15 +106,15 @@ std::vector<int> elk_rule(const Space& s) {
 // Another tool's schedule mapped onto the options (ServingPolicy::Given), counting how each operator matched.
 std::vector<int> given_schedule(const Space& s, const std::vector<GivenChoice>& given, ServingResult& r) {
   if (given.size() != s.choices.size())
-    throw std::invalid_argument("the schedule has " + std::to_string(given.size()) + " operators, the model " +
-                                std::to_string(s.choices.size()));
+    throw std::invalid_argument("the schedule has " + std::to_string(given.size()) +
+                                " operators, the model " + std::to_string(s.choices.size()));
   std::vector<int> index(s.choices.size(), 0);
   for (size_t i = 0; i < given.size(); ++i) {
     const std::vector<ServingChoice>& list = s.choices[i];
     int exact = -1, hot_only = -1, nearest = -1;
-    // A product unmatched: the fastest option that holds no more than the given plan (else the smallest). A vector
-    // operator unmatched is one the two readers shape differently (the artifact prices the decode softmax over one
-    // key): its fastest option, as the artifact's rule would pick.
+    // A product unmatched: the fastest option that holds no more than the given plan (else the smallest). A
+    // vector operator unmatched is one the two readers shape differently (the artifact prices the decode
+    // softmax over one key): its fastest option, as the artifact's rule would pick.
     const bool product = s.program.ops[i].op.type == OperatorType::MatMul;
     int smallest = 0;
     for (int o = 0; o < static_cast<int>(list.size()); ++o) {

@@ -11,7 +11,8 @@
 //   identical operators (a layer's QKV projection is one class over all layers), accepting a change when the
 //   timeline's makespan falls, then over the HBM channel's lookahead (how many loads waiting for room a
 //   smaller one may pass); never worse than either start.
-// - `given`: another tool's schedule, per operator its cold (loaded) and hot bytes per core, priced by the same
+// - `given`: another tool's schedule, per operator its cold (loaded) and hot bytes per core, priced by the
+// same
 //   timeline (`t10 serve --schedule`): the option with both sizes, else the one with that hot size, else the
 //   fastest that holds no more than the given hot size for a product, the fastest for a vector operator (one
 //   the two tools shape differently); each kind of match is counted, so a reader sees how closely the pricing
@@ -34,7 +35,7 @@ struct ServingResult {
   std::vector<ServingChoice> choices;
   int lookahead = 1;  // how many waiting loads the HBM channel may look past (serving_next_load)
   ServingTimeline timeline;
-  double lower_bound = 0;  // cycles, serving_lower_bound over the same option sets
+  double lower_bound = 0;                         // cycles, serving_lower_bound over the same option sets
   double elk_makespan = 0, fastest_makespan = 0;  // the baselines' makespans (0: overflow)
   int64_t evaluations = 0, classes = 0, options = 0;
   double options_seconds = 0, schedule_seconds = 0;
@@ -49,7 +50,7 @@ struct GivenChoice {
 
 struct ServeOptions {
   ServingPolicy policy = ServingPolicy::Ours;
-  double seconds = 30;  // the local search's deadline
+  double seconds = 30;             // the local search's deadline
   std::vector<GivenChoice> given;  // policy `given`: one per operator
   std::function<void(const std::string&)> progress;
 };

@@ -2,13 +2,13 @@
 // implementation of the rule book (tests/data/peer-results.md).
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 
-#include <map>
-#include <cctype>
 #include "support.hpp"
 
 namespace mlsys::test {
@@ -83,7 +83,8 @@ TEST(Anchors, BestKnownPageAgreesWithTheVerdicts) {
       continue;
     }
     std::string digits;
-    for (char c : cell) if (std::isdigit(static_cast<unsigned char>(c))) digits += c;
+    for (char c : cell)
+      if (std::isdigit(static_cast<unsigned char>(c))) digits += c;
     ASSERT_FALSE(digits.empty()) << "benchmark " << benchmark << ": " << cell;
     EXPECT_NEAR(peer.full_k, std::stod(digits), 0.5 + 1e-9 * peer.full_k) << "benchmark " << benchmark;
   }
@@ -100,7 +101,8 @@ TEST_P(Anchor, SameVerdictRuleAndTotals) {
     EXPECT_FALSE(std::filesystem::exists(solution));
     return;
   }
-  const Loaded l = load(source_path("benchmarks/mlsys-2026-" + std::to_string(row.benchmark) + ".json"), solution);
+  const Loaded l =
+      load(source_path("benchmarks/mlsys-2026-" + std::to_string(row.benchmark) + ".json"), solution);
   for (MatmulCompute model : {MatmulCompute::FullK, MatmulCompute::NativeK}) {
     VerifyOptions options;
     options.model.matmul_compute = model;
@@ -116,7 +118,8 @@ TEST_P(Anchor, SameVerdictRuleAndTotals) {
     // The table prints six decimals; its rounding is below 1e-9 relative for every total it lists.
     EXPECT_LE(std::fabs(r.total_latency - expected), std::max(1e-9 * expected, 5e-7)) << to_string(model);
     if (row.set == "vinci") {
-      // vinci reports k/native latencies: silent under native-k, warned under full-k wherever the models differ.
+      // vinci reports k/native latencies: silent under native-k, warned under full-k wherever the models
+      // differ.
       if (model == MatmulCompute::NativeK) {
         EXPECT_TRUE(r.warnings.empty());
       } else {

@@ -1,5 +1,7 @@
 // The SystemC replay against the analytic model: same totals (1e-9 relative), OOM at the same step with the
 // same terms, peak occupancy equal to the peak working set; traces that read back to the same numbers.
+#include "sim/systemc/replay.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,7 +10,6 @@
 #include <nlohmann/json.hpp>
 #include <systemc>
 
-#include "sim/systemc/replay.hpp"
 #include "support.hpp"
 #include "traces/perfetto_trace.hpp"
 #include "traces/replay_files.hpp"
@@ -37,8 +38,10 @@ std::vector<Subject> subjects() {
   std::ifstream in(source_path("tests/golden/cases.json"));
   const json doc = json::parse(in);  // named: a range-for over parse(...).at(...) would outlive the temporary
   for (const auto& c : doc.at("cases")) {
-    Subject s{c.at("id"), "tests/golden/" + c.at("problem").get<std::string>(),
-              "tests/golden/" + c.at("solution").get<std::string>(), {}};
+    Subject s{c.at("id"),
+              "tests/golden/" + c.at("problem").get<std::string>(),
+              "tests/golden/" + c.at("solution").get<std::string>(),
+              {}};
     for (const auto& a : c.at("options")) {
       if (a == "--allow-supernative-k") s.options.model.allow_supernative_k = true;
       if (a == "native-k") s.options.model.matmul_compute = MatmulCompute::NativeK;
@@ -51,8 +54,10 @@ std::vector<Subject> subjects() {
     for (int i = 1; i <= 24; ++i) {
       const std::string solution = "tests/data/" + set + "/mlsys-2026-" + std::to_string(i) + ".json";
       if (std::filesystem::exists(source_path(solution)))
-        all.push_back({set + "_" + std::to_string(i), "benchmarks/mlsys-2026-" + std::to_string(i) + ".json",
-                       solution, {}});
+        all.push_back({set + "_" + std::to_string(i),
+                       "benchmarks/mlsys-2026-" + std::to_string(i) + ".json",
+                       solution,
+                       {}});
     }
   return all;
 }
@@ -125,8 +130,8 @@ json traced_replay(const std::string& problem, const std::string& solution, cons
 }
 
 TEST_F(Traces, PerfettoReadsBackToTheModelsNumbers) {
-  // Example 4B (hand numbers in the rule book): steps 2048, 1500, 1500, 1500; peak WS 20480 at capacity 25000;
-  // loads: t0 both strips (8192 + 8192), then one strip each step; stores 4 x 4096.
+  // Example 4B (hand numbers in the rule book): steps 2048, 1500, 1500, 1500; peak WS 20480 at capacity
+  // 25000; loads: t0 both strips (8192 + 8192), then one strip each step; stores 4 x 4096.
   ReplayResult r;
   const json doc = traced_replay("ex4_problem.json", "ex4B_solution.json", "trace", r);  // valid JSON
   ASSERT_TRUE(r.completed);
@@ -165,7 +170,9 @@ TEST_F(Traces, PerfettoReadsBackToTheModelsNumbers) {
     if (track == "steps") steps.push_back(dur);
     if (track == "subgraphs") subgraph_total += dur;
     if (track == "compute array") compute_time += dur;
-    if (track == "DMA link") (e.at("args").at("direction") == "load" ? loaded : stored) += e.at("args").at("elements").get<int64_t>();
+    if (track == "DMA link")
+      (e.at("args").at("direction") == "load" ? loaded : stored) +=
+          e.at("args").at("elements").get<int64_t>();
   }
   ASSERT_EQ(4u, steps.size());
   const double expected[] = {2048, 1500, 1500, 1500};
@@ -182,7 +189,8 @@ TEST_F(Traces, PerfettoReadsBackToTheModelsNumbers) {
 TEST_F(Traces, SubgraphDetailKeepsOneSpanPerSubgraphWithItsStepsAndPeak) {
   // Example 4B again (rule book): one subgraph of 4 steps, 6,548 in all, peak working set 20,480 of 25,000.
   ReplayResult r;
-  const json doc = traced_replay("ex4_problem.json", "ex4B_solution.json", "trace-sub", r, TraceDetail::Subgraph);
+  const json doc =
+      traced_replay("ex4_problem.json", "ex4B_solution.json", "trace-sub", r, TraceDetail::Subgraph);
   ASSERT_TRUE(r.completed);
   std::vector<std::string> tracks;
   int spans = 0, counters = 0;
@@ -216,9 +224,9 @@ TEST(TraceDetail, AutoKeepsStepsUpToTheLimit) {
 TEST(TraceDetail, ALongThirdPartyScheduleGetsASmallTrace) {
   // Benchmark 16's schedule from the a5 solver has 493,344 steps: every step would be 512 MB of trace.
   const std::string trace = temp_dir("trace-16") + "/trace.json";
-  const CommandResult r = run_command(MLSYS_VERIFY_BIN, "--replay --trace " + trace + " " +
-                                                            source_path("benchmarks/mlsys-2026-16.json") + " " +
-                                                            source_path("tests/data/a5/mlsys-2026-16.json"));
+  const CommandResult r = run_command(
+      MLSYS_VERIFY_BIN, "--replay --trace " + trace + " " + source_path("benchmarks/mlsys-2026-16.json") +
+                            " " + source_path("tests/data/a5/mlsys-2026-16.json"));
   ASSERT_EQ(0, r.exit_code) << r.err;
   EXPECT_NE(std::string::npos, r.err.find("one span per subgraph")) << r.err;
   std::ifstream in(trace);
@@ -266,7 +274,8 @@ TEST_F(Traces, ReplayRunsOutOfMemoryAtThePartialSumsAllocation) {
 }
 
 TEST_F(Traces, VcdHasTheThreeSignals) {
-  const Loaded l = load(source_path("tests/golden/ex4_problem.json"), source_path("tests/golden/ex4A_solution.json"));
+  const Loaded l =
+      load(source_path("tests/golden/ex4_problem.json"), source_path("tests/golden/ex4A_solution.json"));
   const std::string dir = temp_dir("vcd"), path = dir + "/run.vcd";
   {
     VcdTrace vcd(path);
@@ -275,7 +284,8 @@ TEST_F(Traces, VcdHasTheThreeSignals) {
     ASSERT_TRUE(replay_schedule(l.problem, l.graph, l.schedule, ro).completed);
   }
   // Written under a temporary name and renamed: only the file asked for is left.
-  EXPECT_EQ(1, std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator()));
+  EXPECT_EQ(1,
+            std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator()));
   std::ifstream in(path);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   for (const char* name : {"fast_memory_occupancy", "link_busy", "compute_busy", "$enddefinitions"})
@@ -284,11 +294,13 @@ TEST_F(Traces, VcdHasTheThreeSignals) {
 
 TEST_F(Traces, OverlappedLetsTheLinkRunOneStepAhead) {
   // Example 5B: link jobs per k-step 2457.6, 819.2, 819.2, 2457.6 (the last with the T4 store); compute 1000
-  // per step. With capacity 50000 the next step's new slices (8192) fit beside the working set (40960), so the
-  // link never waits: step 0 ends at 2457.6 (link); the link then runs jobs 1, 2, 3 back to back while compute
-  // steps 1-3 take 1000 each, ending at 2457.6 + 819.2 + 819.2 + 2457.6 = 6553.6 (link-bound), below the
-  // contest's 6915.2. At the problem's own capacity 45000 nothing can be prefetched: the contest total again.
-  Loaded l = load(source_path("tests/golden/ex5_problem.json"), source_path("tests/golden/ex5B_solution.json"));
+  // per step. With capacity 50000 the next step's new slices (8192) fit beside the working set (40960), so
+  // the link never waits: step 0 ends at 2457.6 (link); the link then runs jobs 1, 2, 3 back to back while
+  // compute steps 1-3 take 1000 each, ending at 2457.6 + 819.2 + 819.2 + 2457.6 = 6553.6 (link-bound), below
+  // the contest's 6915.2. At the problem's own capacity 45000 nothing can be prefetched: the contest total
+  // again.
+  Loaded l =
+      load(source_path("tests/golden/ex5_problem.json"), source_path("tests/golden/ex5B_solution.json"));
   ReplayOptions ro;
   ro.timing = TimingMode::Overlapped;
   ReplayResult r = replay_schedule(l.problem, l.graph, l.schedule, ro);

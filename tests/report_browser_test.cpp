@@ -86,16 +86,19 @@ TEST(ReportBrowser, OutOfMemoryCaseDrawsItsWorkingSet) {
   const std::string link = "class=\"rule\" href=\"";
   const size_t at = page.out.find(link);
   ASSERT_NE(std::string::npos, at) << page.out;
-  const std::string href = page.out.substr(at + link.size(), page.out.find('"', at + link.size()) - at - link.size());
+  const std::string href =
+      page.out.substr(at + link.size(), page.out.find('"', at + link.size()) - at - link.size());
   ASSERT_GT(href.size(), std::string("model.md#m20").size());
   EXPECT_EQ("model.md#m20", href.substr(href.size() - 12)) << href;
   const std::filesystem::path target = std::filesystem::path(dir) / href.substr(0, href.size() - 4);
   std::ifstream doc(target);
   ASSERT_TRUE(doc.good()) << target;
-  EXPECT_NE(std::string::npos, std::string(std::istreambuf_iterator<char>(doc), {}).find("<a id=\"m20\"></a>"));
+  EXPECT_NE(std::string::npos,
+            std::string(std::istreambuf_iterator<char>(doc), {}).find("<a id=\"m20\"></a>"));
   EXPECT_NE(std::string::npos, page.out.find(">M20</a>]"));
   EXPECT_EQ(4u, count(page.out, "class=\"ws-term\""));
-  EXPECT_NE(std::string::npos, page.out.find("B slices 32,768 + C outputs 16,384 + D accumulators 0 = 49,152"));
+  EXPECT_NE(std::string::npos,
+            page.out.find("B slices 32,768 + C outputs 16,384 + D accumulators 0 = 49,152"));
   EXPECT_EQ(2u, count(page.out, "id=\"op-"));
   EXPECT_GE(count(page.out, "class=\"capacity-line\""), 1u);
 }
@@ -151,7 +154,8 @@ TEST(ReportBrowser, T10SeedPlan) {
 }
 
 TEST(ReportBrowser, T10WholeProgram) {
-  // A block with a residual two operators back and a view: 5 operators, 4 replayed edges and 1 through a view.
+  // A block with a residual two operators back and a view: 5 operators, 4 replayed edges and 1 through a
+  // view.
   const std::string dir = temp_dir("report-t10-program");
   write_text(dir + "/model.json", R"({"t10_program": {"name": "block", "ops": [
     {"name": "norm", "type": "rowwise", "m": 256, "n": 512, "reads": [{"from": null}]},
@@ -185,8 +189,9 @@ TEST(ReportBrowser, T10ServeDecodeStep) {
   // The tiny decode step of tests/data/elk-tiny.json (four operators, three of them loading from HBM): a bar
   // per load and per operator, the SRAM line and its capacity.
   const std::string dir = temp_dir("t10-serve");
-  const CommandResult made = run_command(MLSYS_T10_BIN, "serve " + source_path("tests/data/elk-tiny.json") +
-                                                            " --batch 4 --seq 16 --timeout 1 --html " + dir + "/s.html");
+  const CommandResult made =
+      run_command(MLSYS_T10_BIN, "serve " + source_path("tests/data/elk-tiny.json") +
+                                     " --batch 4 --seq 16 --timeout 1 --html " + dir + "/s.html");
   ASSERT_EQ(0, made.exit_code) << made.err;
   const CommandResult page = open_in_chromium(dir + "/s.html");
   expect_clean_page(page);
@@ -201,7 +206,8 @@ TEST(ReportBrowser, T10ChipSweep) {
   const std::string dir = temp_dir("t10-sweep");
   write_text(dir + "/p.json", R"({"op":"matmul","m":32,"k":256,"n":128,"chip":{"cores":16}})");
   const CommandResult made = run_command(
-      MLSYS_T10_BIN, "sweep " + dir + "/p.json --exchange-bytes-per-cycle 2,8 --sram 100000,638976 -o " + dir + "/s");
+      MLSYS_T10_BIN,
+      "sweep " + dir + "/p.json --exchange-bytes-per-cycle 2,8 --sram 100000,638976 -o " + dir + "/s");
   ASSERT_EQ(0, made.exit_code) << made.err;
   const CommandResult page = open_in_chromium(dir + "/s/t10-sweep.html");
   expect_clean_page(page);

@@ -263,7 +263,8 @@ TEST(T10Program, LayoutChangesFollowTheDataFlow) {
   TensorOperator x = vector_operator(OperatorType::Elementwise, 128, 256, 1);  // x: 128 x 256
   x.name = "x";
   x.reads = {{"", {}}};
-  TensorOperator keys = vector_operator(OperatorType::Relu, 256, 64, 1);  // keys: 256 x 64, from a graph input
+  TensorOperator keys =
+      vector_operator(OperatorType::Relu, 256, 64, 1);  // keys: 256 x 64, from a graph input
   keys.name = "keys";
   keys.reads = {{"", {}}};
   TensorOperator scores = matmul("scores", 128, 256, 64);  // x (A) times keys (B)

@@ -1,11 +1,12 @@
 // Serving on the chip with HBM (docs/t10-serving.md): the timeline's rules on cases derived by hand, the
 // SystemC replay against them, the Elk model reader on a small file of the artifact's format, and the CLI.
+#include "sim/t10/t10_serving.hpp"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 #include "sim/json_io.hpp"
-#include "sim/t10/t10_serving.hpp"
 #include "sim/t10/t10_serving_io.hpp"
 #include "sim/t10/t10_serving_sim.hpp"
 #include "sim/violation.hpp"
@@ -68,8 +69,8 @@ TEST(ServingTimeline, TheNextLoadHidesBehindTheRunningOperator) {
 
 TEST(ServingTimeline, TheRunningOperatorsExchangesSlowTheLoadsNoC) {
   // As above, but operator 0 computes 20 of its 200 cycles: load 1's NoC part (40 cycles) gets a tenth of
-  // the NoC, so it advances 1/400 per cycle (HBM would allow 1/200): half done at 300. Then alone, at the HBM's
-  // 1/200: 100 cycles more, to 400. Operator 1 runs 400..450.
+  // the NoC, so it advances 1/400 per cycle (HBM would allow 1/200): half done at 300. Then alone, at the
+  // HBM's 1/200: 100 cycles more, to 400. Operator 1 runs 400..450.
   const ServingProgram p = two_ops();
   const std::vector<ServingChoice> c{choice(200, 20, 600, 500, 10000), choice(50, 50, 500, 400, 20000)};
   const ServingTimeline t = serving_timeline(p, round_chip(), c);
@@ -133,7 +134,8 @@ TEST(ServingReplay, TheSystemCEngineGivesTheTimelinesMakespanAndPeak) {
   const ServingProgram p = two_ops();
   for (int64_t sram : {1000, 900})
     for (double compute : {100.0, 20.0}) {
-      const std::vector<ServingChoice> c{choice(200, compute, 600, 500, 10000), choice(50, 50, 500, 400, 20000)};
+      const std::vector<ServingChoice> c{choice(200, compute, 600, 500, 10000),
+                                         choice(50, 50, 500, 400, 20000)};
       const ServingTimeline analytic = serving_timeline(p, round_chip(sram), c);
       const ServingReplay replay = replay_serving(p, round_chip(sram), c);
       EXPECT_TRUE(replay.agrees) << replay.disagreement;
@@ -158,7 +160,8 @@ TEST(ElkModelFile, ADecodeStepsShapesAndWhatItLoads) {
   EXPECT_EQ(1, p.layers);
   const TensorOperator& dot = p.ops[0].op;
   EXPECT_EQ(OperatorType::MatMul, dot.type);
-  EXPECT_EQ((std::array<int64_t, 4>{1, 4, 64, 128}), (std::array<int64_t, 4>{dot.batch, dot.m, dot.k, dot.n}));
+  EXPECT_EQ((std::array<int64_t, 4>{1, 4, 64, 128}),
+            (std::array<int64_t, 4>{dot.batch, dot.m, dot.k, dot.n}));
   EXPECT_EQ(HbmOperand::Weight, p.ops[0].hbm);
   EXPECT_EQ(16384, p.ops[0].hbm_bytes);
   const TensorOperator& scores = p.ops[1].op;
@@ -183,10 +186,10 @@ TEST(ElkModelFile, MalformedNodesAreNamed) {
     EXPECT_EQ("bad.json", e.file());
     EXPECT_EQ("[0]", e.field());
   }
-  EXPECT_THROW(read_elk_model(nlohmann::json::object(), "o.json", {4, 16, 0}, *serving_chip_preset("elk-1472")),
-               InputError);
-  EXPECT_THROW(read_elk_model(elk_tiny(), "tiny.json", {4, 16, 2},
-                              *serving_chip_preset("elk-1472")),
+  EXPECT_THROW(
+      read_elk_model(nlohmann::json::object(), "o.json", {4, 16, 0}, *serving_chip_preset("elk-1472")),
+      InputError);
+  EXPECT_THROW(read_elk_model(elk_tiny(), "tiny.json", {4, 16, 2}, *serving_chip_preset("elk-1472")),
                InputError);  // one layer only
 }
 
@@ -204,7 +207,8 @@ nlohmann::json imported_step() {
 TEST(ImportedServingModel, ProductsSayWhatTheyLoad) {
   // Weights: 16 x 48 x 2 = 1,536 B and 16 x 16 x 2 = 512 B. Keys: 2 x 2 heads x 5 cached x 8 x 2 = 320 B (the
   // sixth key, this step's, is computed on chip).
-  const ServingProgram p = read_serving_model(imported_step(), "step.json", {}, *serving_chip_preset("elk-1472"));
+  const ServingProgram p =
+      read_serving_model(imported_step(), "step.json", {}, *serving_chip_preset("elk-1472"));
   ASSERT_EQ(5u, p.ops.size());
   EXPECT_EQ(1, p.layers);
   EXPECT_EQ(5u, p.program.ops.size());
@@ -242,7 +246,7 @@ TEST(ImportedServingModel, BadTagsAreNamedWithTheirField) {
   EXPECT_EQ("ops[0].hbm_bytes", field_of(d));  // bytes without a kind
   d = imported_step();
   for (auto& op : d["t10_program"]["ops"]) op.erase("hbm"), op.erase("hbm_bytes");
-  EXPECT_EQ("ops", field_of(d));  // nothing to load: an old import
+  EXPECT_EQ("ops", field_of(d));                               // nothing to load: an old import
   EXPECT_EQ("--batch", field_of(imported_step(), {4, 0, 0}));  // its shapes are its own
   EXPECT_EQ("--layers", field_of(imported_step(), {0, 0, 2}));
   EXPECT_EQ("--batch", field_of(elk_tiny()));  // an Elk file needs them
@@ -270,7 +274,8 @@ TEST(ServeCommand, PricesAGivenScheduleOperatorByOperator) {
   const std::string dir = test::temp_dir("serve-given");
   const std::string model = dir + "/step.json", schedule = dir + "/schedule.json";
   test::write_text(model, imported_step().dump());
-  const test::CommandResult searched = test::run_command(MLSYS_T10_BIN, "serve " + model + " --timeout 2 --json");
+  const test::CommandResult searched =
+      test::run_command(MLSYS_T10_BIN, "serve " + model + " --timeout 2 --json");
   ASSERT_EQ(0, searched.exit_code) << searched.err;
   const nlohmann::json ours = nlohmann::json::parse(searched.out);
   // Our own schedule handed back as another tool's: every operator matches on both sizes, same makespan.
@@ -278,7 +283,8 @@ TEST(ServeCommand, PricesAGivenScheduleOperatorByOperator) {
   for (const nlohmann::json& op : ours.at("ops"))
     pairs.push_back({op.at("preload_bytes_per_core"), op.at("hot_bytes_per_core")});
   test::write_text(schedule, nlohmann::json{{"cold_hot", pairs}}.dump());
-  const test::CommandResult given = test::run_command(MLSYS_T10_BIN, "serve " + model + " --schedule " + schedule + " --json");
+  const test::CommandResult given =
+      test::run_command(MLSYS_T10_BIN, "serve " + model + " --schedule " + schedule + " --json");
   ASSERT_EQ(0, given.exit_code) << given.err;
   const nlohmann::json priced = nlohmann::json::parse(given.out);
   EXPECT_EQ("given", priced.at("policy"));
@@ -294,19 +300,22 @@ TEST(ServeCommand, PricesAGivenScheduleOperatorByOperator) {
   // Malformed schedules are named by field; a schedule with a policy is refused.
   auto refusal = [&](const std::string& text, const std::string& extra = "") {
     test::write_text(schedule, text);
-    const test::CommandResult r = test::run_command(MLSYS_T10_BIN, "serve " + model + " --schedule " + schedule + extra);
+    const test::CommandResult r =
+        test::run_command(MLSYS_T10_BIN, "serve " + model + " --schedule " + schedule + extra);
     EXPECT_EQ(2, r.exit_code) << text;
     return r.err;
   };
   EXPECT_NE(std::string::npos, refusal("[[0, 1]]").find("1 operators, the model has 5"));
-  EXPECT_NE(std::string::npos, refusal(R"({"cold_hot": [[0,1],[0,-1],[0,1],[0,1],[0,1]]})").find("cold_hot[1]"));
+  EXPECT_NE(std::string::npos,
+            refusal(R"({"cold_hot": [[0,1],[0,-1],[0,1],[0,1],[0,1]]})").find("cold_hot[1]"));
   EXPECT_NE(std::string::npos, refusal(pairs.dump(), " --policy elk").find("--policy"));
 }
 
 TEST(ServeCommand, SchedulesReplaysAndBoundsTheTinyModel) {
   const std::string dir = test::temp_dir("serve");
-  const test::CommandResult r = test::run_command(
-      MLSYS_T10_BIN, "serve " + test::source_path("tests/data/elk-tiny.json") + " --batch 4 --seq 16 --timeout 2 --json");
+  const test::CommandResult r =
+      test::run_command(MLSYS_T10_BIN, "serve " + test::source_path("tests/data/elk-tiny.json") +
+                                           " --batch 4 --seq 16 --timeout 2 --json");
   ASSERT_EQ(0, r.exit_code) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_TRUE(j.at("fits").get<bool>());
@@ -316,7 +325,8 @@ TEST(ServeCommand, SchedulesReplaysAndBoundsTheTinyModel) {
   EXPECT_NEAR(j.at("latency_ms").get<double>(), j.at("simulation").at("latency_ms").get<double>(),
               1e-9 * j.at("latency_ms").get<double>());
   EXPECT_LE(j.at("latency_ms").get<double>(), j.at("baselines_ms").at("elk").get<double>() * (1 + 1e-12));
-  const test::CommandResult missing = test::run_command(MLSYS_T10_BIN, "serve " + dir + "/nope.json --batch 4 --seq 16");
+  const test::CommandResult missing =
+      test::run_command(MLSYS_T10_BIN, "serve " + dir + "/nope.json --batch 4 --seq 16");
   EXPECT_EQ(2, missing.exit_code);
   EXPECT_NE(std::string::npos, missing.err.find("nope.json")) << missing.err;
 }

@@ -21,7 +21,8 @@ int PerfettoTrace::track(const std::string& name) {
   return id;
 }
 
-void PerfettoTrace::span(int track, const std::string& name, double ts_us, double dur_us, nlohmann::json args) {
+void PerfettoTrace::span(int track, const std::string& name, double ts_us, double dur_us,
+                         nlohmann::json args) {
   nlohmann::json e{{"name", name}, {"ph", "X"}, {"pid", 1}, {"tid", track}, {"ts", ts_us}, {"dur", dur_us}};
   if (!args.is_null()) e["args"] = std::move(args);
   add(e);

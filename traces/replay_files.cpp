@@ -13,7 +13,9 @@ TraceDetail trace_detail_for(const std::string& name, int64_t steps) {
   return steps > kStepTraceLimit ? TraceDetail::Subgraph : TraceDetail::Step;
 }
 
-const char* to_string(TraceDetail detail) { return detail == TraceDetail::Step ? "step" : "subgraph"; }
+const char* to_string(TraceDetail detail) {
+  return detail == TraceDetail::Step ? "step" : "subgraph";
+}
 
 ReplayResult replay_to_files(const Problem& problem, const Graph& graph, const Schedule& schedule,
                              const ModelOptions& model, const std::string& timing,

@@ -159,10 +159,13 @@ nlohmann::json compiled_program_json(const TensorProgram& program, const Compile
       }
   }
   if (run)
-    doc["simulation"] = {{"makespan", run->makespan},       {"layout_changes_replayed", run->layout_changes},
+    doc["simulation"] = {{"makespan", run->makespan},
+                         {"layout_changes_replayed", run->layout_changes},
                          {"edges", run->edges},
-                         {"engine_runs", run->engine_runs}, {"passed", run->first_failure().empty()},
-                         {"failure", run->first_failure()}, {"functional_checked", run->functional_checked}};
+                         {"engine_runs", run->engine_runs},
+                         {"passed", run->first_failure().empty()},
+                         {"failure", run->first_failure()},
+                         {"functional_checked", run->functional_checked}};
   return doc;
 }
 
@@ -178,8 +181,9 @@ void transitions_table(std::ostringstream& h, const TensorProgram& program, cons
       h << "<tr class='transition'><td>" << html_escape(program.ops[e.producer].name) << "</td><td>"
         << html_escape(program.ops[i].name) << "</td><td>" << e.operand << "</td>";
       if (e.replayed)
-        h << "<td>" << (e.view.empty() ? std::string("yes") : "yes, " + html_escape(e.view)) << "</td><td>" << e.transfers << "</td><td>" << format_display(static_cast<double>(e.bytes))
-          << " B</td><td>" << format_display(static_cast<double>(e.max_core_bytes)) << " B</td>";
+        h << "<td>" << (e.view.empty() ? std::string("yes") : "yes, " + html_escape(e.view)) << "</td><td>"
+          << e.transfers << "</td><td>" << format_display(static_cast<double>(e.bytes)) << " B</td><td>"
+          << format_display(static_cast<double>(e.max_core_bytes)) << " B</td>";
       else
         h << "<td colspan='4'>no: a view, " << html_escape(e.view) << "</td>";
       h << "</tr>";
@@ -199,8 +203,8 @@ std::string program_html(const TensorProgram& program, const CompiledProgram& co
     << " reconciliation";
   if (stats.heuristic_cycles > 0) h << "; published heuristic " << format_display(stats.heuristic_cycles);
   h << ").</p>";
-  // Timeline: one row, each operator's warm-up, run and shuffle as rectangles scaled to the total, with an axis
-  // in cycles and microseconds, a legend, and the operator's name where it fits.
+  // Timeline: one row, each operator's warm-up, run and shuffle as rectangles scaled to the total, with an
+  // axis in cycles and microseconds, a legend, and the operator's name where it fits.
   const double width = 1100, total = std::max(compiled.total_cycles, 1.0);
   constexpr double kCyclesPerMicrosecond = 1325;  // IPU Mk2 at 1.325 GHz, the calibrated model's cycle
   const char* phase_names[3] = {"warm-up", "run", "shuffle"};
@@ -214,8 +218,8 @@ std::string program_html(const TensorProgram& program, const CompiledProgram& co
     for (int p = 0; p < 3; ++p) {
       const double w = parts[p] / total * width;
       if (parts[p] > 0)
-        h << "<rect class='" << cls[p] << "' x='" << x << "' y='10' width='" << w << "' height='40' data-tip='"
-          << html_escape(program.ops[i].name) << ", " << phase_names[p] << ": "
+        h << "<rect class='" << cls[p] << "' x='" << x << "' y='10' width='" << w
+          << "' height='40' data-tip='" << html_escape(program.ops[i].name) << ", " << phase_names[p] << ": "
           << format_display(std::round(parts[p])) << " cycles'/>";
       x += w;
     }
@@ -227,15 +231,21 @@ std::string program_html(const TensorProgram& program, const CompiledProgram& co
   h << "<line class='axis' x1='0' x2='" << width << "' y1='54' y2='54' stroke='#666'/>";
   for (int t = 0; t <= 5; ++t) {
     const double cycles = total * t / 5, tx = width * t / 5;
-    h << "<line x1='" << tx << "' x2='" << tx << "' y1='54' y2='58' stroke='#666'/><text class='axis-tick' x='"
-      << tx << "' y='70' font-size='10' text-anchor='" << (t == 0 ? "start" : t == 5 ? "end" : "middle") << "'>"
-      << format_display(std::round(cycles)) << " cycles (" << format_display(std::round(cycles / kCyclesPerMicrosecond * 100) / 100)
-      << " &micro;s)</text>";
+    h << "<line x1='" << tx << "' x2='" << tx
+      << "' y1='54' y2='58' stroke='#666'/><text class='axis-tick' x='" << tx
+      << "' y='70' font-size='10' text-anchor='"
+      << (t == 0   ? "start"
+          : t == 5 ? "end"
+                   : "middle")
+      << "'>" << format_display(std::round(cycles)) << " cycles ("
+      << format_display(std::round(cycles / kCyclesPerMicrosecond * 100) / 100) << " &micro;s)</text>";
   }
   for (int p = 0; p < 3; ++p)
     h << "<g class='legend-entry'><rect class='" << cls[p] << "' x='" << 280 * p << "' y='88' width='14' "
       << "height='14'/><text x='" << 280 * p + 20 << "' y='100' font-size='12'>" << phase_names[p]
-      << (p == 0 ? " (cold layout to hot)" : p == 1 ? " (compute and shifts)" : " (output to the next layout)")
+      << (p == 0   ? " (cold layout to hot)"
+          : p == 1 ? " (compute and shifts)"
+                   : " (output to the next layout)")
       << "</text></g>";
   h << "</svg><p class='note'>Microseconds at the IPU Mk2's 1.325 GHz.</p>";
   // SRAM per core while each operator runs: the cold layouts of all operators (the base) and the running
@@ -244,7 +254,8 @@ std::string program_html(const TensorProgram& program, const CompiledProgram& co
   const double cap = static_cast<double>(program.chip.sram_bytes_per_core);
   const double cold = static_cast<double>(compiled.cold_bytes);
   double peak = cold;
-  for (const OperatorOption& o : compiled.chosen) peak = std::max(peak, cold + static_cast<double>(o.extra()));
+  for (const OperatorOption& o : compiled.chosen)
+    peak = std::max(peak, cold + static_cast<double>(o.extra()));
   const double top = cap <= 4 * peak ? std::max(cap, peak) * 1.05 : peak * 1.25, H = 150;
   auto Y = [&](double bytes) { return 10 + H - bytes / std::max(top, 1.0) * H; };
   h << "<h2>SRAM per core across the program</h2><svg width='" << width + 140 << "' height='" << H + 60
@@ -255,10 +266,10 @@ std::string program_html(const TensorProgram& program, const CompiledProgram& co
     const double bar = std::max(step - 1, 0.5);
     h << "<rect class='cold-base' x='" << i * step << "' y='" << Y(cold) << "' width='" << bar << "' height='"
       << Y(0) - Y(cold) << "' fill='#9ecae1' data-tip='" << html_escape(program.ops[i].name) << ": cold base "
-      << format_display(cold) << " B'/><rect class='running-extra' x='" << i * step << "' y='" << Y(cold + extra)
-      << "' width='" << bar << "' height='" << Y(cold) - Y(cold + extra) << "' fill='#3182bd' data-tip='"
-      << html_escape(program.ops[i].name) << ": running extra " << format_display(extra) << " B (total "
-      << format_display(cold + extra) << " B)'/>";
+      << format_display(cold) << " B'/><rect class='running-extra' x='" << i * step << "' y='"
+      << Y(cold + extra) << "' width='" << bar << "' height='" << Y(cold) - Y(cold + extra)
+      << "' fill='#3182bd' data-tip='" << html_escape(program.ops[i].name) << ": running extra "
+      << format_display(extra) << " B (total " << format_display(cold + extra) << " B)'/>";
   }
   for (int t = 0; t <= 4; ++t) {
     const double bytes = top * t / 4;
@@ -280,12 +291,12 @@ std::string program_html(const TensorProgram& program, const CompiledProgram& co
   const char* sram_legend[2][2] = {{"#9ecae1", "cold layouts of all operators"},
                                    {"#3182bd", "the running operator's extra"}};
   for (int l = 0; l < 2; ++l)
-    h << "<g class='legend-entry'><rect x='" << 90 + 260 * l << "' y='" << H + 32 << "' width='14' height='14' fill='"
-      << sram_legend[l][0] << "'/><text x='" << 110 + 260 * l << "' y='" << H + 44 << "' font-size='12'>"
-      << sram_legend[l][1] << "</text></g>";
+    h << "<g class='legend-entry'><rect x='" << 90 + 260 * l << "' y='" << H + 32
+      << "' width='14' height='14' fill='" << sram_legend[l][0] << "'/><text x='" << 110 + 260 * l << "' y='"
+      << H + 44 << "' font-size='12'>" << sram_legend[l][1] << "</text></g>";
   h << "</svg><p>Every core holds the cold layouts of all operators (" << format_display(cold)
-    << " B) plus the running operator's extra; peak " << format_display(peak) << " B of " << format_display(cap)
-    << " B.</p>";
+    << " B) plus the running operator's extra; peak " << format_display(peak) << " B of "
+    << format_display(cap) << " B.</p>";
   if (run) transitions_table(h, program, *run);
   h << "<h2>Critical "
        "operators</h2><table><tr><th>operator</th><th>type</th><th>cycles</th><th>share</th></tr>";

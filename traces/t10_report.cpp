@@ -20,13 +20,14 @@ std::string plan_text(const Plan& p) {
 
 // The best plans of `t10 solve` under the page's timing and profile.
 void best_plans_section(std::ostringstream& html, const PlanReportPage& page) {
-  html << "<h2>Best plans (t10 solve --timing " << html_escape(page.timing) << ", " << html_escape(page.profile)
-       << ")</h2>\n";
+  html << "<h2>Best plans (t10 solve --timing " << html_escape(page.timing) << ", "
+       << html_escape(page.profile) << ")</h2>\n";
   std::vector<std::pair<Plan, std::pair<double, std::string>>> rows;  // plan, (cycles, memory note)
   if (page.timing == "calibrated")
     for (const CalibratedRankedPlan& p : page.calibrated_top)
-      rows.push_back({p.plan, {p.total, format_display(static_cast<double>(p.hot)) + " hot, " +
-                                            format_display(static_cast<double>(p.cold)) + " cold"}});
+      rows.push_back({p.plan,
+                      {p.total, format_display(static_cast<double>(p.hot)) + " hot, " +
+                                    format_display(static_cast<double>(p.cold)) + " cold"}});
   else if (page.timing == "exchange")
     for (const ExchangeRankedPlan& p : page.exchange_top)
       rows.push_back({p.plan, {p.exchange_total, "grader " + format_display(p.grader_total) + " cycles"}});
@@ -74,7 +75,9 @@ Headline headline(const PlanReportPage& page) {
     h.terms = {{"compute", r.exchange_compute}, {"exchange", r.exchange_exchange}, {"sync", r.exchange_sync}};
   } else {
     if (!page.calibrated)
-      return h.missing = "the calibrated model cannot price this plan (a dimension's rings do not form a chain)", h;
+      return h.missing =
+                 "the calibrated model cannot price this plan (a dimension's rings do not form a chain)",
+             h;
     const CoresResult& r = *page.calibrated;
     h.total = r.makespan;
     h.terms = {{"compute", r.calibrated_compute},
@@ -93,14 +96,17 @@ const char* timing_description(const std::string& timing) {
 // A colour scale for a heat map: the gradient from 0 to the largest value, with its unit.
 void colour_scale(std::ostringstream& html, const char* id, double high, const std::string& unit) {
   html << "<svg class=\"colour-scale\" id=\"" << id << "-scale\" width=\"320\" height=\"34\">"
-       << "<defs><linearGradient id=\"" << id << "-gradient\"><stop offset=\"0\" stop-color=\"rgb(245,245,255)\"/>"
+       << "<defs><linearGradient id=\"" << id
+       << "-gradient\"><stop offset=\"0\" stop-color=\"rgb(245,245,255)\"/>"
        << "<stop offset=\"1\" stop-color=\"rgb(55,55,255)\"/></linearGradient></defs><rect x=\"10\" y=\"2\" "
           "width=\"300\" height=\"12\" fill=\"url(#"
        << id << "-gradient)\" stroke=\"#999\"/>";
   for (int i = 0; i <= 4; ++i)
     html << "<text class=\"scale-tick\" x=\"" << 10 + 75 * i << "\" y=\"28\" font-size=\"10\" text-anchor=\""
-         << (i == 0 ? "start" : i == 4 ? "end" : "middle") << "\">" << format_display(high * i / 4)
-         << (i == 4 ? " " + unit : "") << "</text>";
+         << (i == 0   ? "start"
+             : i == 4 ? "end"
+                      : "middle")
+         << "\">" << format_display(high * i / 4) << (i == 4 ? " " + unit : "") << "</text>";
   html << "</svg>\n";
 }
 
@@ -143,52 +149,52 @@ void calibrated_section(std::ostringstream& html, const PlanReportPage& page) {
   html << "</table>\n";
 }
 
-// Every core: heat maps of SRAM peak and busy cycles (cores in id order, row by row) with their colour scales,
-// and the rings.
+// Every core: heat maps of SRAM peak and busy cycles (cores in id order, row by row) with their colour
+// scales, and the rings.
 void every_core_section(std::ostringstream& html, const CoresResult& r) {
-    const size_t n = r.per_core.size();
-    const size_t cols = static_cast<size_t>(std::ceil(std::sqrt(static_cast<double>(n))));
-    const double cell = std::min(16.0, 800.0 / static_cast<double>(std::max<size_t>(cols, 1)));
-    const size_t rows = (n + cols - 1) / std::max<size_t>(cols, 1);
-    html << "<h2>Every core (t10 simulate, exchange timing)</h2>\n<p class=\"note\">" << n << " cores, "
-         << r.empty_cores << " with an empty block; exchange timing " << format_display(r.exchange_total)
-         << " cycles against the grader's " << format_display(r.total) << "; "
-         << (r.violation ? "data consistency failed: " + html_escape(r.violation->message)
-                         : std::string("every core held the pieces its blocks needed"))
-         << ". Cores in id order ((i_m &middot; pk + i_k) &middot; pn + i_n), row by row; darker is "
-            "more.</p>\n";
-    auto heat = [&](const char* id, const char* what, auto value, const std::string& unit) {
-      double high = 0;
-      for (const CoreStats& c : r.per_core) high = std::max(high, value(c));
-      html << "<h3>" << what << "</h3>\n<svg id=\"" << id << "\" width=\"" << cols * cell << "\" height=\""
-           << rows * cell << "\">\n";
-      for (size_t i = 0; i < n; ++i) {
-        const CoreStats& c = r.per_core[i];
-        const double share = high > 0 ? value(c) / high : 0;
-        const int shade = static_cast<int>(245 - 190 * share);
-        html << "<rect class=\"core-cell\" x=\"" << (i % cols) * cell << "\" y=\"" << (i / cols) * cell
-             << "\" width=\"" << cell << "\" height=\"" << cell << "\" fill=\"rgb(" << shade << "," << shade
-             << ",255)\" data-tip=\"core (" << c.core[0] << ", " << c.core[1] << ", " << c.core[2]
-             << "): " << format_display(value(c)) << " " << unit << "\"/>\n";
-      }
-      html << "</svg>\n";
-      colour_scale(html, id, high, unit);
-    };
-    heat(
-        "sram-heat", "SRAM peak per core",
-        [](const CoreStats& c) { return static_cast<double>(c.peak_sram_bytes); }, "B");
-    heat(
-        "busy-heat", "Busy cycles per core", [](const CoreStats& c) { return c.busy_cycles; }, "cycles");
-    html << "<h3>Rings</h3>\n<ul id=\"rings\">\n";
-    for (const RingPath& ring : r.rings) {
-      html << "<li>level " << ring.level << ", " << ring.tensor << ": ";
-      for (size_t i = 0; i < ring.cores.size(); ++i)
-        html << (i ? " &rarr; " : "") << "(" << ring.cores[i][0] << ", " << ring.cores[i][1] << ", "
-             << ring.cores[i][2] << ")";
-      html << " &rarr; back</li>\n";
+  const size_t n = r.per_core.size();
+  const size_t cols = static_cast<size_t>(std::ceil(std::sqrt(static_cast<double>(n))));
+  const double cell = std::min(16.0, 800.0 / static_cast<double>(std::max<size_t>(cols, 1)));
+  const size_t rows = (n + cols - 1) / std::max<size_t>(cols, 1);
+  html << "<h2>Every core (t10 simulate, exchange timing)</h2>\n<p class=\"note\">" << n << " cores, "
+       << r.empty_cores << " with an empty block; exchange timing " << format_display(r.exchange_total)
+       << " cycles against the grader's " << format_display(r.total) << "; "
+       << (r.violation ? "data consistency failed: " + html_escape(r.violation->message)
+                       : std::string("every core held the pieces its blocks needed"))
+       << ". Cores in id order ((i_m &middot; pk + i_k) &middot; pn + i_n), row by row; darker is "
+          "more.</p>\n";
+  auto heat = [&](const char* id, const char* what, auto value, const std::string& unit) {
+    double high = 0;
+    for (const CoreStats& c : r.per_core) high = std::max(high, value(c));
+    html << "<h3>" << what << "</h3>\n<svg id=\"" << id << "\" width=\"" << cols * cell << "\" height=\""
+         << rows * cell << "\">\n";
+    for (size_t i = 0; i < n; ++i) {
+      const CoreStats& c = r.per_core[i];
+      const double share = high > 0 ? value(c) / high : 0;
+      const int shade = static_cast<int>(245 - 190 * share);
+      html << "<rect class=\"core-cell\" x=\"" << (i % cols) * cell << "\" y=\"" << (i / cols) * cell
+           << "\" width=\"" << cell << "\" height=\"" << cell << "\" fill=\"rgb(" << shade << "," << shade
+           << ",255)\" data-tip=\"core (" << c.core[0] << ", " << c.core[1] << ", " << c.core[2]
+           << "): " << format_display(value(c)) << " " << unit << "\"/>\n";
     }
-    if (r.rings.empty()) html << "<li>no shift levels: nothing rotates</li>\n";
-    html << "</ul>\n";
+    html << "</svg>\n";
+    colour_scale(html, id, high, unit);
+  };
+  heat(
+      "sram-heat", "SRAM peak per core",
+      [](const CoreStats& c) { return static_cast<double>(c.peak_sram_bytes); }, "B");
+  heat(
+      "busy-heat", "Busy cycles per core", [](const CoreStats& c) { return c.busy_cycles; }, "cycles");
+  html << "<h3>Rings</h3>\n<ul id=\"rings\">\n";
+  for (const RingPath& ring : r.rings) {
+    html << "<li>level " << ring.level << ", " << ring.tensor << ": ";
+    for (size_t i = 0; i < ring.cores.size(); ++i)
+      html << (i ? " &rarr; " : "") << "(" << ring.cores[i][0] << ", " << ring.cores[i][1] << ", "
+           << ring.cores[i][2] << ")";
+    html << " &rarr; back</li>\n";
+  }
+  if (r.rings.empty()) html << "<li>no shift levels: nothing rotates</li>\n";
+  html << "</ul>\n";
 }
 
 }  // namespace
@@ -222,7 +228,8 @@ std::string plan_report_html(const PlanReportPage& page) {
        << timing_description(page.timing) << " (t10 report --timing grader|exchange|calibrated)</td></tr>"
        << "<tr><td>total</td><td id=\"headline-total\">"
        << (head.total ? "<b>" + format_display(*head.total) + " cycles</b>" : html_escape(head.missing));
-  if (page.timing != "grader" && e.cost) html << " (the rule book's grader: " << format_display(e.cost->total) << ")";
+  if (page.timing != "grader" && e.cost)
+    html << " (the rule book's grader: " << format_display(e.cost->total) << ")";
   html << "</td></tr>";
   if (e.score) html << "<tr><td>score (grader)</td><td>" << format_display(*e.score) << "</td></tr>";
   html << "</table>\n";
@@ -235,7 +242,8 @@ std::string plan_report_html(const PlanReportPage& page) {
          << format_display(*head.total) << " cycles under " << timing_description(page.timing);
     if (page.timing == "grader")
       html << ", composed from these terms by rules " << rule_link("T11", page.docs) << "-"
-           << rule_link("T21", page.docs) << " of the T10 rule book (comp = " << format_display(e.cost->comp) << ")";
+           << rule_link("T21", page.docs) << " of the T10 rule book (comp = " << format_display(e.cost->comp)
+           << ")";
     else
       html << "; terms are sums over the run and may overlap (<a href=\"" << page.docs
            << "/t10-model.md\">docs</a>)";
@@ -247,8 +255,8 @@ std::string plan_report_html(const PlanReportPage& page) {
       html << "<g class=\"cycle-part\" data-part=\"" << name << "\" data-tip=\"" << name << ": "
            << format_display(v) << " cycles\"><text x=\"0\" y=\"" << y + 15 << "\" font-size=\"12\">" << name
            << "</text><rect x=\"120\" y=\"" << y << "\" width=\"" << 530 * v / largest
-           << "\" height=\"20\" fill=\"#6baed6\"/><text x=\"" << 126 + 530 * v / largest << "\" y=\"" << y + 15
-           << "\" font-size=\"12\">" << format_display(v) << "</text></g>\n";
+           << "\" height=\"20\" fill=\"#6baed6\"/><text x=\"" << 126 + 530 * v / largest << "\" y=\""
+           << y + 15 << "\" font-size=\"12\">" << format_display(v) << "</text></g>\n";
     }
     const double axis_y = 6 + 28 * static_cast<double>(n);
     html << "<line class=\"axis\" x1=\"120\" y1=\"" << axis_y << "\" x2=\"650\" y2=\"" << axis_y

@@ -23,11 +23,12 @@ struct PlanReportPage {
   const Evaluation* evaluation = nullptr;
   std::optional<ReplaySummary> replay;  // none when the plan has no defined cost
   std::optional<CoresResult> cores;     // every core, exchange timing (none when the cost is undefined)
-  std::optional<CoresResult> calibrated;  // every core, calibrated timing (none when the model cannot price it)
+  std::optional<CoresResult>
+      calibrated;  // every core, calibrated timing (none when the model cannot price it)
   std::vector<CalibratedRankedPlan> calibrated_top;  // of t10 solve --timing calibrated
-  std::vector<RankedPlan> top;          // of t10 solve, best first
-  std::vector<ExchangeRankedPlan> exchange_top;  // of t10 solve --timing exchange (that timing only)
-  std::string timing = "calibrated";             // grader | exchange | calibrated
+  std::vector<RankedPlan> top;                       // of t10 solve, best first
+  std::vector<ExchangeRankedPlan> exchange_top;      // of t10 solve --timing exchange (that timing only)
+  std::string timing = "calibrated";                 // grader | exchange | calibrated
   std::string profile;
   std::string docs = "docs";  // where rule ids link to (docs_location)
 };

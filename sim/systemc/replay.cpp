@@ -3,8 +3,8 @@
 #include <memory>
 
 #include "sim/schedule_model.hpp"
-#include "sim/systemc/kernel.hpp"
 #include "sim/systemc/hardware.hpp"
+#include "sim/systemc/kernel.hpp"
 #include "sim/systemc/waveform_observer.hpp"
 #include "sim/trace_observer.hpp"
 
@@ -85,7 +85,8 @@ class TraceSink : public hw::ActivitySink {
     trace_->span(subgraphs_, "subgraph " + std::to_string(index), start, duration,
                  {{"subgraph", index}, {"steps", steps}, {"peak_occupancy", peak}});
     if (!steps_detail_)  // the occupancy as one value per subgraph: its peak, held over the subgraph
-      trace_->counter("fast memory, subgraph peak (elements)", start, {{"peak", peak}, {"capacity", capacity_}});
+      trace_->counter("fast memory, subgraph peak (elements)", start,
+                      {{"peak", peak}, {"capacity", capacity_}});
   }
 
  private:
@@ -113,7 +114,15 @@ class Sequencer : public sc_module {
   Sequencer(sc_module_name name, const Problem& p, const Graph& g, const Schedule& s, const ReplayOptions& o,
             hw::SlowMemoryLink& link, hw::ComputeArray& compute, hw::FastMemory& memory, TraceSink* sink,
             ReplayResult& result)
-      : sc_module(name), p_(p), g_(g), s_(s), o_(o), link_(link), compute_(compute), memory_(memory), sink_(sink),
+      : sc_module(name),
+        p_(p),
+        g_(g),
+        s_(s),
+        o_(o),
+        link_(link),
+        compute_(compute),
+        memory_(memory),
+        sink_(sink),
         result_(result) {
     SC_THREAD(run);
   }
@@ -164,7 +173,8 @@ class Sequencer : public sc_module {
         int64_t next_job = -1;
         if (more) {
           if (!walker.advance(&next) && walker.violation()->rule != "M20") return fail(*walker.violation());
-          if (overlapped && static_cast<double>(d.working_set.total() + next.load_elements) <= memory_.capacity())
+          if (overlapped &&
+              static_cast<double>(d.working_set.total() + next.load_elements) <= memory_.capacity())
             next_job = link_.submit(transfers_of(next));
         }
         run_step(job, d.computes);
@@ -212,10 +222,9 @@ ReplayResult replay_schedule(const Problem& problem, const Graph& graph, const S
     auto link = std::make_unique<hw::SlowMemoryLink>("link", problem.slow_memory_bandwidth, sink.get());
     auto compute = std::make_unique<hw::ComputeArray>("compute", sink.get());
     auto memory = std::make_unique<hw::FastMemory>("fast_memory", problem.fast_memory_capacity, sink.get());
-    auto sequencer = std::make_unique<Sequencer>("sequencer", problem, graph, schedule, options, *link, *compute,
-                                                 *memory, sink.get(), result);
-    if (options.waveform)
-      options.waveform->elaborated({memory->occupancy, link->busy, compute->busy});
+    auto sequencer = std::make_unique<Sequencer>("sequencer", problem, graph, schedule, options, *link,
+                                                 *compute, *memory, sink.get(), result);
+    if (options.waveform) options.waveform->elaborated({memory->occupancy, link->busy, compute->busy});
     sc_start();
     result.total_latency = hw::now_units();
     result.peak_occupancy = memory->peak();

@@ -35,14 +35,14 @@ enum class TraceDetail { Step, Subgraph };
 struct ReplayOptions {
   ModelOptions model;
   TimingMode timing = TimingMode::Contest;
-  TraceObserver* trace = nullptr;        // if set, receives DMA, compute, step, subgraph and occupancy events
+  TraceObserver* trace = nullptr;  // if set, receives DMA, compute, step, subgraph and occupancy events
   TraceDetail trace_detail = TraceDetail::Step;
   WaveformObserver* waveform = nullptr;  // if set, receives the occupancy, link busy and compute busy signals
   std::vector<OccupancySample>* occupancy = nullptr;  // if set, receives every change of the occupancy
 };
 
 struct ReplayResult {
-  bool completed = false;  // every subgraph replayed without a violation
+  bool completed = false;    // every subgraph replayed without a violation
   double total_latency = 0;  // simulated time at the end, in latency units
   std::vector<double> subgraph_latencies;
   int64_t peak_occupancy = 0;  // fast memory, elements

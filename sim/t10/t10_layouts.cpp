@@ -90,10 +90,10 @@ Layout input_layout(const TensorOperator& op, const OperatorOption& o, int opera
   if (op.type != OperatorType::MatMul) return vector_layout(op, o);
   const Plan& p = o.plan;
   const auto [pm, pk, pn] = p.f_op;
-  // A's block (i_m, i_k) sits on the pn cores (i_m, i_k, *), B's block (i_k, i_n) on the pm cores (*, i_k, i_n).
-  // In the hot plan's own layout an operand's ring of pieces (am x ak, or bk x bn) repeats on every group of
-  // `ring` of those cores; without copies, the pieces are cut `copies` times finer along k and each core holds
-  // a different one.
+  // A's block (i_m, i_k) sits on the pn cores (i_m, i_k, *), B's block (i_k, i_n) on the pm cores (*, i_k,
+  // i_n). In the hot plan's own layout an operand's ring of pieces (am x ak, or bk x bn) repeats on every
+  // group of `ring` of those cores; without copies, the pieces are cut `copies` times finer along k and each
+  // core holds a different one.
   const bool a = operand == 0;
   const int64_t sharers = a ? pn : pm, outer = a ? p.am : p.bn, ring_k = a ? p.ak : p.bk;
   const int64_t ring = outer * ring_k, copies = std::max<int64_t>(sharers / std::max<int64_t>(ring, 1), 1);
@@ -167,7 +167,8 @@ int64_t elements(const std::vector<int64_t>& shape) {
 
 }  // namespace
 
-std::string views_unmappable(const std::vector<int64_t>& from_shape, const std::vector<ViewStep>& steps, int64_t total) {
+std::string views_unmappable(const std::vector<int64_t>& from_shape, const std::vector<ViewStep>& steps,
+                             int64_t total) {
   for (const ViewStep& step : steps)
     if (!step.unmapped.empty()) return step.op + ": " + step.unmapped;
   if (from_shape.empty()) return "the producer's shape before the views is not given";
@@ -176,7 +177,8 @@ std::string views_unmappable(const std::vector<int64_t>& from_shape, const std::
   for (const ViewStep& step : steps) {
     if (!step.unmapped.empty()) return step.op + ": " + step.unmapped;
     if (step.op == "Transpose") {
-      if (step.perm.size() != in->size() || step.shape.size() != in->size()) return "Transpose: ranks disagree";
+      if (step.perm.size() != in->size() || step.shape.size() != in->size())
+        return "Transpose: ranks disagree";
       for (size_t a = 0; a < step.perm.size(); ++a)
         if (step.perm[a] < 0 || step.perm[a] >= static_cast<int64_t>(in->size()) ||
             (*in)[step.perm[a]] != step.shape[a])
@@ -185,16 +187,20 @@ std::string views_unmappable(const std::vector<int64_t>& from_shape, const std::
       if (step.shape.size() != in->size()) return step.op + ": ranks disagree";
       std::vector<int64_t> kept = *in;
       for (const auto& [axis, start, end] : step.slices) {
-        if (axis < 0 || axis >= static_cast<int64_t>(kept.size()) || end > (*in)[axis]) return step.op + ": out of range";
+        if (axis < 0 || axis >= static_cast<int64_t>(kept.size()) || end > (*in)[axis])
+          return step.op + ": out of range";
         kept[axis] = end - start;
       }
       if (kept != step.shape) return step.op + ": shapes disagree";
     } else if (elements(step.shape) != elements(*in)) {
-      return step.op + ": " + std::to_string(elements(*in)) + " elements become " + std::to_string(elements(step.shape));
+      return step.op + ": " + std::to_string(elements(*in)) + " elements become " +
+             std::to_string(elements(step.shape));
     }
     in = &step.shape;
   }
-  if (elements(*in) != total) return "the views end with " + std::to_string(elements(*in)) + " elements, the operand has " + std::to_string(total);
+  if (elements(*in) != total)
+    return "the views end with " + std::to_string(elements(*in)) + " elements, the operand has " +
+           std::to_string(total);
   return "";
 }
 
@@ -203,8 +209,8 @@ LayoutChange change_layout_through(const Layout& from, int64_t from_rows, int64_
                                    const Layout& to, int64_t rows, int64_t cols, int64_t dtype) {
   LayoutChange change;
   if (elements(from_shape) != from_rows * from_cols && !from_shape.empty()) {
-    change.problem = "the producer's tensor has " + std::to_string(elements(from_shape)) + " elements, its output " +
-                     std::to_string(from_rows * from_cols);
+    change.problem = "the producer's tensor has " + std::to_string(elements(from_shape)) +
+                     " elements, its output " + std::to_string(from_rows * from_cols);
     return change;
   }
   if (std::string why = views_unmappable(from_shape, steps, rows * cols); !why.empty()) {
@@ -215,7 +221,8 @@ LayoutChange change_layout_through(const Layout& from, int64_t from_rows, int64_
   std::vector<int32_t> owner(static_cast<size_t>(from_rows * from_cols), -1);
   for (const Placement& p : from)
     for (int64_t r = p.rect.r0; r < p.rect.r1; ++r)
-      for (int64_t c = p.rect.c0; c < p.rect.c1; ++c) owner[static_cast<size_t>(r * from_cols + c)] = static_cast<int32_t>(p.core);
+      for (int64_t c = p.rect.c0; c < p.rect.c1; ++c)
+        owner[static_cast<size_t>(r * from_cols + c)] = static_cast<int32_t>(p.core);
   // The shapes in and out of each step.
   std::vector<const std::vector<int64_t>*> input_of;
   const std::vector<int64_t>* in = &from_shape;
@@ -254,7 +261,8 @@ LayoutChange change_layout_through(const Layout& from, int64_t from_rows, int64_
         const int32_t core = owner[static_cast<size_t>(to_flat(coord, from_shape))];
         if (core < 0) {
           if (change.problem.empty())
-            change.problem = "core " + std::to_string(d.core) + " needs an element the producer's layout does not hold";
+            change.problem =
+                "core " + std::to_string(d.core) + " needs an element the producer's layout does not hold";
           continue;
         }
         if (core != d.core) ++moved[{core, d.core}], ++received[d.core];

@@ -25,8 +25,8 @@ using Layout = std::vector<Placement>;
 
 // The output after the operator's shuffle (a MatMul's C blocks reduced onto one core of their pk copies).
 Layout output_layout(const TensorOperator& op, const OperatorOption& option);
-// The layout an input waits in: a MatMul's A (operand 0) or B (operand 1) in the option's cold layout (its hot
-// pieces, or the layout without copies), a vector operator's inputs in its own partition.
+// The layout an input waits in: a MatMul's A (operand 0) or B (operand 1) in the option's cold layout (its
+// hot pieces, or the layout without copies), a vector operator's inputs in its own partition.
 Layout input_layout(const TensorOperator& op, const OperatorOption& option, int operand = 0);
 // Rows x columns of those tensors (a batch folded into the rows).
 std::pair<int64_t, int64_t> output_shape(const TensorOperator& op);
@@ -42,8 +42,8 @@ LayoutChange change_layout(const Layout& from, const Layout& to, int64_t rows, i
                            int64_t dtype_bytes);
 
 // The same through views (a reshape into heads, a transpose, a split): the producer's tensor of `from_shape`
-// (row-major; its matrix is `from_rows` x `from_cols`) passes `steps`, and the last step's tensor, row-major, is
-// the consumer's rows x cols matrix. Every element each consuming core needs is mapped back through the
+// (row-major; its matrix is `from_rows` x `from_cols`) passes `steps`, and the last step's tensor, row-major,
+// is the consumer's rows x cols matrix. Every element each consuming core needs is mapped back through the
 // steps and found on the producing core that holds it. Refused (`problem`) above kMaxMappedElements or when a
 // step is unmapped or its shapes disagree.
 constexpr int64_t kMaxMappedElements = int64_t{1} << 24;

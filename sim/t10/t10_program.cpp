@@ -54,8 +54,8 @@ OperatorOption price_option(const TensorProgram& program, const TensorOperator& 
   OperatorOption o;
   o.plan = plan;
   {
-    o.cost = calibrated_vector_cost(vector_op(op), plan.f_op[0], program.dtype_bytes, program.chip,
-                                    plan.f_op[2]);
+    o.cost =
+        calibrated_vector_cost(vector_op(op), plan.f_op[0], program.dtype_bytes, program.chip, plan.f_op[2]);
     o.hot = o.cost.hot_bytes;
     o.cold = o.cost.cold_bytes;
   }

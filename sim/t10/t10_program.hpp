@@ -31,8 +31,8 @@ std::optional<OperatorType> operator_type_from(const std::string& name);
 
 // One view between a producer's output and an operand (mlsys-import --t10 writes them): its output shape and
 // what it does to the indices. Reshape-like views (Reshape, Flatten, Squeeze, Unsqueeze, Identity, Cast) keep
-// the row-major order; a Transpose permutes the axes (output axis i is input axis perm[i]); a Slice or a Split
-// keeps [start, end) of an axis. `unmapped` says why a view cannot be replayed as an index map.
+// the row-major order; a Transpose permutes the axes (output axis i is input axis perm[i]); a Slice or a
+// Split keeps [start, end) of an axis. `unmapped` says why a view cannot be replayed as an index map.
 struct ViewStep {
   std::string op;
   std::vector<int64_t> shape;
@@ -72,8 +72,8 @@ struct TensorProgram {
 // in which no operator names either is a chain, each operator reading the one before it into slot 0.
 struct DataEdge {
   int producer = -1;
-  int operand = -1;               // 0: a MatMul's A or a vector operator's input; 1: B; -1: unknown
-  std::vector<ViewStep> through;  // the views between the producer's output and the operand
+  int operand = -1;                 // 0: a MatMul's A or a vector operator's input; 1: B; -1: unknown
+  std::vector<ViewStep> through;    // the views between the producer's output and the operand
   std::vector<int64_t> from_shape;  // the producer's tensor before them (when the file says)
 };
 std::vector<std::vector<DataEdge>> data_flow(const TensorProgram& program);
@@ -126,7 +126,8 @@ void summarize(CompiledProgram& compiled);
 TensorProgram parse_program(const nlohmann::json& doc, const std::string& file = "");
 TensorProgram program_from_graph(const mlsys::Problem& problem, const Chip& chip, const std::string& name);
 // Either of the two: a document with "widths" is a graph problem, anything else a T10 model file.
-TensorProgram program_from_document(const nlohmann::json& doc, const std::string& file, const std::string& name);
+TensorProgram program_from_document(const nlohmann::json& doc, const std::string& file,
+                                    const std::string& name);
 nlohmann::json program_to_json(const TensorProgram& program, const CompiledProgram& compiled);
 
 }  // namespace mlsys::t10

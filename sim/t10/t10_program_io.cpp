@@ -68,11 +68,13 @@ ViewStep parse_view(const json& j, const std::string& where, const std::string& 
     for (const json& r : j["slices"]) {
       const std::vector<int64_t> v = parse_shape(r, where + ".slices", file);
       if (v.size() != 3 || v[1] > v[2])
-        throw InputError(file, where + ".slices", kRule, "each slice is [axis, start, end] with start <= end");
+        throw InputError(file, where + ".slices", kRule,
+                         "each slice is [axis, start, end] with start <= end");
       step.slices.push_back({v[0], v[1], v[2]});
     }
   }
-  if (j.contains("unmapped")) step.unmapped = j["unmapped"].is_string() ? j["unmapped"].get<std::string>() : "unmapped";
+  if (j.contains("unmapped"))
+    step.unmapped = j["unmapped"].is_string() ? j["unmapped"].get<std::string>() : "unmapped";
   if (step.shape.empty() && step.unmapped.empty()) step.unmapped = "no shape";
   return step;
 }
@@ -104,17 +106,20 @@ TensorOperator parse_operator(const json& op, size_t index, const std::string& f
     for (size_t slot = 0; slot < reads->size(); ++slot) {
       const json& r = (*reads)[slot];
       const std::string at = where + ".reads[" + std::to_string(slot) + "]";
-      if (!r.is_object()) throw InputError(file, at, kRule, "must be {\"from\": NAME or null, \"through\": [...]}");
+      if (!r.is_object())
+        throw InputError(file, at, kRule, "must be {\"from\": NAME or null, \"through\": [...]}");
       TensorOperator::Read read;
       if (r.contains("from") && !r["from"].is_null()) {
-        if (!r["from"].is_string()) throw InputError(file, at + ".from", kRule, "must be an operator name or null");
+        if (!r["from"].is_string())
+          throw InputError(file, at + ".from", kRule, "must be an operator name or null");
         read.from = r["from"].get<std::string>();
       }
       if (r.contains("through")) {
         if (!r["through"].is_array() || r["through"].size() > 1000)
           throw InputError(file, at + ".through", kRule, "must be a list of views");
         for (size_t v = 0; v < r["through"].size(); ++v)
-          read.through.push_back(parse_view(r["through"][v], at + ".through[" + std::to_string(v) + "]", file));
+          read.through.push_back(
+              parse_view(r["through"][v], at + ".through[" + std::to_string(v) + "]", file));
       }
       if (r.contains("from_shape")) read.from_shape = parse_shape(r["from_shape"], at + ".from_shape", file);
       t.reads.push_back(std::move(read));
@@ -157,8 +162,9 @@ TensorProgram parse_program(const json& doc, const std::string& file) {
       if (!r.from.empty()) producers.push_back(r.from);
     for (const std::string& producer : producers)
       if (!names.count(producer))
-        throw InputError(file, "ops[" + std::to_string(i) + "].after", kRule,
-                         "'" + producer + "' is not an earlier operator (operators are listed in execution order)");
+        throw InputError(
+            file, "ops[" + std::to_string(i) + "].after", kRule,
+            "'" + producer + "' is not an earlier operator (operators are listed in execution order)");
     if (!names.insert(program.ops.back().name).second)
       throw InputError(file, "ops[" + std::to_string(i) + "].name", kRule,
                        "'" + program.ops.back().name + "' names two operators");

@@ -151,14 +151,16 @@ void replay_edges(const TensorProgram& program, const CompiledProgram& compiled,
     if (!plain) {
       e.view = std::to_string(shape.first) + " x " + std::to_string(shape.second) + " to " +
                std::to_string(wanted.first) + " x " + std::to_string(wanted.second);
-      for (const ViewStep& v : edge.through) e.view += (&v == &edge.through.front() ? " through " : ", ") + v.op;
+      for (const ViewStep& v : edge.through)
+        e.view += (&v == &edge.through.front() ? " through " : ", ") + v.op;
       int64_t tensor = 1;
       for (int64_t d : edge.from_shape) tensor *= d;
       const std::string why =
           edge.through.empty() || operand < 0 ? "no view in the file maps the shapes"
           : !edge.from_shape.empty() && tensor != shape.first * shape.second
-              ? "the producer's operator is " + std::to_string(shape.first) + " x " + std::to_string(shape.second) +
-                    ", its tensor " + std::to_string(tensor) + " elements (a reduction)"
+              ? "the producer's operator is " + std::to_string(shape.first) + " x " +
+                    std::to_string(shape.second) + ", its tensor " + std::to_string(tensor) +
+                    " elements (a reduction)"
               : views_unmappable(edge.from_shape, edge.through, wanted.first * wanted.second);
       if (!why.empty()) {  // reported, not replayed
         e.view += " (not replayed: " + why + ")";
@@ -166,9 +168,9 @@ void replay_edges(const TensorProgram& program, const CompiledProgram& compiled,
         r.edges.push_back(std::move(e));
         continue;
       }
-      change = change_layout_through(output_layout(from, compiled.chosen[producer]), shape.first, shape.second,
-                                     edge.from_shape, edge.through, input_layout(op, o, operand), wanted.first,
-                                     wanted.second, program.dtype_bytes);
+      change = change_layout_through(
+          output_layout(from, compiled.chosen[producer]), shape.first, shape.second, edge.from_shape,
+          edge.through, input_layout(op, o, operand), wanted.first, wanted.second, program.dtype_bytes);
     } else {
       change = change_layout(output_layout(from, compiled.chosen[producer]), input_layout(op, o, operand),
                              wanted.first, wanted.second, program.dtype_bytes);

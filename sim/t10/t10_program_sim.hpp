@@ -21,11 +21,11 @@ namespace mlsys::t10 {
 // One edge of the data flow: a producer's output changed into the layout this operator reads it in.
 struct EdgeRun {
   int producer = -1;
-  std::string operand;   // "A" or "B" of a MatMul, "input" of a vector operator, "view" when not replayed
+  std::string operand;  // "A" or "B" of a MatMul, "input" of a vector operator, "view" when not replayed
   bool replayed = false;
   int64_t transfers = 0, bytes = 0, max_core_bytes = 0;
-  std::string problem;   // replayed: where the new layout is not covered exactly once by the old
-  std::string view;      // through views: the shapes they map between and the views, or why not replayed
+  std::string problem;  // replayed: where the new layout is not covered exactly once by the old
+  std::string view;     // through views: the shapes they map between and the views, or why not replayed
 };
 
 struct OperatorRun {

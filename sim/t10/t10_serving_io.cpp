@@ -3,13 +3,14 @@
 // whose expressions are einstein_v2 strings with the input shapes in an input_dict; 99 stands for the batch
 // and 66 for the sequence (models/model_parser.py: BATCH_CODE, SEQ_LEN_CODE). One decode step has one query
 // position: in a shape the first 66 is 1 and any later one the KV cache length L (the keys a query meets).
+#include "sim/t10/t10_serving_io.hpp"
+
 #include <algorithm>
 #include <regex>
 #include <set>
 #include <tuple>
 
 #include "sim/t10/t10_program.hpp"
-#include "sim/t10/t10_serving_io.hpp"
 #include "sim/violation.hpp"
 
 namespace mlsys::t10 {
@@ -18,8 +19,8 @@ namespace {
 constexpr int64_t kBatchCode = 99, kSequenceCode = 66;
 // The views and bookkeeping nodes the artifact's parser drops (SHOULD_IGNORE_OP_TYPE) plus the embedding
 // gather, which it drops for decoder LLMs (model_parser.py, GatherV2 for opt-, llam-, gemm-).
-const std::set<std::string> kNoOperator = {"Parameter", "Constant", "Result", "Reshape", "Convert",
-                                           "Broadcast", "Concat",   "GatherV2"};
+const std::set<std::string> kNoOperator = {"Parameter", "Constant",  "Result", "Reshape",
+                                           "Convert",   "Broadcast", "Concat", "GatherV2"};
 const std::set<std::string> kUnary = {"Relu", "Negative", "Sigmoid", "Sqrt", "Tanh", "Erf"};
 const std::set<std::string> kBinary = {"Add", "Divide", "Multiply", "Power", "Subtract", "Maximum"};
 const std::set<std::string> kRowWise = {"Sum", "SoftmaxBasic"};
@@ -114,7 +115,8 @@ std::pair<int64_t, int64_t> rows_and_columns(const std::vector<int64_t>& shape) 
 }
 
 bool is_activation(const std::vector<int64_t>& raw) {
-  return std::any_of(raw.begin(), raw.end(), [](int64_t d) { return d % kBatchCode == 0 || d == kSequenceCode; });
+  return std::any_of(raw.begin(), raw.end(),
+                     [](int64_t d) { return d % kBatchCode == 0 || d == kSequenceCode; });
 }
 
 // A MatMul from Dot or BatchMatMul: batch dims are in both inputs and the output, m in input 0 and the
@@ -131,7 +133,8 @@ ServingOperator matmul(const Expression& e, const ServingShape& at, int64_t dtyp
   // By index name: the query rows (in input0 and the output only) are the one decoded position; any other
   // sequence index is the KV cache's length.
   auto length = [&](const std::string& name, int64_t raw) -> int64_t {
-    if (raw == kSequenceCode) return in(e.output, name) && !in(b.index, name) && in(a.index, name) ? 1 : at.sequence;
+    if (raw == kSequenceCode)
+      return in(e.output, name) && !in(b.index, name) && in(a.index, name) ? 1 : at.sequence;
     return decode_shape({raw}, at)[0];
   };
   ServingOperator op;
@@ -140,10 +143,14 @@ ServingOperator matmul(const Expression& e, const ServingShape& at, int64_t dtyp
   for (size_t i = 0; i < a.index.size(); ++i) {
     const std::string& name = a.index[i];
     const int64_t d = length(name, a.shape[i]);
-    if (in(b.index, name) && in(e.output, name)) op.op.batch *= d;
-    else if (in(e.output, name)) op.op.m *= d;
-    else if (in(b.index, name)) op.op.k *= d;
-    else fail("index " + name + " of input0 is in neither input1 nor the output");
+    if (in(b.index, name) && in(e.output, name))
+      op.op.batch *= d;
+    else if (in(e.output, name))
+      op.op.m *= d;
+    else if (in(b.index, name))
+      op.op.k *= d;
+    else
+      fail("index " + name + " of input0 is in neither input1 nor the output");
   }
   int64_t b_elements = 1;
   for (size_t i = 0; i < b.index.size(); ++i) {
@@ -157,10 +164,10 @@ ServingOperator matmul(const Expression& e, const ServingShape& at, int64_t dtyp
 }
 
 // Layers: each has two products with the KV cache (scores and context). The products with a weight before the
-// first of them (w of them: the Q, K and V projections, packed or not) open a layer, so layer i starts just after
-// the weight product that precedes the w weight products before its first KV product: the operators between
-// two layers' projections (the output projection, the MLP) stay with the layer they finish. Keeps the first
-// `keep` layers (all when 0).
+// first of them (w of them: the Q, K and V projections, packed or not) open a layer, so layer i starts just
+// after the weight product that precedes the w weight products before its first KV product: the operators
+// between two layers' projections (the output projection, the MLP) stay with the layer they finish. Keeps the
+// first `keep` layers (all when 0).
 void assign_layers(ServingProgram& p, int keep, const std::string& file) {
   std::vector<int> kv_products, weight_products;
   for (size_t i = 0; i < p.ops.size(); ++i) {
@@ -185,9 +192,9 @@ void assign_layers(ServingProgram& p, int keep, const std::string& file) {
   if (keep > 0) {
     if (keep > p.layers)
       throw InputError(file, "--layers", "", "the file has " + std::to_string(p.layers) + " layers");
-    p.ops.erase(std::remove_if(p.ops.begin(), p.ops.end(),
-                               [&](const ServingOperator& o) { return o.layer >= keep; }),
-                p.ops.end());
+    p.ops.erase(
+        std::remove_if(p.ops.begin(), p.ops.end(), [&](const ServingOperator& o) { return o.layer >= keep; }),
+        p.ops.end());
     p.layers = keep;
   }
   p.program.ops.clear();
@@ -198,7 +205,8 @@ void assign_layers(ServingProgram& p, int keep, const std::string& file) {
 
 ServingProgram read_elk_model(const nlohmann::json& doc, const std::string& file, const ServingShape& at,
                               const ServingChip& chip) {
-  if (!doc.is_array()) throw InputError(file, "", "", "an Elk model file is a list of nodes [id, expression, type, inputs]");
+  if (!doc.is_array())
+    throw InputError(file, "", "", "an Elk model file is a list of nodes [id, expression, type, inputs]");
   if (doc.size() > kMaxProgramOperators)
     throw InputError(file, "", "", "more than " + std::to_string(kMaxProgramOperators) + " nodes");
   if (at.batch < 1 || at.batch > (1 << 20)) throw InputError(file, "--batch", "", "expected 1 to 2^20");
@@ -233,7 +241,8 @@ ServingProgram read_elk_model(const nlohmann::json& doc, const std::string& file
         static const std::regex where(R"(in\s+(\d+))");
         const std::string text = node[1].get<std::string>();
         std::vector<int64_t> extent;
-        for (auto it = std::sregex_iterator(text.begin(), text.end(), where); it != std::sregex_iterator(); ++it)
+        for (auto it = std::sregex_iterator(text.begin(), text.end(), where); it != std::sregex_iterator();
+             ++it)
           extent.push_back(std::stoll((*it)[1]));
         if (extent.size() == shape.size()) {
           extent = decode_shape(extent, at);
@@ -242,12 +251,14 @@ ServingProgram read_elk_model(const nlohmann::json& doc, const std::string& file
       }
       op.op.inputs = static_cast<int64_t>(kBinary.count(type) ? 2 : 1);
     } else {
-      fail("operator type " + type + " is not one a decode step has (Dot, BatchMatMul, elementwise, Sum, SoftmaxBasic, Slice)");
+      fail("operator type " + type +
+           " is not one a decode step has (Dot, BatchMatMul, elementwise, Sum, SoftmaxBasic, Slice)");
     }
     if (op.op.m < 1 || op.op.n < 1 || op.op.k < 1 || op.op.batch < 1 || op.op.m > kMaxOperatorDimension ||
         op.op.n > kMaxOperatorDimension || op.op.k > kMaxOperatorDimension)
       fail("a dimension outside 1 to 2^24");
-    op.op.name = type + "#" + std::to_string(node[0].is_number_integer() ? node[0].get<int64_t>() : int64_t(i));
+    op.op.name =
+        type + "#" + std::to_string(node[0].is_number_integer() ? node[0].get<int64_t>() : int64_t(i));
     p.ops.push_back(op);
   }
   if (p.ops.empty()) throw InputError(file, "", "", "no operator of a decode step in the file");
@@ -258,9 +269,10 @@ ServingProgram read_elk_model(const nlohmann::json& doc, const std::string& file
 ServingProgram read_imported_model(const nlohmann::json& doc, const std::string& file, const ServingShape& at,
                                    const ServingChip& chip) {
   if (at.batch > 0 || at.sequence > 0)
-    throw InputError(file, at.batch > 0 ? "--batch" : "--seq", "",
-                     "an imported model's shapes were fixed when it was imported: choose them with mlsys-import "
-                     "--dim (docs/t10-serving.md#onnx)");
+    throw InputError(
+        file, at.batch > 0 ? "--batch" : "--seq", "",
+        "an imported model's shapes were fixed when it was imported: choose them with mlsys-import "
+        "--dim (docs/t10-serving.md#onnx)");
   ServingProgram p;
   p.program = parse_program(doc, file);
   p.program.chip = chip.chip;
@@ -283,7 +295,8 @@ ServingProgram read_imported_model(const nlohmann::json& doc, const std::string&
       const __int128 whole = static_cast<__int128>(op.op.batch) * op.op.k * op.op.n * p.program.dtype_bytes;
       const int64_t operand = static_cast<int64_t>(std::min<__int128>(whole, int64_t{1} << 62));
       const nlohmann::json* bytes = j.contains("hbm_bytes") ? &j["hbm_bytes"] : nullptr;
-      if (!bytes || !bytes->is_number_integer() || bytes->get<int64_t>() < 1 || bytes->get<int64_t>() > operand)
+      if (!bytes || !bytes->is_number_integer() || bytes->get<int64_t>() < 1 ||
+          bytes->get<int64_t>() > operand)
         throw InputError(file, where + ".hbm_bytes", "",
                          "expected an integer from 1 to the operand's " + std::to_string(operand) + " B" +
                              (bytes ? ", got " + bytes->dump() : ""));

@@ -1,5 +1,6 @@
-// Readers for serving (docs/t10-serving.md#model-files): the Elk artifact's model files as one decode step, and
-// T10 model files whose products say what they load from HBM (mlsys-import --t10 of a decoder with a KV cache).
+// Readers for serving (docs/t10-serving.md#model-files): the Elk artifact's model files as one decode step,
+// and T10 model files whose products say what they load from HBM (mlsys-import --t10 of a decoder with a KV
+// cache).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -21,10 +22,10 @@ ServingProgram read_elk_model(const nlohmann::json& doc, const std::string& file
 // A T10 model file ({"t10_program": ...}) whose products carry "hbm": "weight" | "kv_cache" and "hbm_bytes".
 // Its shapes were fixed when it was imported, so `shape` may only choose layers. Throws InputError naming the
 // file and the field (ops[i].hbm ...).
-ServingProgram read_imported_model(const nlohmann::json& doc, const std::string& file, const ServingShape& shape,
-                                   const ServingChip& chip);
+ServingProgram read_imported_model(const nlohmann::json& doc, const std::string& file,
+                                   const ServingShape& shape, const ServingChip& chip);
 // Either format, told apart by its top level (a list of nodes, or an object).
-ServingProgram read_serving_model(const nlohmann::json& doc, const std::string& file, const ServingShape& shape,
-                                  const ServingChip& chip);
+ServingProgram read_serving_model(const nlohmann::json& doc, const std::string& file,
+                                  const ServingShape& shape, const ServingChip& chip);
 
 }  // namespace mlsys::t10

@@ -1,6 +1,6 @@
-// T10 readers on arbitrary bytes: a problem, a serving model (an Elk node list or an imported decode step), or
-// a plan evaluated against the seed problem under both profiles. Readers answer with InputError (the project's input-error type), never another exception or a
-// crash.
+// T10 readers on arbitrary bytes: a problem, a serving model (an Elk node list or an imported decode step),
+// or a plan evaluated against the seed problem under both profiles. Readers answer with InputError (the
+// project's input-error type), never another exception or a crash.
 #include <nlohmann/json.hpp>
 
 #include "fuzz_support.hpp"
