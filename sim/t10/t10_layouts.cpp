@@ -2,6 +2,7 @@
 #include "sim/t10/t10_layouts.hpp"
 
 #include <algorithm>
+#include <array>
 #include <map>
 
 namespace mlsys::t10 {
@@ -241,32 +242,47 @@ LayoutChange change_layout_through(const Layout& from, int64_t from_rows, int64_
   std::map<std::pair<int64_t, int64_t>, int64_t> moved;
   std::map<int64_t, int64_t> received;
   std::vector<int64_t> back;
-  for (const Placement& d : to)
-    for (int64_t r = d.rect.r0; r < d.rect.r1; ++r)
+  enum Kind { kTranspose, kSlice, kReshape };  // decided once, not per element
+  std::vector<Kind> kinds;
+  for (const ViewStep& step : steps)
+    kinds.push_back(step.op == "Transpose" ? kTranspose : !step.slices.empty() ? kSlice : kReshape);
+  // Per distinct destination rectangle (copies of a piece repeat it on many cores): how many of its elements
+  // each producing core holds.
+  std::map<std::array<int64_t, 4>, std::vector<std::pair<int32_t, int64_t>>> histograms;
+  for (const Placement& d : to) {
+    const std::array<int64_t, 4> key{d.rect.r0, d.rect.r1, d.rect.c0, d.rect.c1};
+    auto [entry, fresh] = histograms.try_emplace(key);
+    std::vector<std::pair<int32_t, int64_t>>& sources = entry->second;
+    for (int64_t r = d.rect.r0; fresh && r < d.rect.r1; ++r)
       for (int64_t c = d.rect.c0; c < d.rect.c1; ++c) {
         to_coord(r * cols + c, last);
         for (size_t i = steps.size(); i-- > 0;) {  // back through the views
           const ViewStep& step = steps[i];
-          const std::vector<int64_t>& shape_in = *input_of[i];
-          if (step.op == "Transpose") {
+          if (kinds[i] == kTranspose) {
             back.assign(coord.size(), 0);
             for (size_t a = 0; a < coord.size(); ++a) back[static_cast<size_t>(step.perm[a])] = coord[a];
             coord.swap(back);
-          } else if (!step.slices.empty()) {
+          } else if (kinds[i] == kSlice) {
             for (const auto& [axis, start, end] : step.slices) coord[static_cast<size_t>(axis)] += start;
           } else {
-            to_coord(to_flat(coord, step.shape), shape_in);
+            to_coord(to_flat(coord, step.shape), *input_of[i]);
           }
         }
         const int32_t core = owner[static_cast<size_t>(to_flat(coord, from_shape))];
         if (core < 0) {
           if (change.problem.empty())
-            change.problem =
-                "core " + std::to_string(d.core) + " needs an element the producer's layout does not hold";
+            change.problem = "core " + std::to_string(d.core) + " needs an element the producer's layout does not hold";
           continue;
         }
-        if (core != d.core) ++moved[{core, d.core}], ++received[d.core];
+        auto it = std::find_if(sources.begin(), sources.end(), [&](const auto& s) { return s.first == core; });
+        if (it == sources.end())
+          sources.push_back({core, 1});
+        else
+          ++it->second;
       }
+    for (const auto& [core, n] : sources)
+      if (core != d.core) moved[{core, d.core}] += n, received[d.core] += n;
+  }
   change.transfers = static_cast<int64_t>(moved.size());
   for (const auto& [pair, n] : moved) change.bytes += n * dtype;
   for (const auto& [core, n] : received) change.max_core_bytes = std::max(change.max_core_bytes, n * dtype);
