@@ -334,6 +334,18 @@ TEST(T10Layouts, AChangeThroughATransposeMapsEveryElement) {
   EXPECT_EQ(2, s.transfers);
   EXPECT_EQ(8, s.bytes);
   EXPECT_EQ(8, s.max_core_bytes);
+  // A convolution's output (its matrix pixels x channels) read through flatten and transpose as tokens x
+  // channels, ViT's patch embedding: the same matrix, so nothing moves. Read as if row-major (channel-major)
+  // instead, channel 1 of pixel 0 would be element 2, on core 1.
+  ViewStep flatten, tokens;
+  flatten.op = "Flatten", flatten.shape = {1, 2, 2};
+  tokens.op = "Transpose", tokens.shape = {1, 2, 2}, tokens.perm = {0, 2, 1};
+  const Layout pixels{{0, {0, 1, 0, 2}}, {1, {1, 2, 0, 2}}};
+  const LayoutChange nhwc =
+      change_layout_through(pixels, 2, 2, {1, 2, 1, 2}, {flatten, tokens}, pixels, 2, 2, 2, /*channels_last=*/true);
+  EXPECT_EQ("", nhwc.problem);
+  EXPECT_EQ(0, nhwc.bytes);
+  EXPECT_EQ(4, change_layout_through(pixels, 2, 2, {1, 2, 1, 2}, {flatten, tokens}, pixels, 2, 2, 2).bytes);
   // What cannot be mapped says why: a permutation of the wrong shape, elements that do not add up.
   ViewStep bad = transpose;
   bad.shape = {2, 3};

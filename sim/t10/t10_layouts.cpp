@@ -207,7 +207,8 @@ std::string views_unmappable(const std::vector<int64_t>& from_shape, const std::
 
 LayoutChange change_layout_through(const Layout& from, int64_t from_rows, int64_t from_cols,
                                    const std::vector<int64_t>& from_shape, const std::vector<ViewStep>& steps,
-                                   const Layout& to, int64_t rows, int64_t cols, int64_t dtype) {
+                                   const Layout& to, int64_t rows, int64_t cols, int64_t dtype,
+                                   bool channels_last) {
   LayoutChange change;
   if (elements(from_shape) != from_rows * from_cols && !from_shape.empty()) {
     change.problem = "the producer's tensor has " + std::to_string(elements(from_shape)) +
@@ -268,7 +269,11 @@ LayoutChange change_layout_through(const Layout& from, int64_t from_rows, int64_
             to_coord(to_flat(coord, step.shape), *input_of[i]);
           }
         }
-        const int32_t core = owner[static_cast<size_t>(to_flat(coord, from_shape))];
+        const int64_t at = channels_last && coord.size() == 4
+                               ? ((coord[0] * from_shape[2] + coord[2]) * from_shape[3] + coord[3]) * from_shape[1] +
+                                     coord[1]
+                               : to_flat(coord, from_shape);
+        const int32_t core = owner[static_cast<size_t>(at)];
         if (core < 0) {
           if (change.problem.empty())
             change.problem = "core " + std::to_string(d.core) + " needs an element the producer's layout does not hold";

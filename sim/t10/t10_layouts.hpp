@@ -50,8 +50,10 @@ constexpr int64_t kMaxMappedElements = int64_t{1} << 24;
 // Why views cannot be replayed as an index map from `from_shape` to `total` elements, or "" when they can.
 std::string views_unmappable(const std::vector<int64_t>& from_shape, const std::vector<ViewStep>& steps,
                              int64_t total);
+// `channels_last`: the producer's matrix is N*H*W x C of its N x C x H x W tensor (a convolution's output).
 LayoutChange change_layout_through(const Layout& from, int64_t from_rows, int64_t from_cols,
                                    const std::vector<int64_t>& from_shape, const std::vector<ViewStep>& steps,
-                                   const Layout& to, int64_t rows, int64_t cols, int64_t dtype_bytes);
+                                   const Layout& to, int64_t rows, int64_t cols, int64_t dtype_bytes,
+                                   bool channels_last = false);
 
 }  // namespace mlsys::t10

@@ -93,20 +93,21 @@ std::vector<std::vector<DataEdge>> data_flow(const TensorProgram& program) {
   for (size_t i = 0; i < program.ops.size(); ++i) {
     const TensorOperator& op = program.ops[i];
     std::vector<DataEdge>& edges = flow[i];
-    if (chain && i > 0) edges.push_back({static_cast<int>(i) - 1, 0, {}, {}});
+    if (chain && i > 0) edges.push_back({static_cast<int>(i) - 1, 0, {}, {}, false});
     if (!op.reads.empty()) {
       for (size_t slot = 0; slot < op.reads.size(); ++slot) {
         const auto it = index.find(op.reads[slot].from);
         const int operand = op.type == OperatorType::MatMul ? static_cast<int>(std::min<size_t>(slot, 1)) : 0;
         if (it != index.end())
-          edges.push_back({it->second, operand, op.reads[slot].through, op.reads[slot].from_shape});
+          edges.push_back({it->second, operand, op.reads[slot].through, op.reads[slot].from_shape,
+                           op.reads[slot].from_channels_last});
       }
     } else {
       for (const std::string& name : op.after) {
         const auto it = index.find(name);
         if (it != index.end() && std::none_of(edges.begin(), edges.end(),
                                               [&](const DataEdge& e) { return e.producer == it->second; }))
-          edges.push_back({it->second, -1, {}, {}});
+          edges.push_back({it->second, -1, {}, {}, false});
       }
     }
     index.emplace(op.name, static_cast<int>(i));

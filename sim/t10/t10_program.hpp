@@ -56,6 +56,7 @@ struct TensorOperator {
     std::string from;
     std::vector<ViewStep> through;
     std::vector<int64_t> from_shape;
+    bool from_channels_last = false;  // the producer's matrix is N*H*W x C of an N x C x H x W tensor
   };
   std::vector<Read> reads;
 };
@@ -75,6 +76,7 @@ struct DataEdge {
   int operand = -1;                 // 0: a MatMul's A or a vector operator's input; 1: B; -1: unknown
   std::vector<ViewStep> through;    // the views between the producer's output and the operand
   std::vector<int64_t> from_shape;  // the producer's tensor before them (when the file says)
+  bool from_channels_last = false;  // its matrix is N*H*W x C, not the tensor's row-major order
 };
 std::vector<std::vector<DataEdge>> data_flow(const TensorProgram& program);
 

@@ -122,6 +122,11 @@ TensorOperator parse_operator(const json& op, size_t index, const std::string& f
               parse_view(r["through"][v], at + ".through[" + std::to_string(v) + "]", file));
       }
       if (r.contains("from_shape")) read.from_shape = parse_shape(r["from_shape"], at + ".from_shape", file);
+      if (r.contains("from_order")) {
+        if (r["from_order"] != "nhwc" || read.from_shape.size() != 4)
+          throw InputError(file, at + ".from_order", kRule, "\"nhwc\" is the one order, of a 4-D from_shape");
+        read.from_channels_last = true;
+      }
       t.reads.push_back(std::move(read));
     }
   }

@@ -158,6 +158,7 @@ def lower(graph: og.Graph, name: str) -> dict:
     producer_op: Dict[str, str] = {}  # value -> the operator that writes it (views pass it on)
     view_path: Dict[str, List[dict]] = {}  # value -> the views between that operator's output and it
     source: Dict[str, str] = {}  # value -> the operator's output it is a view of
+    channels_last: Dict[str, bool] = {}  # an operator's output whose matrix is N*H*W x C (a convolution's)
     ops: List[dict] = []
     blockers: List[str] = []
     used_names = set()
@@ -185,6 +186,8 @@ def lower(graph: og.Graph, name: str) -> dict:
         r = {"from": producer_op.get(v), "through": view_path.get(v, [])}
         if r["from"] is not None and r["through"]:  # the producer's tensor before the views
             r["from_shape"] = list(graph.shapes.get(source[v], ()))
+            if channels_last.get(source[v]):  # its matrix is pixels x channels, not the tensor's row-major order
+                r["from_order"] = "nhwc"
         return r
 
     for node in graph.nodes:
@@ -223,6 +226,7 @@ def lower(graph: og.Graph, name: str) -> dict:
                     {"op": "Concat", "shape": list(graph.shapes.get(out, ())), "unmapped": "the cache append"}]
         elif node.op_type == "Conv":
             add(node, _conv(graph, node), acts)
+            channels_last[out] = True
         elif node.op_type in ("Gather", "Concat", "Expand", "Tile"):
             # A table lookup, a selection of rows, a concatenation, a broadcast: the output written once.
             m, n = _rows_cols(graph.shapes[out])
