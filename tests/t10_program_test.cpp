@@ -346,6 +346,23 @@ TEST(T10Layouts, AChangeThroughATransposeMapsEveryElement) {
   EXPECT_EQ("", nhwc.problem);
   EXPECT_EQ(0, nhwc.bytes);
   EXPECT_EQ(4, change_layout_through(pixels, 2, 2, {1, 2, 1, 2}, {flatten, tokens}, pixels, 2, 2, 2).bytes);
+  // A convolution's read of a 3 x 3 map (a row per core, cores 0-2) as its im2col matrix, all on core 9. A 2 x 2
+  // kernel, stride 1, no padding: 4 outputs x 4 taps, every one from another core, from 3 cores. A 3 x 3 kernel
+  // with padding 1: 3 x 3 outputs whose valid taps are (2 + 3 + 2) x (2 + 3 + 2) = 49; the other 32 are zeros.
+  const Layout map_rows{{0, {0, 1, 0, 3}}, {1, {1, 2, 0, 3}}, {2, {2, 3, 0, 3}}};
+  ViewStep im2col;
+  im2col.op = "Im2col", im2col.shape = {1, 4, 4}, im2col.kernel = {2, 2}, im2col.strides = {1, 1};
+  im2col.pads = {0, 0}, im2col.dilations = {1, 1}, im2col.out = {2, 2};
+  const LayoutChange small = change_layout_through(map_rows, 3, 3, {1, 1, 3, 3}, {im2col}, {{9, {0, 4, 0, 4}}}, 4,
+                                                   4, 2);
+  EXPECT_EQ("", small.problem);
+  EXPECT_EQ(3, small.transfers);
+  EXPECT_EQ(16 * 2, small.bytes);
+  im2col.shape = {1, 9, 9}, im2col.kernel = {3, 3}, im2col.pads = {1, 1}, im2col.out = {3, 3};
+  const LayoutChange padded = change_layout_through(map_rows, 3, 3, {1, 1, 3, 3}, {im2col}, {{9, {0, 9, 0, 9}}},
+                                                    9, 9, 2);
+  EXPECT_EQ("", padded.problem);
+  EXPECT_EQ(49 * 2, padded.bytes);
   // What cannot be mapped says why: a permutation of the wrong shape, elements that do not add up.
   ViewStep bad = transpose;
   bad.shape = {2, 3};

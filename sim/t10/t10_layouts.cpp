@@ -177,7 +177,16 @@ std::string views_unmappable(const std::vector<int64_t>& from_shape, const std::
   const std::vector<int64_t>* in = &from_shape;
   for (const ViewStep& step : steps) {
     if (!step.unmapped.empty()) return step.op + ": " + step.unmapped;
-    if (step.op == "Transpose") {
+    if (step.op == "Im2col") {
+      if (in->size() != 4 || step.shape.size() != 3 || step.kernel.size() != 2 || step.strides.size() != 2 ||
+          step.pads.size() != 2 || step.dilations.size() != 2 || step.out.size() != 2 || step.shape[0] < 1)
+        return "Im2col: not a 2-D convolution's read of a 4-D input";
+      const int64_t groups = step.shape[0];
+      if ((*in)[1] % groups != 0 || step.shape[1] != (*in)[0] * step.out[0] * step.out[1] ||
+          step.shape[2] != (*in)[1] / groups * step.kernel[0] * step.kernel[1])
+        return "Im2col: shapes disagree";
+      if (&step != &steps.back()) return "Im2col: another view after it";
+    } else if (step.op == "Transpose") {
       if (step.perm.size() != in->size() || step.shape.size() != in->size())
         return "Transpose: ranks disagree";
       for (size_t a = 0; a < step.perm.size(); ++a)
@@ -243,10 +252,13 @@ LayoutChange change_layout_through(const Layout& from, int64_t from_rows, int64_
   std::map<std::pair<int64_t, int64_t>, int64_t> moved;
   std::map<int64_t, int64_t> received;
   std::vector<int64_t> back;
-  enum Kind { kTranspose, kSlice, kReshape };  // decided once, not per element
+  enum Kind { kTranspose, kSlice, kReshape, kIm2col };  // decided once, not per element
   std::vector<Kind> kinds;
   for (const ViewStep& step : steps)
-    kinds.push_back(step.op == "Transpose" ? kTranspose : !step.slices.empty() ? kSlice : kReshape);
+    kinds.push_back(step.op == "Im2col"      ? kIm2col
+                    : step.op == "Transpose" ? kTranspose
+                    : !step.slices.empty()   ? kSlice
+                                             : kReshape);
   // Per distinct destination rectangle (copies of a piece repeat it on many cores): how many of its elements
   // each producing core holds.
   std::map<std::array<int64_t, 4>, std::vector<std::pair<int32_t, int64_t>>> histograms;
@@ -257,8 +269,21 @@ LayoutChange change_layout_through(const Layout& from, int64_t from_rows, int64_
     for (int64_t r = d.rect.r0; fresh && r < d.rect.r1; ++r)
       for (int64_t c = d.rect.c0; c < d.rect.c1; ++c) {
         to_coord(r * cols + c, last);
-        for (size_t i = steps.size(); i-- > 0;) {  // back through the views
+        bool padding = false;
+        for (size_t i = steps.size(); i-- > 0 && !padding;) {  // back through the views
           const ViewStep& step = steps[i];
+          if (kinds[i] == kIm2col) {  // (group, row n ho wo, column c i j) -> input (n, c, h, w), or padding
+            const std::vector<int64_t>& x = *input_of[i];
+            const int64_t ho_wo = step.out[0] * step.out[1], kk = step.kernel[0] * step.kernel[1];
+            const int64_t row = coord[1], col = coord[2];
+            const int64_t n = row / ho_wo, ho = row / step.out[1] % step.out[0], wo = row % step.out[1];
+            const int64_t ch = coord[0] * (x[1] / step.shape[0]) + col / kk;
+            const int64_t h = ho * step.strides[0] - step.pads[0] + col / step.kernel[1] % step.kernel[0] * step.dilations[0];
+            const int64_t w = wo * step.strides[1] - step.pads[1] + col % step.kernel[1] * step.dilations[1];
+            padding = h < 0 || h >= x[2] || w < 0 || w >= x[3];
+            coord.assign({n, ch, h, w});
+            continue;
+          }
           if (kinds[i] == kTranspose) {
             back.assign(coord.size(), 0);
             for (size_t a = 0; a < coord.size(); ++a) back[static_cast<size_t>(step.perm[a])] = coord[a];
@@ -269,6 +294,7 @@ LayoutChange change_layout_through(const Layout& from, int64_t from_rows, int64_
             to_coord(to_flat(coord, step.shape), *input_of[i]);
           }
         }
+        if (padding) continue;  // a zero of the convolution's padding: nothing to fetch
         const int64_t at = channels_last && coord.size() == 4
                                ? ((coord[0] * from_shape[2] + coord[2]) * from_shape[3] + coord[3]) * from_shape[1] +
                                      coord[1]

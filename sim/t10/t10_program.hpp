@@ -32,12 +32,15 @@ std::optional<OperatorType> operator_type_from(const std::string& name);
 // One view between a producer's output and an operand (mlsys-import --t10 writes them): its output shape and
 // what it does to the indices. Reshape-like views (Reshape, Flatten, Squeeze, Unsqueeze, Identity, Cast) keep
 // the row-major order; a Transpose permutes the axes (output axis i is input axis perm[i]); a Slice or a
-// Split keeps [start, end) of an axis. `unmapped` says why a view cannot be replayed as an index map.
+// Split keeps [start, end) of an axis; an Im2col is a convolution's read of its N x C x H x W input as the
+// matrix [groups, N*Ho*Wo, C/groups*kh*kw] (the padding read as zeros). `unmapped` says why a view cannot be
+// replayed as an index map.
 struct ViewStep {
   std::string op;
   std::vector<int64_t> shape;
   std::vector<int64_t> perm;
   std::vector<std::array<int64_t, 3>> slices;  // axis, start, end
+  std::vector<int64_t> kernel, strides, pads, dilations, out;  // Im2col: kh kw, sh sw, top left, dh dw, Ho Wo
   std::string unmapped;
 };
 

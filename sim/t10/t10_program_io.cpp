@@ -42,7 +42,8 @@ std::vector<int64_t> parse_shape(const json& j, const std::string& where, const 
   return shape;
 }
 
-// A view: an op name alone (older files: no index map), or {"op", "shape", "perm" | "slices", "unmapped"}.
+// A view: an op name alone (older files: no index map), or {"op", "shape", "perm" | "slices" | the Im2col's
+// "kernel", "strides", "pads", "dilations", "out", "unmapped"}.
 ViewStep parse_view(const json& j, const std::string& where, const std::string& file) {
   ViewStep step;
   if (j.is_string()) {
@@ -73,6 +74,13 @@ ViewStep parse_view(const json& j, const std::string& where, const std::string& 
       step.slices.push_back({v[0], v[1], v[2]});
     }
   }
+  for (auto [key, field] : {std::pair{"kernel", &step.kernel}, std::pair{"strides", &step.strides},
+                            std::pair{"pads", &step.pads}, std::pair{"dilations", &step.dilations},
+                            std::pair{"out", &step.out}})
+    if (j.contains(key)) {
+      *field = parse_shape(j[key], where + "." + key, file);
+      if (field->size() != 2) throw InputError(file, where + "." + key, kRule, "must have two values");
+    }
   if (j.contains("unmapped"))
     step.unmapped = j["unmapped"].is_string() ? j["unmapped"].get<std::string>() : "unmapped";
   if (step.shape.empty() && step.unmapped.empty()) step.unmapped = "no shape";

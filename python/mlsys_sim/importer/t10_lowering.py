@@ -132,6 +132,19 @@ def _view_step(graph: og.Graph, node, output: str) -> dict:
     return step
 
 
+def _im2col_step(graph: og.Graph, node) -> dict:
+    """A convolution's read of its input as the im2col matrix its MatMul multiplies: row (n, ho, wo) and column
+    (c, i, j) of group b hold input[n, b*C/g + c, ho*stride - pad + i*dilation, wo*...] (0 in the padding)."""
+    x, out = graph.shapes[node.input[0]], graph.shapes[node.output[0]]
+    kernel, strides, pads, dilations = og.window_geometry(graph, node)
+    groups = og.attribute(node, "group", 1)
+    if len(x) != 4 or len(out) != 4 or kernel == (0, 0):
+        return {"op": "Im2col", "shape": [], "unmapped": "not a 2-D convolution"}
+    return {"op": "Im2col", "shape": [groups, out[0] * out[2] * out[3], x[1] // groups * kernel[0] * kernel[1]],
+            "kernel": list(kernel), "strides": list(strides), "pads": list(pads[:2]), "dilations": list(dilations),
+            "out": [out[2], out[3]]}
+
+
 def _conv(graph: og.Graph, node) -> dict:
     x, w, out = (graph.shapes[node.input[0]], graph.shapes[node.input[1]], graph.shapes[node.output[0]])
     groups = og.attribute(node, "group", 1)
@@ -182,9 +195,11 @@ def lower(graph: og.Graph, name: str) -> dict:
         source[node.output[0]] = node.output[0]
         view_path[node.output[0]] = []
 
-    def read(v: str) -> dict:
-        r = {"from": producer_op.get(v), "through": view_path.get(v, [])}
-        if r["from"] is not None and r["through"]:  # the producer's tensor before the views
+    def read(v: str, extra: Optional[dict] = None) -> dict:
+        r = {"from": producer_op.get(v), "through": view_path.get(v, []) + ([extra] if extra else [])}
+        # The producer's tensor before the views, where its matrix and the operand's are not the same
+        # row-major reading of one tensor (views, a convolution's pixels x channels, an im2col).
+        if r["from"] is not None and (r["through"] or channels_last.get(source[v])):
             r["from_shape"] = list(graph.shapes.get(source[v], ()))
             if channels_last.get(source[v]):  # its matrix is pixels x channels, not the tensor's row-major order
                 r["from_order"] = "nhwc"
@@ -226,6 +241,8 @@ def lower(graph: og.Graph, name: str) -> dict:
                     {"op": "Concat", "shape": list(graph.shapes.get(out, ())), "unmapped": "the cache append"}]
         elif node.op_type == "Conv":
             add(node, _conv(graph, node), acts)
+            if acts:  # it reads its input as the im2col matrix
+                ops[-1]["reads"] = [read(acts[0], _im2col_step(graph, node))]
             channels_last[out] = True
         elif node.op_type in ("Gather", "Concat", "Expand", "Tile"):
             # A table lookup, a selection of rows, a concatenation, a broadcast: the output written once.
