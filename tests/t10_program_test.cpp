@@ -255,6 +255,13 @@ TEST(T10Program, EngineMakespanEqualsTheCompiledTotal) {
   }
 }
 
+TensorOperator::Read read(const std::string& from, std::vector<ViewStep> through = {},
+                         std::vector<int64_t> from_shape = {}) {
+  TensorOperator::Read r;
+  r.from = from, r.through = std::move(through), r.from_shape = std::move(from_shape);
+  return r;
+}
+
 // The data flow decides the layout changes, not the order: a residual that skips two operators, an activation
 // read as a product's B, a graph input (no edge) and a view (reported, not replayed).
 TEST(T10Program, LayoutChangesFollowTheDataFlow) {
@@ -262,28 +269,28 @@ TEST(T10Program, LayoutChangesFollowTheDataFlow) {
   program.name = "flow";
   TensorOperator x = vector_operator(OperatorType::Elementwise, 128, 256, 1);  // x: 128 x 256
   x.name = "x";
-  x.reads = {{"", {}}};
+  x.reads = {read("")};
   TensorOperator keys =
       vector_operator(OperatorType::Relu, 256, 64, 1);  // keys: 256 x 64, from a graph input
   keys.name = "keys";
-  keys.reads = {{"", {}}};
+  keys.reads = {read("")};
   TensorOperator scores = matmul("scores", 128, 256, 64);  // x (A) times keys (B)
-  scores.reads = {{"x", {}}, {"keys", {}}};
+  scores.reads = {read("x"), read("keys")};
   TensorOperator wide = matmul("wide", 128, 64, 256);
-  wide.reads = {{"scores", {}}};
+  wide.reads = {read("scores")};
   TensorOperator residual = vector_operator(OperatorType::Elementwise, 128, 256, 2);  // wide + x
   residual.name = "residual";
-  residual.reads = {{"wide", {}}, {"x", {}}};
+  residual.reads = {read("wide"), read("x")};
   TensorOperator heads = vector_operator(OperatorType::Elementwise, 256, 128, 1);  // a reshape of residual
   heads.name = "heads";
   ViewStep reshape;
   reshape.op = "Reshape", reshape.shape = {256, 128};
-  heads.reads = {{"residual", {reshape}, {128, 256}}};
+  heads.reads = {read("residual", {reshape}, {128, 256})};
   TensorOperator legacy = heads;  // the same read from an older file: the view named, no index map
   legacy.name = "legacy";
   ViewStep named;
   named.op = "Reshape", named.unmapped = "the file gives no index map";
-  legacy.reads = {{"residual", {named}, {}}};
+  legacy.reads = {read("residual", {named})};
   program.ops = {x, keys, scores, wide, residual, heads, legacy};
   const CompileResult result = compile_program(program, {});
   ASSERT_TRUE(result.compiled);

@@ -54,7 +54,6 @@ class Engine {
  public:
   Engine(const Problem& p, const Plan& plan, const CoreSimOptions& o, TraceObserver* trace)
       : p_(p),
-        plan_(plan),
         o_(o),
         trace_(trace),
         d_(derive(p, plan)),
@@ -144,7 +143,6 @@ class Engine {
              const std::vector<double>& recv, const std::vector<double>& busy, int64_t bytes);
 
   const Problem& p_;
-  const Plan& plan_;
   const CoreSimOptions& o_;
   TraceObserver* trace_;
   Derived d_;
