@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -256,7 +257,7 @@ TEST(T10Program, EngineMakespanEqualsTheCompiledTotal) {
 }
 
 TensorOperator::Read read(const std::string& from, std::vector<ViewStep> through = {},
-                         std::vector<int64_t> from_shape = {}) {
+                          std::vector<int64_t> from_shape = {}) {
   TensorOperator::Read r;
   r.from = from, r.through = std::move(through), r.from_shape = std::move(from_shape);
   return r;
@@ -348,26 +349,27 @@ TEST(T10Layouts, AChangeThroughATransposeMapsEveryElement) {
   flatten.op = "Flatten", flatten.shape = {1, 2, 2};
   tokens.op = "Transpose", tokens.shape = {1, 2, 2}, tokens.perm = {0, 2, 1};
   const Layout pixels{{0, {0, 1, 0, 2}}, {1, {1, 2, 0, 2}}};
-  const LayoutChange nhwc =
-      change_layout_through(pixels, 2, 2, {1, 2, 1, 2}, {flatten, tokens}, pixels, 2, 2, 2, /*channels_last=*/true);
+  const LayoutChange nhwc = change_layout_through(pixels, 2, 2, {1, 2, 1, 2}, {flatten, tokens}, pixels, 2, 2,
+                                                  2, /*channels_last=*/true);
   EXPECT_EQ("", nhwc.problem);
   EXPECT_EQ(0, nhwc.bytes);
   EXPECT_EQ(4, change_layout_through(pixels, 2, 2, {1, 2, 1, 2}, {flatten, tokens}, pixels, 2, 2, 2).bytes);
-  // A convolution's read of a 3 x 3 map (a row per core, cores 0-2) as its im2col matrix, all on core 9. A 2 x 2
-  // kernel, stride 1, no padding: 4 outputs x 4 taps, every one from another core, from 3 cores. A 3 x 3 kernel
-  // with padding 1: 3 x 3 outputs whose valid taps are (2 + 3 + 2) x (2 + 3 + 2) = 49; the other 32 are zeros.
+  // A convolution's read of a 3 x 3 map (a row per core, cores 0-2) as its im2col matrix, all on core 9. A 2
+  // x 2 kernel, stride 1, no padding: 4 outputs x 4 taps, every one from another core, from 3 cores. A 3 x 3
+  // kernel with padding 1: 3 x 3 outputs whose valid taps are (2 + 3 + 2) x (2 + 3 + 2) = 49; the other 32
+  // are zeros.
   const Layout map_rows{{0, {0, 1, 0, 3}}, {1, {1, 2, 0, 3}}, {2, {2, 3, 0, 3}}};
   ViewStep im2col;
   im2col.op = "Im2col", im2col.shape = {1, 4, 4}, im2col.kernel = {2, 2}, im2col.strides = {1, 1};
   im2col.pads = {0, 0}, im2col.dilations = {1, 1}, im2col.out = {2, 2};
-  const LayoutChange small = change_layout_through(map_rows, 3, 3, {1, 1, 3, 3}, {im2col}, {{9, {0, 4, 0, 4}}}, 4,
-                                                   4, 2);
+  const LayoutChange small =
+      change_layout_through(map_rows, 3, 3, {1, 1, 3, 3}, {im2col}, {{9, {0, 4, 0, 4}}}, 4, 4, 2);
   EXPECT_EQ("", small.problem);
   EXPECT_EQ(3, small.transfers);
   EXPECT_EQ(16 * 2, small.bytes);
   im2col.shape = {1, 9, 9}, im2col.kernel = {3, 3}, im2col.pads = {1, 1}, im2col.out = {3, 3};
-  const LayoutChange padded = change_layout_through(map_rows, 3, 3, {1, 1, 3, 3}, {im2col}, {{9, {0, 9, 0, 9}}},
-                                                    9, 9, 2);
+  const LayoutChange padded =
+      change_layout_through(map_rows, 3, 3, {1, 1, 3, 3}, {im2col}, {{9, {0, 9, 0, 9}}}, 9, 9, 2);
   EXPECT_EQ("", padded.problem);
   EXPECT_EQ(49 * 2, padded.bytes);
   // What cannot be mapped says why: a permutation of the wrong shape, elements that do not add up.
@@ -377,6 +379,25 @@ TEST(T10Layouts, AChangeThroughATransposeMapsEveryElement) {
   ViewStep grow;
   grow.op = "Reshape", grow.shape = {4, 2};
   EXPECT_EQ("Reshape: 6 elements become 8", views_unmappable({2, 3}, {grow}, 8));
+}
+
+// A reducing row-wise operator (a global pooling) writes one value per row, on the core of the row's first
+// column part: 8 rows in 2 row parts x 3 column parts (cores p * 3 + c) leave rows 0-3 on core 0, 4-7 on
+// core 3.
+TEST(T10Layouts, AReductionsOutputIsOneValuePerRow) {
+  TensorOperator pool = vector_operator(OperatorType::RowWise, 8, 6, 1);
+  pool.reduces = true;
+  OperatorOption o;
+  o.plan.f_op = {2, 1, 3};
+  EXPECT_EQ((std::pair<int64_t, int64_t>{8, 1}), output_shape(pool));
+  const Layout out = output_layout(pool, o);
+  ASSERT_EQ(2u, out.size());
+  EXPECT_EQ(0, out[0].core);
+  EXPECT_EQ((std::array<int64_t, 4>{0, 4, 0, 1}),
+            (std::array<int64_t, 4>{out[0].rect.r0, out[0].rect.r1, out[0].rect.c0, out[0].rect.c1}));
+  EXPECT_EQ(3, out[1].core);
+  EXPECT_EQ((std::array<int64_t, 4>{4, 8, 0, 1}),
+            (std::array<int64_t, 4>{out[1].rect.r0, out[1].rect.r1, out[1].rect.c0, out[1].rect.c1}));
 }
 
 // B's cold layout covers B exactly once, hot plan's own or without copies, on plans with rings on both sides.

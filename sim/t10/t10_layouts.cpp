@@ -63,7 +63,7 @@ Layout vector_layout(const TensorOperator& op, const OperatorOption& o) {
 }  // namespace
 
 std::pair<int64_t, int64_t> output_shape(const TensorOperator& op) {
-  return {op.batch * op.m, op.n};
+  return {op.batch * op.m, op.reduces ? 1 : op.n};
 }
 
 std::pair<int64_t, int64_t> input_shape(const TensorOperator& op, int operand) {
@@ -72,6 +72,12 @@ std::pair<int64_t, int64_t> input_shape(const TensorOperator& op, int operand) {
 }
 
 Layout output_layout(const TensorOperator& op, const OperatorOption& o) {
+  if (op.reduces) {  // each row's value on the core of its first column part, where the partials are reduced
+    Layout out;
+    for (const Placement& p : vector_layout(op, o))
+      if (p.rect.c0 == 0) out.push_back({p.core, {p.rect.r0, p.rect.r1, 0, 1}});
+    return out;
+  }
   if (op.type != OperatorType::MatMul) return vector_layout(op, o);
   const Plan& p = o.plan;
   const auto [pm, pk, pn] = p.f_op;
@@ -278,7 +284,8 @@ LayoutChange change_layout_through(const Layout& from, int64_t from_rows, int64_
             const int64_t row = coord[1], col = coord[2];
             const int64_t n = row / ho_wo, ho = row / step.out[1] % step.out[0], wo = row % step.out[1];
             const int64_t ch = coord[0] * (x[1] / step.shape[0]) + col / kk;
-            const int64_t h = ho * step.strides[0] - step.pads[0] + col / step.kernel[1] % step.kernel[0] * step.dilations[0];
+            const int64_t h = ho * step.strides[0] - step.pads[0] +
+                              col / step.kernel[1] % step.kernel[0] * step.dilations[0];
             const int64_t w = wo * step.strides[1] - step.pads[1] + col % step.kernel[1] * step.dilations[1];
             padding = h < 0 || h >= x[2] || w < 0 || w >= x[3];
             coord.assign({n, ch, h, w});
@@ -295,17 +302,20 @@ LayoutChange change_layout_through(const Layout& from, int64_t from_rows, int64_
           }
         }
         if (padding) continue;  // a zero of the convolution's padding: nothing to fetch
-        const int64_t at = channels_last && coord.size() == 4
-                               ? ((coord[0] * from_shape[2] + coord[2]) * from_shape[3] + coord[3]) * from_shape[1] +
-                                     coord[1]
-                               : to_flat(coord, from_shape);
+        const int64_t at =
+            channels_last && coord.size() == 4
+                ? ((coord[0] * from_shape[2] + coord[2]) * from_shape[3] + coord[3]) * from_shape[1] +
+                      coord[1]
+                : to_flat(coord, from_shape);
         const int32_t core = owner[static_cast<size_t>(at)];
         if (core < 0) {
           if (change.problem.empty())
-            change.problem = "core " + std::to_string(d.core) + " needs an element the producer's layout does not hold";
+            change.problem =
+                "core " + std::to_string(d.core) + " needs an element the producer's layout does not hold";
           continue;
         }
-        auto it = std::find_if(sources.begin(), sources.end(), [&](const auto& s) { return s.first == core; });
+        auto it =
+            std::find_if(sources.begin(), sources.end(), [&](const auto& s) { return s.first == core; });
         if (it == sources.end())
           sources.push_back({core, 1});
         else

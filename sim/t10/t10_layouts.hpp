@@ -23,7 +23,8 @@ struct Placement {
 };
 using Layout = std::vector<Placement>;
 
-// The output after the operator's shuffle (a MatMul's C blocks reduced onto one core of their pk copies).
+// The output after the operator's shuffle (a MatMul's C blocks reduced onto one core of their pk copies; a
+// reducing row-wise operator's one value per row on the core of the row's first column part).
 Layout output_layout(const TensorOperator& op, const OperatorOption& option);
 // The layout an input waits in: a MatMul's A (operand 0) or B (operand 1) in the option's cold layout (its
 // hot pieces, or the layout without copies), a vector operator's inputs in its own partition.

@@ -39,7 +39,7 @@ struct ViewStep {
   std::string op;
   std::vector<int64_t> shape;
   std::vector<int64_t> perm;
-  std::vector<std::array<int64_t, 3>> slices;  // axis, start, end
+  std::vector<std::array<int64_t, 3>> slices;                  // axis, start, end
   std::vector<int64_t> kernel, strides, pads, dilations, out;  // Im2col: kh kw, sh sw, top left, dh dw, Ho Wo
   std::string unmapped;
 };
@@ -51,6 +51,7 @@ struct TensorOperator {
   // columns and reads `inputs` operands of that shape (k unused).
   int64_t batch = 1, m = 1, k = 1, n = 1;
   int64_t inputs = 2;
+  bool reduces = false;  // a row-wise operator whose output is one value per row (a pooling, a mean)
   std::vector<std::string> after;  // the operators whose outputs it reads (earlier ones, by name)
   // Operand by operand (a MatMul's A then B; a vector operator's inputs), when the file says: the operator
   // that wrote it ("" for a graph input), the views it passed through, and the producer's tensor's shape

@@ -74,9 +74,9 @@ ViewStep parse_view(const json& j, const std::string& where, const std::string& 
       step.slices.push_back({v[0], v[1], v[2]});
     }
   }
-  for (auto [key, field] : {std::pair{"kernel", &step.kernel}, std::pair{"strides", &step.strides},
-                            std::pair{"pads", &step.pads}, std::pair{"dilations", &step.dilations},
-                            std::pair{"out", &step.out}})
+  for (auto [key, field] :
+       {std::pair{"kernel", &step.kernel}, std::pair{"strides", &step.strides}, std::pair{"pads", &step.pads},
+        std::pair{"dilations", &step.dilations}, std::pair{"out", &step.out}})
     if (j.contains(key)) {
       *field = parse_shape(j[key], where + "." + key, file);
       if (field->size() != 2) throw InputError(file, where + "." + key, kRule, "must have two values");
@@ -105,6 +105,12 @@ TensorOperator parse_operator(const json& op, size_t index, const std::string& f
   t.n = positive(op, "n", where, file, std::nullopt);
   t.k = matmul ? positive(op, "k", where, file, std::nullopt) : 1;
   t.inputs = matmul ? 2 : positive(op, "inputs", where, file, 1);
+  if (auto reduces = op.find("reduces"); reduces != op.end()) {
+    if (!reduces->is_boolean() || (reduces->get<bool>() && t.type != OperatorType::RowWise))
+      throw InputError(file, where + ".reduces", kRule,
+                       "true only for a row-wise operator, got " + reduces->dump());
+    t.reduces = reduces->get<bool>();
+  }
   if (t.batch * t.m > kMaxOperatorDimension * 64)
     throw InputError(file, where + ".batch", kRule,
                      "batch x m above " + std::to_string(kMaxOperatorDimension * 64));

@@ -15,7 +15,8 @@ calibrated model prices:
 - Gather (embedding rows, the class token), Concat, Expand and Tile: `elementwise` writing the output once,
   reading its activations.
 - MaxPool, AveragePool: `elementwise` reading kh*kw operands per output; GlobalAveragePool and reductions
-  that are not per-row statistics (mean pooling over tokens): `rowwise`, a row per output element.
+  that are not per-row statistics (mean pooling over tokens): `rowwise`, a row per output element, marked
+  `"reduces": true` (its output is one value per row).
 - Reshape, Transpose and the other views: no operator (the layout change is the next operator's warm-up).
 
 For serving with HBM (`t10 serve`, docs/t10-serving.md#onnx), each MatMul also says what its second operand is
@@ -254,10 +255,11 @@ def lower(graph: og.Graph, name: str) -> dict:
             add(node, {"type": "elementwise", "m": prod(shape[:-1]), "n": shape[-1], "inputs": window}, acts)
         elif node.op_type in og.ROW_REDUCTIONS:  # not a per-row statistic: a reduction of its own
             inside, outside = prod(graph.shapes[node.input[0]]), max(prod(graph.shapes[out]), 1)
-            add(node, {"type": "rowwise", "m": outside, "n": max(inside // outside, 1), "inputs": 1}, acts)
+            add(node, {"type": "rowwise", "m": outside, "n": max(inside // outside, 1), "inputs": 1,
+                       "reduces": True}, acts)
         elif node.op_type == "GlobalAveragePool":
             x = graph.shapes[node.input[0]]
-            add(node, {"type": "rowwise", "m": prod(x[:2]), "n": prod(x[2:]), "inputs": 1}, acts)
+            add(node, {"type": "rowwise", "m": prod(x[:2]), "n": prod(x[2:]), "inputs": 1, "reduces": True}, acts)
         elif node.op_type in og.SHAPE_OPS or node.op_type == "Constant":
             continue
         else:
