@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <limits>
 #include <map>
 #include <stdexcept>
@@ -119,14 +118,12 @@ std::vector<int> given_schedule(const Space& s, const std::vector<GivenChoice>& 
     int smallest = 0;
     for (int o = 0; o < static_cast<int>(list.size()); ++o) {
       const ServingChoice& c = list[o];
-      if (c.option.hot == given[i].hot && c.preload_bytes == given[i].cold &&
-          (exact < 0 || c.option.time() < list[exact].option.time()))
-        exact = o;
-      if (c.option.hot == given[i].hot && (hot_only < 0 || c.option.time() < list[hot_only].option.time()))
-        hot_only = o;
-      if ((!product || serving_running_bytes(c) <= given[i].hot) &&
-          (nearest < 0 || c.option.time() < list[nearest].option.time()))
-        nearest = o;
+      auto keep_faster = [&](bool matches, int& best) {
+        if (matches && (best < 0 || c.option.time() < list[best].option.time())) best = o;
+      };
+      keep_faster(c.option.hot == given[i].hot && c.preload_bytes == given[i].cold, exact);
+      keep_faster(c.option.hot == given[i].hot, hot_only);
+      keep_faster(!product || serving_running_bytes(c) <= given[i].hot, nearest);
       if (serving_running_bytes(c) < serving_running_bytes(list[smallest])) smallest = o;
     }
     if (exact >= 0) {

@@ -375,10 +375,10 @@ TEST(T10Layouts, AChangeThroughATransposeMapsEveryElement) {
   // What cannot be mapped says why: a permutation of the wrong shape, elements that do not add up.
   ViewStep bad = transpose;
   bad.shape = {2, 3};
-  EXPECT_EQ("Transpose: shapes disagree", views_unmappable({2, 3}, {bad}, 6));
+  EXPECT_EQ("Transpose: shapes disagree", views_unmappable({2, 3}, 6, {bad}, 6));
   ViewStep grow;
   grow.op = "Reshape", grow.shape = {4, 2};
-  EXPECT_EQ("Reshape: 6 elements become 8", views_unmappable({2, 3}, {grow}, 8));
+  EXPECT_EQ("Reshape: 6 elements become 8", views_unmappable({2, 3}, 6, {grow}, 8));
 }
 
 // A reducing row-wise operator (a global pooling) writes one value per row, on the core of the row's first

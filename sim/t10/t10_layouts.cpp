@@ -174,15 +174,17 @@ int64_t elements(const std::vector<int64_t>& shape) {
 
 }  // namespace
 
-std::string views_unmappable(const std::vector<int64_t>& from_shape, const std::vector<ViewStep>& steps,
-                             int64_t total) {
+std::string views_unmappable(const std::vector<int64_t>& from_shape, int64_t produced,
+                             const std::vector<ViewStep>& steps, int64_t total) {
   for (const ViewStep& step : steps)
     if (!step.unmapped.empty()) return step.op + ": " + step.unmapped;
   if (from_shape.empty()) return "the producer's shape before the views is not given";
+  if (elements(from_shape) != produced)
+    return "the producer's operator writes " + std::to_string(produced) + " elements, its tensor has " +
+           std::to_string(elements(from_shape));
   if (elements(from_shape) > kMaxMappedElements) return "more than 2^24 elements to map one by one";
   const std::vector<int64_t>* in = &from_shape;
   for (const ViewStep& step : steps) {
-    if (!step.unmapped.empty()) return step.op + ": " + step.unmapped;
     if (step.op == "Im2col") {
       if (in->size() != 4 || step.shape.size() != 3 || step.kernel.size() != 2 || step.strides.size() != 2 ||
           step.pads.size() != 2 || step.dilations.size() != 2 || step.out.size() != 2 || step.shape[0] < 1)
@@ -225,12 +227,8 @@ LayoutChange change_layout_through(const Layout& from, int64_t from_rows, int64_
                                    const Layout& to, int64_t rows, int64_t cols, int64_t dtype,
                                    bool channels_last) {
   LayoutChange change;
-  if (elements(from_shape) != from_rows * from_cols && !from_shape.empty()) {
-    change.problem = "the producer's tensor has " + std::to_string(elements(from_shape)) +
-                     " elements, its output " + std::to_string(from_rows * from_cols);
-    return change;
-  }
-  if (std::string why = views_unmappable(from_shape, steps, rows * cols); !why.empty()) {
+  if (std::string why = views_unmappable(from_shape, from_rows * from_cols, steps, rows * cols);
+      !why.empty()) {
     change.problem = why;
     return change;
   }

@@ -48,9 +48,10 @@ LayoutChange change_layout(const Layout& from, const Layout& to, int64_t rows, i
 // steps and found on the producing core that holds it. Refused (`problem`) above kMaxMappedElements or when a
 // step is unmapped or its shapes disagree.
 constexpr int64_t kMaxMappedElements = int64_t{1} << 24;
-// Why views cannot be replayed as an index map from `from_shape` to `total` elements, or "" when they can.
-std::string views_unmappable(const std::vector<int64_t>& from_shape, const std::vector<ViewStep>& steps,
-                             int64_t total);
+// Why views cannot be replayed as an index map from the producer's tensor (`from_shape`, which must hold the
+// `produced` elements of its operator's output) to `total` elements, or "" when they can.
+std::string views_unmappable(const std::vector<int64_t>& from_shape, int64_t produced,
+                             const std::vector<ViewStep>& steps, int64_t total);
 // `channels_last`: the producer's matrix is N*H*W x C of its N x C x H x W tensor (a convolution's output).
 LayoutChange change_layout_through(const Layout& from, int64_t from_rows, int64_t from_cols,
                                    const std::vector<int64_t>& from_shape, const std::vector<ViewStep>& steps,

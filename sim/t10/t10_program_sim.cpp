@@ -153,36 +153,34 @@ void replay_edges(const TensorProgram& program, const CompiledProgram& compiled,
                std::to_string(wanted.first) + " x " + std::to_string(wanted.second);
       for (const ViewStep& v : edge.through)
         e.view += (&v == &edge.through.front() ? " through " : ", ") + v.op;
-      int64_t tensor = 1;
-      for (int64_t d : edge.from_shape) tensor *= d;
       // A read the file gives with no view and no tensor shape: both operators read one tensor row-major, cut
-      // into different matrices (a pooling's rows of a map): a reshape, when the element counts agree. (Not for
-      // files without reads, whose edges may hide any view.)
+      // into different matrices (a pooling's rows of a map): a reshape, when the element counts agree. (Not
+      // for files without reads, whose edges may hide any view.)
       std::vector<int64_t> from_shape = edge.from_shape;
       std::vector<ViewStep> through = edge.through;
-      const bool recut = !op.reads.empty() && edge.through.empty() && edge.from_shape.empty() && operand >= 0 &&
-                         shape.first * shape.second == wanted.first * wanted.second;
+      const bool recut = !op.reads.empty() && edge.through.empty() && edge.from_shape.empty() &&
+                         operand >= 0 && shape.first * shape.second == wanted.first * wanted.second;
       if (recut) {
+        ViewStep reshape;
+        reshape.op = "Reshape", reshape.shape = {wanted.first, wanted.second};
         from_shape = {shape.first, shape.second};
-        through = {ViewStep{"Reshape", {wanted.first, wanted.second}, {}, {}, {}, {}, {}, {}, {}, ""}};
+        through = {reshape};
         e.view += " (the same tensor cut into other rows)";
       }
-      const std::string why =
-          (through.empty() && from_shape.empty()) || operand < 0 ? "no view in the file maps the shapes"
-          : !edge.from_shape.empty() && tensor != shape.first * shape.second
-              ? "the producer's operator is " + std::to_string(shape.first) + " x " +
-                    std::to_string(shape.second) + ", its tensor " + std::to_string(tensor) +
-                    " elements (a reduction)"
-              : views_unmappable(from_shape, through, wanted.first * wanted.second);
+      const std::string why = (through.empty() && from_shape.empty()) || operand < 0
+                                  ? "no view in the file maps the shapes"
+                                  : views_unmappable(from_shape, shape.first * shape.second, through,
+                                                     wanted.first * wanted.second);
       if (!why.empty()) {  // reported, not replayed
         e.view += " (not replayed: " + why + ")";
         ++run.edges;
         r.edges.push_back(std::move(e));
         continue;
       }
-      change = change_layout_through(output_layout(from, compiled.chosen[producer]), shape.first, shape.second,
-                                     from_shape, through, input_layout(op, o, operand), wanted.first,
-                                     wanted.second, program.dtype_bytes, edge.from_channels_last);
+      change =
+          change_layout_through(output_layout(from, compiled.chosen[producer]), shape.first, shape.second,
+                                from_shape, through, input_layout(op, o, operand), wanted.first,
+                                wanted.second, program.dtype_bytes, edge.from_channels_last);
     } else {
       change = change_layout(output_layout(from, compiled.chosen[producer]), input_layout(op, o, operand),
                              wanted.first, wanted.second, program.dtype_bytes);
