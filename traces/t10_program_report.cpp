@@ -75,7 +75,8 @@ void print_program(std::ostream& out, const TensorProgram& program, const Compil
       << format_display(static_cast<double>(program.chip.sram_bytes_per_core)) << " B\n";
   if (run) {
     const std::string failure = run->first_failure();
-    out << "all-cores engine: " << run->engine_runs << " distinct operator plans simulated, makespan "
+    out << "all-cores engine: every operator on every core (" << run->engine_runs
+        << " distinct operator plans simulated), makespan "
         << format_display(run->makespan) << " cycles"
         << (failure.empty() ? ", every core consistent, equal to the model" : "; FAILED: " + failure);
     if (run->functional_checked)
@@ -158,14 +159,25 @@ nlohmann::json compiled_program_json(const TensorProgram& program, const Compile
         j["max_bytes_into_one_core"] = e.max_core_bytes;
       }
   }
-  if (run)
+  if (run) {
+    int64_t simulated = 0, vector_transfers = 0, unpriced = 0;
+    for (size_t i = 0; i < run->ops.size(); ++i) {
+      const OperatorRun& op = run->ops[i];
+      simulated += op.simulated;
+      if (program.ops[i].type != OperatorType::MatMul) vector_transfers += op.transfers;
+      unpriced += op.unpriced_bytes;
+    }
     doc["simulation"] = {{"makespan", run->makespan},
+                         {"operators_on_engine", simulated},
+                         {"vector_statistics_transfers", vector_transfers},
+                         {"unpriced_bytes", unpriced},
                          {"layout_changes_replayed", run->layout_changes},
                          {"edges", run->edges},
                          {"engine_runs", run->engine_runs},
                          {"passed", run->first_failure().empty()},
                          {"failure", run->first_failure()},
                          {"functional_checked", run->functional_checked}};
+  }
   return doc;
 }
 

@@ -391,6 +391,24 @@ int64_t vector_units(const VectorOp& op) {
   return op.kind == VectorKind::RowWise ? op.rows : op.rows * op.cols;
 }
 
+VectorBlockCycles vector_block_cycles(VectorKind kind, int64_t rows, int64_t cols) {
+  const double elements = static_cast<double>(rows) * static_cast<double>(cols);
+  switch (kind) {
+    case VectorKind::Elementwise:
+      return {0, elementwise_cycles(elements)};
+    case VectorKind::Relu:
+      return {0, elements * 0.5 + 200};
+    case VectorKind::RowWise:
+      return {reduce_cycles(static_cast<double>(rows), static_cast<double>(cols)), elementwise_cycles(elements)};
+  }
+  return {};
+}
+
+void vector_combine_cost(int64_t col_parts, int64_t rows, int64_t dtype_bytes, const Chip& chip,
+                         CalibratedCost& cost) {
+  combine_copies(col_parts, static_cast<double>(rows * col_parts), dtype_bytes, exchange_scale(chip), cost);
+}
+
 CalibratedCost calibrated_vector_cost(const VectorOp& op, int64_t parts, int64_t e, const Chip& chip,
                                       int64_t col_parts) {
   CalibratedCost cost;
@@ -412,20 +430,18 @@ CalibratedCost calibrated_vector_cost(const VectorOp& op, int64_t parts, int64_t
   const int64_t rows = op.kind == VectorKind::RowWise ? (op.rows + parts - 1) / parts : 1;
   const int64_t elements = op.kind == VectorKind::RowWise ? rows * cols : (units + parts - 1) / parts;
   cost.steps = 1;
+  // The busiest core's block: the first one, of the ceilings.
+  cost.compute_per_step = (op.kind == VectorKind::RowWise ? vector_block_cycles(op.kind, rows, cols)
+                                                          : vector_block_cycles(op.kind, 1, elements))
+                              .total();
   switch (op.kind) {
     case VectorKind::Elementwise:
-      cost.compute_per_step = elementwise_cycles(static_cast<double>(elements));
-      cost.shuffle_sync = kSyncCycles;
-      break;
     case VectorKind::Relu:
-      cost.compute_per_step = static_cast<double>(elements) * 0.5 + 200;
       cost.shuffle_sync = kSyncCycles;
       break;
     case VectorKind::RowWise:
-      cost.compute_per_step = reduce_cycles(static_cast<double>(rows), static_cast<double>(cols)) +
-                              elementwise_cycles(static_cast<double>(elements));
       // Rows split over column parts: each row's partial statistic gathered and reduced over its copies.
-      combine_copies(col_parts, static_cast<double>(rows * col_parts), e, scale, cost);
+      vector_combine_cost(col_parts, rows, e, chip, cost);
       // get_shuffle_time's general branch with one output copy: the output moved and its syncs.
       cost.shuffle_output = shift_time(static_cast<double>(elements), e, scale) + kBufferIters * kSyncCycles;
       cost.shuffle_sync = kSyncCycles * 4;

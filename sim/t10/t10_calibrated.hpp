@@ -89,5 +89,18 @@ int64_t vector_units(const VectorOp& op);
 // (gather and reduce, counted in compute). Rejections: more parts than units, columns or cores.
 CalibratedCost calibrated_vector_cost(const VectorOp& op, int64_t parts, int64_t dtype_bytes, const Chip& chip,
                                       int64_t col_parts = 1);
+// One core's compute for its block of a vector operator: `rows` x `cols` of a row-wise operator (the reduce
+// over each row, then the elementwise pass), rows x cols elements of the others. The operator's compute term is
+// its busiest core's; the all-cores engine charges each core its own block (t10_vector_cores.hpp).
+// A row-wise operator's block costs its statistics (the reduce) and then its pass over the elements.
+struct VectorBlockCycles {
+  double statistics = 0, pass = 0;
+  double total() const { return statistics + pass; }
+};
+VectorBlockCycles vector_block_cycles(VectorKind kind, int64_t rows, int64_t cols);
+// The gather and reduce terms (cost.gather, cost.reduce) of a row-wise operator's rows split over `col_parts`
+// cores: each of the `rows` rows of a core's block has col_parts partial statistics.
+void vector_combine_cost(int64_t col_parts, int64_t rows, int64_t dtype_bytes, const Chip& chip,
+                         CalibratedCost& cost);
 
 }  // namespace mlsys::t10

@@ -10,6 +10,7 @@
 
 #include "sim/t10/t10_functional.hpp"
 #include "sim/t10/t10_layouts.hpp"
+#include "sim/t10/t10_vector_cores.hpp"
 #include "sim/trace_observer.hpp"
 
 namespace mlsys::t10 {
@@ -38,23 +39,17 @@ const Matrix& chain_input(const std::vector<Matrix>& outputs, size_t i, Matrix& 
   return first;
 }
 
-// Vector operators on their blocks of elements: each of `parts` cores computes its own (the same arithmetic
-// as the reference, but per core block, so a wrong split shows).
-Matrix run_vector(const TensorOperator& op, const OperatorOption& o, const Matrix& in, uint64_t seed,
-                  size_t i) {
-  const int64_t total = static_cast<int64_t>(in.size()), cols = op.n;
-  const int64_t parts = std::max<int64_t>(o.plan.f_op[0], 1), per = (total + parts - 1) / parts;
-  std::vector<Matrix> bias;
-  for (int slot = 1; slot < op.inputs; ++slot) bias.push_back(program_operand(seed, i, slot, 1, cols));
-  Matrix out(in.size(), 0);
-  for (int64_t core = 0; core < parts; ++core)
-    for (int64_t e = core * per; e < std::min(total, (core + 1) * per); ++e) {
-      int64_t v = in[static_cast<size_t>(e)];
-      if (op.type == OperatorType::Relu) v = std::max<int64_t>(v, 0);
-      for (const Matrix& b : bias) v += b[static_cast<size_t>(e % cols)];
-      out[static_cast<size_t>(e)] = v;
-    }
-  return out;
+// A vector operator's inputs in functional mode: its input (the previous output, or operand slot 0), then
+// each further operand slot's row of constants repeated over the rows (a bias).
+std::vector<Matrix> vector_inputs(const TensorOperator& op, const Matrix& in, uint64_t seed, size_t i) {
+  std::vector<Matrix> inputs{in};
+  const size_t cols = static_cast<size_t>(op.n);
+  for (int slot = 1; slot < op.inputs; ++slot) {
+    const Matrix row = program_operand(seed, i, slot, 1, op.n);
+    Matrix& full = inputs.emplace_back(in.size());
+    for (size_t e = 0; e < full.size(); ++e) full[e] = row[e % cols];
+  }
+  return inputs;
 }
 
 void check_functional_program(const TensorProgram& program) {
@@ -63,11 +58,9 @@ void check_functional_program(const TensorProgram& program) {
       throw std::invalid_argument("functional mode holds every operand: '" + op.name + "' has more than " +
                                   std::to_string(kMaxExactElements) + " elements in one");
   for (const TensorOperator& op : program.ops)
-    if (op.type == OperatorType::RowWise || op.batch != 1)
-      throw std::invalid_argument(
-          "functional mode runs chains of MatMul, elementwise and ReLU operators "
-          "without a batch; '" +
-          op.name + "' is " + to_string(op.type) + (op.batch != 1 ? " with a batch" : ""));
+    if (op.batch != 1 || op.reduces)
+      throw std::invalid_argument("functional mode runs chains of operators without a batch or a reduction; '" +
+                                  op.name + "' " + (op.batch != 1 ? "has a batch" : "reduces its rows"));
 }
 
 }  // namespace
@@ -113,6 +106,12 @@ std::vector<int64_t> reference_output(const TensorProgram& program, uint64_t see
     }
     if (op.type == OperatorType::Relu)
       for (int64_t& v : x) v = std::max<int64_t>(v, 0);
+    if (op.type == OperatorType::RowWise)  // each element less its row's maximum
+      for (size_t row = 0; row < x.size() / static_cast<size_t>(op.n); ++row) {
+        const auto first = x.begin() + static_cast<std::ptrdiff_t>(row * static_cast<size_t>(op.n));
+        const int64_t most = *std::max_element(first, first + op.n);
+        std::for_each(first, first + op.n, [&](int64_t& v) { v -= most; });
+      }
   }
   return x;
 }
@@ -207,6 +206,7 @@ ProgramRun simulate_program(const TensorProgram& program, const CompiledProgram&
   ProgramRun run;
   run.model_total = compiled.total_cycles;
   std::map<decltype(plan_key(program.ops[0], Plan{})), CoresResult> simulated;
+  std::map<std::tuple<int, int64_t, int64_t, int64_t, bool, int64_t, int64_t>, VectorCoresResult> vector_runs;
   std::vector<Matrix> outputs(options.functional ? program.ops.size() : 0);
   Matrix first;
   int track_warm = -1, track_run = -1, track_shuffle = -1;
@@ -253,10 +253,32 @@ ProgramRun simulate_program(const TensorProgram& program, const CompiledProgram&
       r.run = cores.makespan - o.cost.shuffle;  // the engine's time, shuffle included in its makespan
       if (options.functional) outputs[i] = std::move(c);
     } else {
-      r.cores = o.plan.f_op[0];
-      if (options.functional)
-        outputs[i] = run_vector(op, o, chain_input(outputs, i, first, options.seed, op.batch * op.m, op.n),
-                                options.seed, i);
+      const VectorOp v = vector_op(op);
+      VectorCoresOptions engine;
+      engine.reduces = op.reduces;
+      std::vector<Matrix> inputs;
+      if (options.functional) {
+        inputs = vector_inputs(op, chain_input(outputs, i, first, options.seed, op.m, op.n), options.seed, i);
+        engine.inputs = &inputs, engine.output = &outputs[i];
+      }
+      const auto key = std::make_tuple(static_cast<int>(v.kind), v.rows, v.cols, v.inputs, op.reduces,
+                                       o.plan.f_op[0], o.plan.f_op[2]);
+      auto it = vector_runs.find(key);
+      if (it == vector_runs.end() || options.functional) {
+        it = vector_runs
+                 .insert_or_assign(key, simulate_vector_cores(v, o.plan.f_op[0], std::max<int64_t>(o.plan.f_op[2], 1),
+                                                              program.dtype_bytes, program.chip, engine))
+                 .first;
+        ++run.engine_runs;
+      }
+      const VectorCoresResult& cores = it->second;
+      r.simulated = true;
+      r.cores = cores.cores;
+      r.transfers = cores.transfers + cores.unpriced_transfers;
+      r.bytes_moved = cores.bytes_moved + cores.unpriced_bytes;
+      r.unpriced_bytes = cores.unpriced_bytes;
+      r.violation = cores.violation;
+      r.run = cores.makespan - o.cost.shuffle;
     }
     replay_edges(program, compiled, i, flow[i], r, run);
     if (trace) {

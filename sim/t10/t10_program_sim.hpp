@@ -1,7 +1,8 @@
 // A compiled whole-model program run on the all-cores engine (docs/t10-programs.md#simulation): operator
 // after operator, each MatMul's plan on every core of its group with the calibrated timing (the engine's
 // makespan must equal the option's priced total, and every core passes the single-operator checks), each
-// vector operator over its row blocks, warm-ups and shuffles between them; the program's time is the sum.
+// vector operator on the vector engine over its cores' blocks (t10_vector_cores.hpp), warm-ups and shuffles
+// between them; the program's time is the sum.
 // Identical operators with the same plan are simulated once.
 #pragma once
 
@@ -32,7 +33,8 @@ struct OperatorRun {
   std::string name;
   double start = 0, warm_up = 0, run = 0, shuffle = 0;  // cycles; run = the engine's makespan less shuffle
   int64_t cores = 0, transfers = 0, bytes_moved = 0;
-  bool simulated = false;  // a MatMul run on the engine (vector operators are priced, not replayed)
+  bool simulated = false;  // run on the all-cores engine (t10_cores.hpp, t10_vector_cores.hpp)
+  int64_t unpriced_bytes = 0;  // moved but not charged by the model (a row-wise statistic returned)
   std::optional<CoreViolation> violation;
   // The layout changes into this operator, one per producer it reads (data_flow; t10_layouts.hpp), and their
   // sums. An edge whose shapes differ goes through a view (a reshape into heads, a transpose) and is not
@@ -68,13 +70,14 @@ struct ProgramSimOptions {
 };
 
 // Throws std::invalid_argument when an operator's plan is beyond the engine (its limits) or functional mode
-// is asked of a network that is not a chain of MatMul, elementwise and ReLU operators.
+// is asked of a network that is not a chain of operators without a batch or a reduction.
 ProgramRun simulate_program(const TensorProgram& program, const CompiledProgram& compiled,
                             const ProgramSimOptions& options, TraceObserver* trace = nullptr);
 
 // The network's output computed directly (no engine, no plan), for the functional check: each MatMul reads
 // its predecessor's output (or operand slot 0) and operand slot 1; an elementwise operator adds its
-// predecessor's output and operand slots 1.. ; a ReLU clamps at 0.
+// predecessor's output and operand slots 1.. ; a ReLU clamps at 0; a row-wise operator subtracts each row's
+// maximum (t10_vector_cores.hpp's stand-ins).
 std::vector<int64_t> reference_output(const TensorProgram& program, uint64_t seed);
 
 }  // namespace mlsys::t10
