@@ -113,8 +113,12 @@ CLI::App* add_compile_command(CLI::App& app, CompileArgs& a) {
   c->add_option("--html", a.html_path, "write an HTML report (timeline, SRAM per core, critical operators)");
   c->add_flag("--no-simulate", a.no_simulate, "skip the all-cores simulation of the program");
   c->add_flag("--functional", a.functional,
-              "multiply real integers through the network on the engine and compare with a reference "
-              "(chains of MatMul, elementwise and ReLU)");
+              "compute real integers through the network on the engine, along its data flow and views; a "
+              "chain's output is compared with a reference computed directly");
+  c->add_option("--values", a.values_path,
+                "with --functional: write every drawn input, weight and bias and the network's output (JSON), "
+                "for an independent reference")
+      ->needs("--functional");
   return c;
 }
 
@@ -155,6 +159,7 @@ int run_compile(const CompileArgs& a) {
   const json doc = compiled_program_json(program, result, run ? &*run : nullptr);
   if (!a.out_path.empty()) write_file_atomic(a.out_path, doc.dump(2) + "\n");
   if (!a.trace_path.empty()) trace.write(a.trace_path);
+  if (!a.values_path.empty() && run) write_file_atomic(a.values_path, functional_values_json(program, *run).dump() + "\n");
   if (!a.html_path.empty())
     write_file_atomic(a.html_path, program_html(program, compiled, result.stats, run ? &*run : nullptr));
   if (a.json_out)

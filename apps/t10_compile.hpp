@@ -9,7 +9,7 @@
 namespace mlsys::t10 {
 
 struct CompileArgs {
-  std::string model_path, out_path, trace_path, html_path, reconcile = "exact";
+  std::string model_path, out_path, trace_path, html_path, values_path, reconcile = "exact";
   int64_t sram_bytes = 0;  // 0: the chip's
   bool json_out = false, no_simulate = false, functional = false;
 };

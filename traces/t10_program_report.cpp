@@ -10,6 +10,7 @@
 #include "sim/number_format.hpp"
 #include "sim/violation.hpp"
 #include "solver/sweep.hpp"
+#include "sim/t10/t10_layouts.hpp"
 #include "traces/html_page.hpp"
 
 namespace mlsys::t10 {
@@ -178,6 +179,22 @@ nlohmann::json compiled_program_json(const TensorProgram& program, const Compile
                          {"failure", run->first_failure()},
                          {"functional_checked", run->functional_checked}};
   }
+  return doc;
+}
+
+nlohmann::json functional_values_json(const TensorProgram& program, const ProgramRun& run) {
+  nlohmann::json doc = {{"inputs", nlohmann::json::object()}, {"operands", nlohmann::json::array()}};
+  for (const DrawnValues& d : run.drawn) {
+    if (!d.input.empty())
+      doc["inputs"][d.input] = {{"shape", d.shape}, {"values", d.values}};
+    else
+      doc["operands"].push_back({{"op", d.op}, {"slot", d.slot}, {"shape", d.shape}, {"values", d.values}});
+  }
+  if (!program.ops.empty()) {
+    const auto [rows, cols] = output_shape(program.ops.back());
+    doc["output"] = {{"op", program.ops.back().name}, {"shape", {rows, cols}}, {"values", run.output}};
+  }
+  doc["reference"] = run.functional_reference;
   return doc;
 }
 

@@ -222,6 +222,60 @@ std::string views_unmappable(const std::vector<int64_t>& from_shape, int64_t pro
   return "";
 }
 
+ViewMap::ViewMap(const std::vector<int64_t>& from_shape, const std::vector<ViewStep>& steps, bool channels_last)
+    : from_shape_(from_shape), steps_(steps), channels_last_(channels_last && from_shape.size() == 4) {
+  const std::vector<int64_t>* in = &from_shape_;
+  for (const ViewStep& step : steps_) {
+    input_of_.push_back(in), in = &step.shape;
+    kinds_.push_back(step.op == "Im2col"      ? kIm2col
+                     : step.op == "Transpose" ? kTranspose
+                     : !step.slices.empty()   ? kSlice
+                                              : kReshape);
+  }
+  last_ = in;
+}
+
+void ViewMap::to_coord(int64_t flat, const std::vector<int64_t>& shape) {
+  coord_.assign(shape.size(), 0);
+  for (size_t a = shape.size(); a-- > 0;) coord_[a] = flat % shape[a], flat /= shape[a];
+}
+
+int64_t ViewMap::to_flat(const std::vector<int64_t>& c, const std::vector<int64_t>& shape) {
+  int64_t flat = 0;
+  for (size_t a = 0; a < shape.size(); ++a) flat = flat * shape[a] + c[a];
+  return flat;
+}
+
+int64_t ViewMap::source(int64_t flat) {
+  to_coord(flat, *last_);
+  for (size_t i = steps_.size(); i-- > 0;) {  // back through the views
+    const ViewStep& step = steps_[i];
+    if (kinds_[i] == kIm2col) {  // (group, row n ho wo, column c i j) -> input (n, c, h, w), or padding
+      const std::vector<int64_t>& x = *input_of_[i];
+      const int64_t ho_wo = step.out[0] * step.out[1], kk = step.kernel[0] * step.kernel[1];
+      const int64_t row = coord_[1], col = coord_[2];
+      const int64_t n = row / ho_wo, ho = row / step.out[1] % step.out[0], wo = row % step.out[1];
+      const int64_t ch = coord_[0] * (x[1] / step.shape[0]) + col / kk;
+      const int64_t h =
+          ho * step.strides[0] - step.pads[0] + col / step.kernel[1] % step.kernel[0] * step.dilations[0];
+      const int64_t w = wo * step.strides[1] - step.pads[1] + col % step.kernel[1] * step.dilations[1];
+      if (h < 0 || h >= x[2] || w < 0 || w >= x[3]) return -1;  // a zero of the convolution's padding
+      coord_.assign({n, ch, h, w});
+    } else if (kinds_[i] == kTranspose) {
+      back_.assign(coord_.size(), 0);
+      for (size_t a = 0; a < coord_.size(); ++a) back_[static_cast<size_t>(step.perm[a])] = coord_[a];
+      coord_.swap(back_);
+    } else if (kinds_[i] == kSlice) {
+      for (const auto& [axis, start, end] : step.slices) coord_[static_cast<size_t>(axis)] += start;
+    } else {
+      to_coord(to_flat(coord_, step.shape), *input_of_[i]);
+    }
+  }
+  const std::vector<int64_t>& f = from_shape_;
+  return channels_last_ ? ((coord_[0] * f[2] + coord_[2]) * f[3] + coord_[3]) * f[1] + coord_[1]
+                        : to_flat(coord_, f);
+}
+
 LayoutChange change_layout_through(const Layout& from, int64_t from_rows, int64_t from_cols,
                                    const std::vector<int64_t>& from_shape, const std::vector<ViewStep>& steps,
                                    const Layout& to, int64_t rows, int64_t cols, int64_t dtype,
@@ -238,31 +292,9 @@ LayoutChange change_layout_through(const Layout& from, int64_t from_rows, int64_
     for (int64_t r = p.rect.r0; r < p.rect.r1; ++r)
       for (int64_t c = p.rect.c0; c < p.rect.c1; ++c)
         owner[static_cast<size_t>(r * from_cols + c)] = static_cast<int32_t>(p.core);
-  // The shapes in and out of each step.
-  std::vector<const std::vector<int64_t>*> input_of;
-  const std::vector<int64_t>* in = &from_shape;
-  for (const ViewStep& step : steps) input_of.push_back(in), in = &step.shape;
-  const std::vector<int64_t>& last = *in;
-  std::vector<int64_t> coord;
-  auto to_coord = [&](int64_t flat, const std::vector<int64_t>& shape) {
-    coord.assign(shape.size(), 0);
-    for (size_t a = shape.size(); a-- > 0;) coord[a] = flat % shape[a], flat /= shape[a];
-  };
-  auto to_flat = [](const std::vector<int64_t>& c, const std::vector<int64_t>& shape) {
-    int64_t flat = 0;
-    for (size_t a = 0; a < shape.size(); ++a) flat = flat * shape[a] + c[a];
-    return flat;
-  };
+  ViewMap view(from_shape, steps, channels_last);
   std::map<std::pair<int64_t, int64_t>, int64_t> moved;
   std::map<int64_t, int64_t> received;
-  std::vector<int64_t> back;
-  enum Kind { kTranspose, kSlice, kReshape, kIm2col };  // decided once, not per element
-  std::vector<Kind> kinds;
-  for (const ViewStep& step : steps)
-    kinds.push_back(step.op == "Im2col"      ? kIm2col
-                    : step.op == "Transpose" ? kTranspose
-                    : !step.slices.empty()   ? kSlice
-                                             : kReshape);
   // Per distinct destination rectangle (copies of a piece repeat it on many cores): how many of its elements
   // each producing core holds.
   std::map<std::array<int64_t, 4>, std::vector<std::pair<int32_t, int64_t>>> histograms;
@@ -272,39 +304,8 @@ LayoutChange change_layout_through(const Layout& from, int64_t from_rows, int64_
     std::vector<std::pair<int32_t, int64_t>>& sources = entry->second;
     for (int64_t r = d.rect.r0; fresh && r < d.rect.r1; ++r)
       for (int64_t c = d.rect.c0; c < d.rect.c1; ++c) {
-        to_coord(r * cols + c, last);
-        bool padding = false;
-        for (size_t i = steps.size(); i-- > 0 && !padding;) {  // back through the views
-          const ViewStep& step = steps[i];
-          if (kinds[i] == kIm2col) {  // (group, row n ho wo, column c i j) -> input (n, c, h, w), or padding
-            const std::vector<int64_t>& x = *input_of[i];
-            const int64_t ho_wo = step.out[0] * step.out[1], kk = step.kernel[0] * step.kernel[1];
-            const int64_t row = coord[1], col = coord[2];
-            const int64_t n = row / ho_wo, ho = row / step.out[1] % step.out[0], wo = row % step.out[1];
-            const int64_t ch = coord[0] * (x[1] / step.shape[0]) + col / kk;
-            const int64_t h = ho * step.strides[0] - step.pads[0] +
-                              col / step.kernel[1] % step.kernel[0] * step.dilations[0];
-            const int64_t w = wo * step.strides[1] - step.pads[1] + col % step.kernel[1] * step.dilations[1];
-            padding = h < 0 || h >= x[2] || w < 0 || w >= x[3];
-            coord.assign({n, ch, h, w});
-            continue;
-          }
-          if (kinds[i] == kTranspose) {
-            back.assign(coord.size(), 0);
-            for (size_t a = 0; a < coord.size(); ++a) back[static_cast<size_t>(step.perm[a])] = coord[a];
-            coord.swap(back);
-          } else if (kinds[i] == kSlice) {
-            for (const auto& [axis, start, end] : step.slices) coord[static_cast<size_t>(axis)] += start;
-          } else {
-            to_coord(to_flat(coord, step.shape), *input_of[i]);
-          }
-        }
-        if (padding) continue;  // a zero of the convolution's padding: nothing to fetch
-        const int64_t at =
-            channels_last && coord.size() == 4
-                ? ((coord[0] * from_shape[2] + coord[2]) * from_shape[3] + coord[3]) * from_shape[1] +
-                      coord[1]
-                : to_flat(coord, from_shape);
+        const int64_t at = view.source(r * cols + c);
+        if (at < 0) continue;  // padding: nothing to fetch
         const int32_t core = owner[static_cast<size_t>(at)];
         if (core < 0) {
           if (change.problem.empty())

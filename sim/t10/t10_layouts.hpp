@@ -52,6 +52,28 @@ constexpr int64_t kMaxMappedElements = int64_t{1} << 24;
 // `produced` elements of its operator's output) to `total` elements, or "" when they can.
 std::string views_unmappable(const std::vector<int64_t>& from_shape, int64_t produced,
                              const std::vector<ViewStep>& steps, int64_t total);
+// The index map of views (checked first by views_unmappable): which element of the producer's matrix each
+// element of the consumer's row-major operand reads. `channels_last`: the producer's matrix is N*H*W x C of
+// its N x C x H x W tensor (a convolution's output). Holds references to its arguments.
+class ViewMap {
+ public:
+  ViewMap(const std::vector<int64_t>& from_shape, const std::vector<ViewStep>& steps, bool channels_last);
+  // The producer matrix's row-major index for the operand's element `flat`, or -1 for a convolution's padding.
+  int64_t source(int64_t flat);
+
+ private:
+  enum Kind { kTranspose, kSlice, kReshape, kIm2col };  // decided once, not per element
+  void to_coord(int64_t flat, const std::vector<int64_t>& shape);
+  static int64_t to_flat(const std::vector<int64_t>& c, const std::vector<int64_t>& shape);
+  const std::vector<int64_t>& from_shape_;
+  const std::vector<ViewStep>& steps_;
+  const bool channels_last_;
+  std::vector<const std::vector<int64_t>*> input_of_;  // the shape into each step
+  const std::vector<int64_t>* last_ = nullptr;
+  std::vector<Kind> kinds_;
+  std::vector<int64_t> coord_, back_;
+};
+
 // `channels_last`: the producer's matrix is N*H*W x C of its N x C x H x W tensor (a convolution's output).
 LayoutChange change_layout_through(const Layout& from, int64_t from_rows, int64_t from_cols,
                                    const std::vector<int64_t>& from_shape, const std::vector<ViewStep>& steps,

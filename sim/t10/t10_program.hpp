@@ -52,12 +52,16 @@ struct TensorOperator {
   int64_t batch = 1, m = 1, k = 1, n = 1;
   int64_t inputs = 2;
   bool reduces = false;  // a row-wise operator whose output is one value per row (a pooling, a mean)
+  // What a vector operator computes, when the file says (mlsys-import --t10): the ONNX operator types of its
+  // group in order ("Add", "Relu", "ReduceSum", "Softmax", ...), for functional mode.
+  std::vector<std::string> function;
   std::vector<std::string> after;  // the operators whose outputs it reads (earlier ones, by name)
   // Operand by operand (a MatMul's A then B; a vector operator's inputs), when the file says: the operator
   // that wrote it ("" for a graph input), the views it passed through, and the producer's tensor's shape
   // before them.
   struct Read {
     std::string from;
+    std::string input;  // a graph input's name, when `from` is empty and the file says
     std::vector<ViewStep> through;
     std::vector<int64_t> from_shape;
     bool from_channels_last = false;  // the producer's matrix is N*H*W x C of an N x C x H x W tensor

@@ -114,6 +114,14 @@ TensorOperator parse_operator(const json& op, size_t index, const std::string& f
   if (t.batch * t.m > kMaxOperatorDimension * 64)
     throw InputError(file, where + ".batch", kRule,
                      "batch x m above " + std::to_string(kMaxOperatorDimension * 64));
+  if (auto function = op.find("function"); function != op.end()) {
+    if (!function->is_array() || function->size() > 1000 || t.type == OperatorType::MatMul)
+      throw InputError(file, where + ".function", kRule, "a vector operator's list of ONNX operator types");
+    for (const json& f : *function) {
+      if (!f.is_string()) throw InputError(file, where + ".function", kRule, "must list strings, got " + f.dump());
+      t.function.push_back(f.get<std::string>());
+    }
+  }
   if (auto reads = op.find("reads"); reads != op.end()) {
     if (!reads->is_array() || reads->size() > 64)
       throw InputError(file, where + ".reads", kRule, "must be a list of up to 64 {\"from\", \"through\"}");
@@ -127,6 +135,11 @@ TensorOperator parse_operator(const json& op, size_t index, const std::string& f
         if (!r["from"].is_string())
           throw InputError(file, at + ".from", kRule, "must be an operator name or null");
         read.from = r["from"].get<std::string>();
+      }
+      if (r.contains("input")) {
+        if (!r["input"].is_string() || !read.from.empty())
+          throw InputError(file, at + ".input", kRule, "must be a graph input's name, for a read from null");
+        read.input = r["input"].get<std::string>();
       }
       if (r.contains("through")) {
         if (!r["through"].is_array() || r["through"].size() > 1000)

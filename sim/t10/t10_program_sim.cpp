@@ -24,44 +24,146 @@ auto plan_key(const TensorOperator& op, const Plan& p) {
   return std::make_tuple(op.batch, op.m, op.k, op.n, p.pb, p.f_op, p.am, p.ak, p.bk, p.bn, p.cm, p.cn);
 }
 
-// The input of operator i in a chain: the previous output, or operand slot 0 for the first.
-const Matrix& chain_input(const std::vector<Matrix>& outputs, size_t i, Matrix& first, uint64_t seed,
-                          int64_t rows, int64_t cols) {
-  if (i > 0) {
-    if (outputs[i - 1].size() != static_cast<size_t>(rows * cols))
-      throw std::invalid_argument("functional mode follows a chain: operator " + std::to_string(i) +
-                                  " reads " + std::to_string(rows) + "x" + std::to_string(cols) +
-                                  " but its predecessor wrote " + std::to_string(outputs[i - 1].size()) +
-                                  " elements");
-    return outputs[i - 1];
+// What a vector operator computes in functional mode: the stand-in of its type (a file without functions),
+// or its ONNX group's integer operators: sums (Add), a ReLU after them, a row sum (ReduceSum).
+struct VectorFunction {
+  bool clamp = false;  // an Add group ending in a Relu
+};
+VectorFunction vector_function(const TensorOperator& op) {
+  VectorFunction f;
+  const std::vector<std::string>& ops = op.function;
+  if (ops.empty()) return f;
+  const bool reduce_sum = ops == std::vector<std::string>{"ReduceSum"} && op.reduces;
+  bool sums = !op.reduces;
+  for (size_t j = 0; j < ops.size() && sums; ++j)
+    sums = ops[j] == "Add" || ops[j] == "Sum" || (ops[j] == "Relu" && j + 1 == ops.size());
+  if (!reduce_sum && !sums) {
+    std::string list;
+    for (const std::string& o : ops) list += (list.empty() ? "" : ", ") + o;
+    throw std::invalid_argument("functional mode computes on integers: '" + op.name + "' computes " + list +
+                                "; it runs groups of Add with a Relu after them, ReduceSum, and files without "
+                                "functions (with stand-ins)");
   }
-  first = program_operand(seed, 0, 0, rows, cols);
-  return first;
+  f.clamp = ops.back() == "Relu" && op.type != OperatorType::Relu;
+  return f;
 }
 
-// A vector operator's inputs in functional mode: its input (the previous output, or operand slot 0), then
-// each further operand slot's row of constants repeated over the rows (a bias).
-std::vector<Matrix> vector_inputs(const TensorOperator& op, const Matrix& in, uint64_t seed, size_t i) {
-  std::vector<Matrix> inputs{in};
-  const size_t cols = static_cast<size_t>(op.n);
-  for (int slot = 1; slot < op.inputs; ++slot) {
-    const Matrix row = program_operand(seed, i, slot, 1, op.n);
-    Matrix& full = inputs.emplace_back(in.size());
-    for (size_t e = 0; e < full.size(); ++e) full[e] = row[e % cols];
-  }
-  return inputs;
+// A graph input's integers, drawn from the seed and its name (FNV-1a), so every reader sees the same tensor.
+Matrix graph_input(uint64_t seed, const std::string& name, int64_t size) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : name) h = (h ^ c) * 1099511628211ull;
+  std::mt19937_64 rng(seed ^ h);
+  Matrix m(static_cast<size_t>(size));
+  for (int64_t& v : m) v = static_cast<int64_t>(rng() % 7) - 3;
+  return m;
 }
 
-void check_functional_program(const TensorProgram& program) {
-  for (const TensorOperator& op : program.ops)
-    if (op.m * std::max(op.k, op.n) > kMaxExactElements || op.k * op.n > kMaxExactElements)
-      throw std::invalid_argument("functional mode holds every operand: '" + op.name + "' has more than " +
-                                  std::to_string(kMaxExactElements) + " elements in one");
-  for (const TensorOperator& op : program.ops)
-    if (op.batch != 1 || op.reduces)
-      throw std::invalid_argument("functional mode runs chains of operators without a batch or a reduction; '" +
-                                  op.name + "' " + (op.batch != 1 ? "has a batch" : "reduces its rows"));
+int64_t elements_of(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
 }
+
+// Functional mode's values: each operator's operands read along the data flow (docs/t10-programs.md#simulation)
+// from its producers' outputs or the graph inputs, through the views as index maps; drawn integers where the
+// file names no producer (weights, biases, a chain's first input).
+class FunctionalData {
+ public:
+  FunctionalData(const TensorProgram& program, uint64_t seed, std::vector<DrawnValues>& drawn)
+      : program_(program), seed_(seed), drawn_(drawn), outputs_(program.ops.size()) {
+    for (size_t i = 0; i < program.ops.size(); ++i) index_.emplace(program.ops[i].name, i);
+    chain_ = std::all_of(program.ops.begin(), program.ops.end(),
+                         [](const TensorOperator& op) { return op.reads.empty() && op.after.empty(); });
+    for (const TensorOperator& op : program.ops) {
+      if (!chain_ && op.reads.empty())
+        throw std::invalid_argument("functional mode follows the data flow: '" + op.name +
+                                    "' does not say what it reads (re-import with mlsys-import --t10)");
+      if (op.type == OperatorType::MatMul && op.batch != 1)
+        throw std::invalid_argument("functional mode runs MatMuls without a batch; '" + op.name + "' has " +
+                                    std::to_string(op.batch));
+      for (int operand = 0; operand < 2; ++operand) {
+        const auto [rows, cols] = input_shape(op, operand);
+        if (rows * cols > kMaxExactElements)
+          throw std::invalid_argument("functional mode holds every operand: '" + op.name + "' has " +
+                                      std::to_string(rows * cols) + " elements in one, above " +
+                                      std::to_string(kMaxExactElements));
+      }
+      if (op.type != OperatorType::MatMul) vector_function(op);
+    }
+  }
+
+  // A MatMul's A and B, or a vector operator's inputs (each rows x cols).
+  std::vector<Matrix> operands(size_t i) {
+    const TensorOperator& op = program_.ops[i];
+    const bool matmul = op.type == OperatorType::MatMul;
+    const int slots = matmul ? 2 : static_cast<int>(op.inputs);
+    std::vector<Matrix> out;
+    for (int slot = 0; slot < slots; ++slot) {
+      const auto [rows, cols] = input_shape(op, matmul ? slot : 0);
+      if (chain_ && slot == 0 && i > 0) {
+        out.push_back(outputs_[i - 1]);
+        if (out.back().size() != static_cast<size_t>(rows * cols))
+          throw std::invalid_argument("functional mode follows a chain: '" + op.name + "' reads " +
+                                      std::to_string(rows) + "x" + std::to_string(cols) +
+                                      " but its predecessor wrote " + std::to_string(out.back().size()) +
+                                      " elements");
+      } else if (static_cast<size_t>(slot) < op.reads.size()) {
+        out.push_back(read(op, op.reads[static_cast<size_t>(slot)], rows * cols));
+      } else if (matmul || (chain_ && slot == 0)) {  // a weight, or a chain's first input
+        out.push_back(draw(op, i, slot, rows, cols));
+      } else {  // a row of constants repeated over the rows (a bias)
+        const Matrix row = draw(op, i, slot, 1, cols);
+        Matrix& full = out.emplace_back(static_cast<size_t>(rows * cols));
+        for (size_t e = 0; e < full.size(); ++e) full[e] = row[e % static_cast<size_t>(cols)];
+      }
+    }
+    return out;
+  }
+
+  Matrix& output(size_t i) { return outputs_[i]; }
+
+ private:
+  Matrix draw(const TensorOperator& op, size_t i, int slot, int64_t rows, int64_t cols) {
+    Matrix m = program_operand(seed_, i, slot, rows, cols);
+    drawn_.push_back({op.name, slot, "", {rows, cols}, m});
+    return m;
+  }
+
+  // One operand read from its producer's output or a graph input, through its views.
+  Matrix read(const TensorOperator& op, const TensorOperator::Read& r, int64_t size) {
+    const Matrix* source = nullptr;
+    if (!r.from.empty()) {
+      source = &outputs_[index_.at(r.from)];
+    } else {
+      const std::string name = r.input.empty() ? op.name + ".input" : r.input;
+      auto it = inputs_.find(name);
+      if (it == inputs_.end()) {
+        const std::vector<int64_t> shape = r.from_shape.empty() ? std::vector<int64_t>{size} : r.from_shape;
+        it = inputs_.emplace(name, graph_input(seed_, name, elements_of(shape))).first;
+        drawn_.push_back({"", -1, name, shape, it->second});
+      }
+      source = &it->second;
+    }
+    const int64_t produced = static_cast<int64_t>(source->size());
+    if (r.through.empty() && !r.from_channels_last && produced == size) return *source;  // the same row-major
+    if (const std::string why = views_unmappable(r.from_shape, produced, r.through, size); !why.empty())
+      throw std::invalid_argument("functional mode reads '" + op.name + "''s operand from " +
+                                  (r.from.empty() ? "a graph input" : "'" + r.from + "'") + ": " + why);
+    ViewMap view(r.from_shape, r.through, r.from_channels_last);
+    Matrix m(static_cast<size_t>(size), 0);
+    for (int64_t e = 0; e < size; ++e)
+      if (const int64_t at = view.source(e); at >= 0) m[static_cast<size_t>(e)] = (*source)[static_cast<size_t>(at)];
+    return m;
+  }
+
+  const TensorProgram& program_;
+  const uint64_t seed_;
+  std::vector<DrawnValues>& drawn_;
+  std::vector<Matrix> outputs_;
+  std::map<std::string, size_t> index_;
+  std::map<std::string, Matrix> inputs_;
+  bool chain_ = false;
+};
 
 }  // namespace
 
@@ -106,7 +208,11 @@ std::vector<int64_t> reference_output(const TensorProgram& program, uint64_t see
     }
     if (op.type == OperatorType::Relu)
       for (int64_t& v : x) v = std::max<int64_t>(v, 0);
-    if (op.type == OperatorType::RowWise)  // each element less its row's maximum
+    if (op.reduces) {  // each row's sum
+      Matrix sums(x.size() / static_cast<size_t>(op.n), 0);
+      for (size_t e = 0; e < x.size(); ++e) sums[e / static_cast<size_t>(op.n)] += x[e];
+      x = std::move(sums);
+    } else if (op.type == OperatorType::RowWise)  // each element less its row's maximum
       for (size_t row = 0; row < x.size() / static_cast<size_t>(op.n); ++row) {
         const auto first = x.begin() + static_cast<std::ptrdiff_t>(row * static_cast<size_t>(op.n));
         const int64_t most = *std::max_element(first, first + op.n);
@@ -143,7 +249,9 @@ void replay_edges(const TensorProgram& program, const CompiledProgram& compiled,
         operand = 1;
       }
     }
-    const bool plain = operand >= 0 && edge.through.empty() && shape == input_shape(op, operand);
+    // A convolution's pixels x channels matrix read as its tensor's rows is a view even with equal shapes.
+    const bool plain = operand >= 0 && edge.through.empty() && !edge.from_channels_last &&
+                       shape == input_shape(op, operand);
     const auto wanted = input_shape(op, std::max(operand, 0));
     e.operand = op.type != OperatorType::MatMul ? "input" : operand == 1 ? "B" : "A";
     LayoutChange change;
@@ -202,13 +310,12 @@ void replay_edges(const TensorProgram& program, const CompiledProgram& compiled,
 
 ProgramRun simulate_program(const TensorProgram& program, const CompiledProgram& compiled,
                             const ProgramSimOptions& options, TraceObserver* trace) {
-  if (options.functional) check_functional_program(program);
   ProgramRun run;
   run.model_total = compiled.total_cycles;
   std::map<decltype(plan_key(program.ops[0], Plan{})), CoresResult> simulated;
   std::map<std::tuple<int, int64_t, int64_t, int64_t, bool, int64_t, int64_t>, VectorCoresResult> vector_runs;
-  std::vector<Matrix> outputs(options.functional ? program.ops.size() : 0);
-  Matrix first;
+  std::optional<FunctionalData> data;
+  if (options.functional) data.emplace(program, options.seed, run.drawn);
   int track_warm = -1, track_run = -1, track_shuffle = -1;
   if (trace) {
     track_warm = trace->track("warm-up (cold layout to hot)");
@@ -230,13 +337,12 @@ ProgramRun simulate_program(const TensorProgram& program, const CompiledProgram&
       const Problem problem = operator_problem(program, op);
       CoreSimOptions engine;
       engine.timing = CoreTiming::Calibrated;
-      Matrix a_copy, b, c;
-      if (options.functional) {
-        a_copy = chain_input(outputs, i, first, options.seed, op.m, op.k);
-        b = program_operand(options.seed, i, 1, op.k, op.n);
+      std::vector<Matrix> ab;
+      if (data) {
+        ab = data->operands(i);
         engine.functional = true;
         engine.functional_check = FunctionalCheck::Exact;
-        engine.operand_a = &a_copy, engine.operand_b = &b, engine.gathered_c = &c;
+        engine.operand_a = &ab[0], engine.operand_b = &ab[1], engine.gathered_c = &data->output(i);
       }
       auto key = plan_key(op, o.plan);
       auto it = simulated.find(key);
@@ -251,15 +357,15 @@ ProgramRun simulate_program(const TensorProgram& program, const CompiledProgram&
       r.bytes_moved = cores.bytes_moved * o.plan.pb;
       r.violation = cores.violation;
       r.run = cores.makespan - o.cost.shuffle;  // the engine's time, shuffle included in its makespan
-      if (options.functional) outputs[i] = std::move(c);
     } else {
       const VectorOp v = vector_op(op);
       VectorCoresOptions engine;
       engine.reduces = op.reduces;
       std::vector<Matrix> inputs;
-      if (options.functional) {
-        inputs = vector_inputs(op, chain_input(outputs, i, first, options.seed, op.m, op.n), options.seed, i);
-        engine.inputs = &inputs, engine.output = &outputs[i];
+      if (data) {
+        inputs = data->operands(i);
+        engine.inputs = &inputs, engine.output = &data->output(i);
+        engine.clamp = vector_function(op).clamp;
       }
       const auto key = std::make_tuple(static_cast<int>(v.kind), v.rows, v.cols, v.inputs, op.reduces,
                                        o.plan.f_op[0], o.plan.f_op[2]);
@@ -299,15 +405,26 @@ ProgramRun simulate_program(const TensorProgram& program, const CompiledProgram&
     run.ops.push_back(std::move(r));
   }
   run.makespan = clock;
-  if (options.functional) {
+  if (data) {
     run.functional_checked = true;
-    run.output = outputs.back();
-    const Matrix want = reference_output(program, options.seed);
-    if (outputs.back() != want) {
-      size_t at = 0;
-      while (at < want.size() && at < outputs.back().size() && outputs.back()[at] == want[at]) ++at;
-      run.functional_mismatch = "the network's output differs from the reference at element " +
-                                std::to_string(at) + " (of " + std::to_string(want.size()) + ")";
+    run.output = data->output(program.ops.size() - 1);
+    // A chain has a reference computed here; a data flow's output is left for an independent one (the
+    // model run by onnx or PyTorch on the drawn values: tests/python/test_t10_functional.py), each product
+    // having been checked against A·B and each vector operator's blocks against its partition.
+    const bool chain = std::all_of(program.ops.begin(), program.ops.end(), [](const TensorOperator& op) {
+      return op.reads.empty() && op.after.empty();
+    });
+    if (chain) {
+      const Matrix want = reference_output(program, options.seed);
+      run.functional_reference = "a reference computed directly";
+      if (run.output != want) {
+        size_t at = 0;
+        while (at < want.size() && at < run.output.size() && run.output[at] == want[at]) ++at;
+        run.functional_mismatch = "the network's output differs from the reference at element " +
+                                  std::to_string(at) + " (of " + std::to_string(want.size()) + ")";
+      }
+    } else {
+      run.functional_reference = "every product against A·B; the output is for an independent reference";
     }
   }
   return run;

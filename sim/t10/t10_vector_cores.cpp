@@ -184,7 +184,8 @@ class VectorEngine {
         for (int64_t col = b.c0; col < b.c1; ++col) {
           const size_t e = static_cast<size_t>(op_.kind == VectorKind::RowWise ? r * op_.cols + col : col);
           const int64_t v = x_[e];
-          out[e] = op_.kind == VectorKind::Relu          ? std::max<int64_t>(v, 0)
+          out[e] = op_.kind == VectorKind::Relu || (o_.clamp && op_.kind == VectorKind::Elementwise)
+                       ? std::max<int64_t>(v, 0)
                    : op_.kind == VectorKind::Elementwise ? v
                                                          : v - statistic_[static_cast<size_t>(r)];
           ++written[e];

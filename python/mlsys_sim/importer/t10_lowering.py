@@ -19,6 +19,10 @@ calibrated model prices:
   `"reduces": true` (its output is one value per row).
 - Reshape, Transpose and the other views: no operator (the layout change is the next operator's warm-up).
 
+Each operator reads its operands (`reads`) from the operator that wrote them, or from a graph input (named by
+`input`), through the views between; each vector operator says what it computes (`function`: the ONNX types of
+its group), for `t10 compile --functional`.
+
 For serving with HBM (`t10 serve`, docs/t10-serving.md#onnx), each MatMul also says what its second operand is
 loaded from: `"hbm": "weight"` for a constant, `"hbm": "kv_cache"` for a cache the model takes as graph inputs
 (reached through views and the Concat that appends this step's new rows), with `hbm_bytes` the bytes read from
@@ -173,6 +177,7 @@ def lower(graph: og.Graph, name: str) -> dict:
     view_path: Dict[str, List[dict]] = {}  # value -> the views between that operator's output and it
     source: Dict[str, str] = {}  # value -> the operator's output it is a view of
     channels_last: Dict[str, bool] = {}  # an operator's output whose matrix is N*H*W x C (a convolution's)
+    input_origin: Dict[str, str] = {v: v for v in graph.graph_inputs}  # value -> the graph input it views
     ops: List[dict] = []
     blockers: List[str] = []
     used_names = set()
@@ -204,6 +209,10 @@ def lower(graph: og.Graph, name: str) -> dict:
             r["from_shape"] = list(graph.shapes.get(source[v], ()))
             if channels_last.get(source[v]):  # its matrix is pixels x channels, not the tensor's row-major order
                 r["from_order"] = "nhwc"
+        elif r["from"] is None and v in input_origin:  # which graph input, and its shape before the views
+            r["input"] = input_origin[v]
+            if r["through"]:
+                r["from_shape"] = list(graph.shapes.get(input_origin[v], ()))
         return r
 
     for node in graph.nodes:
@@ -216,6 +225,8 @@ def lower(graph: og.Graph, name: str) -> dict:
                 if acts and acts[0] in producer_op:
                     producer_op[o] = producer_op[acts[0]]
                     source[o] = source[acts[0]]
+                elif acts and acts[0] in input_origin:
+                    input_origin[o] = input_origin[acts[0]]
                 if acts and o:
                     view_path[o] = view_path.get(acts[0], []) + [_view_step(graph, node, o)]
             continue
@@ -230,7 +241,8 @@ def lower(graph: og.Graph, name: str) -> dict:
                 v in graph.row_stats for n in group for v in n.input)
             kind = "rowwise" if row_wise else "relu" if [n.op_type for n in group] == ["Relu"] else "elementwise"
             m, n = _rows_cols(graph.shapes[out])
-            add(node, {"type": kind, "m": m, "n": n, "inputs": max(len(set(reads)), 1)}, list(dict.fromkeys(reads)))
+            add(node, {"type": kind, "m": m, "n": n, "inputs": max(len(set(reads)), 1),
+                       "function": [n.op_type for n in group]}, list(dict.fromkeys(reads)))
         elif node.op_type in ("MatMul", "Gemm"):
             add(node, {**_matmul(graph, node), **_hbm_operand(graph, node, DTYPE_BYTES)}, acts)
         elif _is_cache_append(graph, node):  # written in place beside the cached rows: a view
@@ -248,18 +260,21 @@ def lower(graph: og.Graph, name: str) -> dict:
         elif node.op_type in ("Gather", "Concat", "Expand", "Tile"):
             # A table lookup, a selection of rows, a concatenation, a broadcast: the output written once.
             m, n = _rows_cols(graph.shapes[out])
-            add(node, {"type": "elementwise", "m": m, "n": n, "inputs": max(len(acts), 1)}, acts)
+            add(node, {"type": "elementwise", "m": m, "n": n, "inputs": max(len(acts), 1),
+                       "function": [node.op_type]}, acts)
         elif node.op_type in POOLS:
             shape = graph.shapes[out]
             window = prod(og.attribute(node, "kernel_shape", [1]))
-            add(node, {"type": "elementwise", "m": prod(shape[:-1]), "n": shape[-1], "inputs": window}, acts)
+            add(node, {"type": "elementwise", "m": prod(shape[:-1]), "n": shape[-1], "inputs": window,
+                       "function": [node.op_type]}, acts)
         elif node.op_type in og.ROW_REDUCTIONS:  # not a per-row statistic: a reduction of its own
             inside, outside = prod(graph.shapes[node.input[0]]), max(prod(graph.shapes[out]), 1)
             add(node, {"type": "rowwise", "m": outside, "n": max(inside // outside, 1), "inputs": 1,
-                       "reduces": True}, acts)
+                       "reduces": True, "function": [node.op_type]}, acts)
         elif node.op_type == "GlobalAveragePool":
             x = graph.shapes[node.input[0]]
-            add(node, {"type": "rowwise", "m": prod(x[:2]), "n": prod(x[2:]), "inputs": 1, "reduces": True}, acts)
+            add(node, {"type": "rowwise", "m": prod(x[:2]), "n": prod(x[2:]), "inputs": 1, "reduces": True,
+                       "function": [node.op_type]}, acts)
         elif node.op_type in og.SHAPE_OPS or node.op_type == "Constant":
             continue
         else:
