@@ -263,6 +263,52 @@ TensorOperator::Read read(const std::string& from, std::vector<ViewStep> through
   return r;
 }
 
+// Functional mode along a data flow: a graph input read through a transpose, a residual that skips an
+// operator into an Add fused with its ReLU, and an unknown function refused. The reference is plain loops
+// over the drawn values.
+TEST(T10Program, FunctionalFollowsTheDataFlowThroughViews) {
+  TensorProgram program;
+  program.name = "flow";
+  ViewStep transpose;
+  transpose.op = "Transpose", transpose.perm = {1, 0}, transpose.shape = {4, 6};
+  TensorOperator p = matmul("p", 4, 6, 5), q = matmul("q", 4, 5, 5);
+  TensorOperator::Read x = read("", {transpose}, {6, 4});
+  x.input = "x";
+  p.reads = {x};
+  q.reads = {read("p")};
+  TensorOperator s = vector_operator(OperatorType::Elementwise, 4, 5, 2);
+  s.name = "s", s.function = {"Add", "Relu"}, s.reads = {read("p"), read("q")};
+  program.ops = {p, q, s};
+  const CompileResult compiled = compile_program(program, {});
+  ASSERT_TRUE(compiled.compiled);
+  ProgramSimOptions options;
+  options.functional = true;
+  options.seed = 3;
+  const ProgramRun run = simulate_program(program, *compiled.compiled, options);
+  EXPECT_EQ(run.first_failure(), "");
+  ASSERT_EQ(run.drawn.size(), 3u);  // x, then p's and q's weights
+  EXPECT_EQ(run.drawn[0].input, "x");
+  EXPECT_EQ(run.drawn[0].shape, (std::vector<int64_t>{6, 4}));
+  const std::vector<int64_t>&xs = run.drawn[0].values, &w1 = run.drawn[1].values, &w2 = run.drawn[2].values;
+  std::vector<int64_t> pv(20, 0), qv(20, 0), want(20);
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 5; ++c)
+      for (int k = 0; k < 6; ++k) pv[r * 5 + c] += xs[k * 4 + r] * w1[k * 5 + c];  // x transposed
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 5; ++c)
+      for (int k = 0; k < 5; ++k) qv[r * 5 + c] += pv[r * 5 + k] * w2[k * 5 + c];
+  for (int e = 0; e < 20; ++e) want[e] = std::max<int64_t>(pv[e] + qv[e], 0);
+  EXPECT_EQ(run.output, want);
+  EXPECT_TRUE(std::any_of(want.begin(), want.end(), [](int64_t v) { return v == 0; }));  // the ReLU acted
+  program.ops[2].function = {"Add", "Div"};
+  try {
+    simulate_program(program, *compiled.compiled, options);
+    ADD_FAILURE() << "a division has no integer form";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("'s' computes Add, Div"), std::string::npos) << e.what();
+  }
+}
+
 // The data flow decides the layout changes, not the order: a residual that skips two operators, an activation
 // read as a product's B, a graph input (no edge) and a view (reported, not replayed).
 TEST(T10Program, LayoutChangesFollowTheDataFlow) {

@@ -306,6 +306,29 @@ void replay_edges(const TensorProgram& program, const CompiledProgram& compiled,
   }
 }
 
+// The functional run's output: a chain's against a reference computed here; a data flow's is left for an
+// independent one (the model run by onnx or PyTorch on the drawn values: tests/python/test_t10_functional.py),
+// each product having been checked against A·B and each vector operator's blocks against its partition.
+void check_output(const TensorProgram& program, uint64_t seed, const Matrix& output, ProgramRun& run) {
+  run.functional_checked = true;
+  run.output = output;
+  const bool chain = std::all_of(program.ops.begin(), program.ops.end(), [](const TensorOperator& op) {
+    return op.reads.empty() && op.after.empty();
+  });
+  if (!chain) {
+    run.functional_reference = "every product against A·B; the output is for an independent reference";
+    return;
+  }
+  const Matrix want = reference_output(program, seed);
+  run.functional_reference = "a reference computed directly";
+  if (run.output != want) {
+    size_t at = 0;
+    while (at < want.size() && at < run.output.size() && run.output[at] == want[at]) ++at;
+    run.functional_mismatch = "the network's output differs from the reference at element " +
+                              std::to_string(at) + " (of " + std::to_string(want.size()) + ")";
+  }
+}
+
 }  // namespace
 
 ProgramRun simulate_program(const TensorProgram& program, const CompiledProgram& compiled,
@@ -405,28 +428,7 @@ ProgramRun simulate_program(const TensorProgram& program, const CompiledProgram&
     run.ops.push_back(std::move(r));
   }
   run.makespan = clock;
-  if (data) {
-    run.functional_checked = true;
-    run.output = data->output(program.ops.size() - 1);
-    // A chain has a reference computed here; a data flow's output is left for an independent one (the
-    // model run by onnx or PyTorch on the drawn values: tests/python/test_t10_functional.py), each product
-    // having been checked against A·B and each vector operator's blocks against its partition.
-    const bool chain = std::all_of(program.ops.begin(), program.ops.end(), [](const TensorOperator& op) {
-      return op.reads.empty() && op.after.empty();
-    });
-    if (chain) {
-      const Matrix want = reference_output(program, options.seed);
-      run.functional_reference = "a reference computed directly";
-      if (run.output != want) {
-        size_t at = 0;
-        while (at < want.size() && at < run.output.size() && run.output[at] == want[at]) ++at;
-        run.functional_mismatch = "the network's output differs from the reference at element " +
-                                  std::to_string(at) + " (of " + std::to_string(want.size()) + ")";
-      }
-    } else {
-      run.functional_reference = "every product against A·B; the output is for an independent reference";
-    }
-  }
+  if (data) check_output(program, options.seed, data->output(program.ops.size() - 1), run);
   return run;
 }
 
