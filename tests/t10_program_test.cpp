@@ -430,6 +430,32 @@ TEST(T10Layouts, AChangeThroughATransposeMapsEveryElement) {
 // A reducing row-wise operator (a global pooling) writes one value per row, on the core of the row's first
 // column part: 8 rows in 2 row parts x 3 column parts (cores p * 3 + c) leave rows 0-3 on core 0, 4-7 on
 // core 3.
+// A 3x3 stride-2 pooling window with padding 1 over a 1 x 2 x 5 x 5 map (output 3 x 3), by hand: position
+// (i, j) of output (ho, wo) reads row 2*ho - 1 + i, column 2*wo - 1 + j of its channel, or nothing outside.
+TEST(T10Layouts, APoolingsWindowMapsEachPositionToItsPixel) {
+  ViewStep window;
+  window.op = "Window", window.shape = {9, 1, 2, 3, 3}, window.kernel = {3, 3}, window.strides = {2, 2};
+  window.pads = {1, 1}, window.dilations = {1, 1}, window.out = {3, 3};
+  const std::vector<int64_t> map{1, 2, 5, 5};
+  const std::vector<ViewStep> steps{window};
+  ASSERT_EQ(views_unmappable(map, 50, steps, 9 * 18), "");
+  ViewMap view(map, steps, false);
+  auto at = [](int64_t position, int64_t channel, int64_t ho, int64_t wo) {
+    return ((position * 2 + channel) * 3 + ho) * 3 + wo;  // [9, 1, 2, 3, 3] row-major
+  };
+  EXPECT_EQ(view.source(at(0, 0, 0, 0)), -1);                // row -1: padding
+  EXPECT_EQ(view.source(at(4, 0, 0, 0)), 0);                 // the centre of the first window: pixel (0, 0)
+  EXPECT_EQ(view.source(at(4, 1, 1, 2)), 25 + 2 * 5 + 4);    // channel 1, pixel (2, 4)
+  EXPECT_EQ(view.source(at(8, 0, 2, 2)), -1);                // row 5: below the map
+  EXPECT_EQ(view.source(at(5, 0, 2, 1)), 4 * 5 + 3);         // i = 1, j = 2: pixel (4, 3)
+  // Channels last (a convolution's pixels x channels matrix): pixel (2, 4) of channel 1 is row 14, column 1.
+  ViewMap nhwc(map, steps, true);
+  EXPECT_EQ(nhwc.source(at(4, 1, 1, 2)), (2 * 5 + 4) * 2 + 1);
+  // A window whose positions disagree with its kernel is refused.
+  window.shape[0] = 8;
+  EXPECT_EQ(views_unmappable(map, 50, {window}, 8 * 18), "Window: shapes disagree");
+}
+
 TEST(T10Layouts, AReductionsOutputIsOneValuePerRow) {
   TensorOperator pool = vector_operator(OperatorType::RowWise, 8, 6, 1);
   pool.reduces = true;

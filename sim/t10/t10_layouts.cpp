@@ -194,6 +194,14 @@ std::string views_unmappable(const std::vector<int64_t>& from_shape, int64_t pro
           step.shape[2] != (*in)[1] / groups * step.kernel[0] * step.kernel[1])
         return "Im2col: shapes disagree";
       if (&step != &steps.back()) return "Im2col: another view after it";
+    } else if (step.op == "Window") {
+      if (in->size() != 4 || step.shape.size() != 5 || step.kernel.size() != 2 || step.strides.size() != 2 ||
+          step.pads.size() != 2 || step.dilations.size() != 2 || step.out.size() != 2)
+        return "Window: not a 2-D pooling's read of a 4-D input";
+      if (step.shape[0] != step.kernel[0] * step.kernel[1] || step.shape[1] != (*in)[0] ||
+          step.shape[2] != (*in)[1] || step.shape[3] != step.out[0] || step.shape[4] != step.out[1])
+        return "Window: shapes disagree";
+      if (&step != &steps.back()) return "Window: another view after it";
     } else if (step.op == "Transpose") {
       if (step.perm.size() != in->size() || step.shape.size() != in->size())
         return "Transpose: ranks disagree";
@@ -228,6 +236,7 @@ ViewMap::ViewMap(const std::vector<int64_t>& from_shape, const std::vector<ViewS
   for (const ViewStep& step : steps_) {
     input_of_.push_back(in), in = &step.shape;
     kinds_.push_back(step.op == "Im2col"      ? kIm2col
+                     : step.op == "Window"    ? kWindow
                      : step.op == "Transpose" ? kTranspose
                      : !step.slices.empty()   ? kSlice
                                               : kReshape);
@@ -261,6 +270,13 @@ int64_t ViewMap::source(int64_t flat) {
       const int64_t w = wo * step.strides[1] - step.pads[1] + col % step.kernel[1] * step.dilations[1];
       if (h < 0 || h >= x[2] || w < 0 || w >= x[3]) return -1;  // a zero of the convolution's padding
       coord_.assign({n, ch, h, w});
+    } else if (kinds_[i] == kWindow) {  // (position i*kw + j, n, c, ho, wo) -> input (n, c, h, w), or padding
+      const std::vector<int64_t>& x = *input_of_[i];
+      const int64_t at = coord_[0], h = coord_[3] * step.strides[0] - step.pads[0] +
+                                         at / step.kernel[1] * step.dilations[0];
+      const int64_t w = coord_[4] * step.strides[1] - step.pads[1] + at % step.kernel[1] * step.dilations[1];
+      if (h < 0 || h >= x[2] || w < 0 || w >= x[3]) return -1;  // the padding: the pooling skips it
+      coord_.assign({coord_[1], coord_[2], h, w});
     } else if (kinds_[i] == kTranspose) {
       back_.assign(coord_.size(), 0);
       for (size_t a = 0; a < coord_.size(); ++a) back_[static_cast<size_t>(step.perm[a])] = coord_[a];

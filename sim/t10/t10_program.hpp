@@ -33,14 +33,15 @@ std::optional<OperatorType> operator_type_from(const std::string& name);
 // what it does to the indices. Reshape-like views (Reshape, Flatten, Squeeze, Unsqueeze, Identity, Cast) keep
 // the row-major order; a Transpose permutes the axes (output axis i is input axis perm[i]); a Slice or a
 // Split keeps [start, end) of an axis; an Im2col is a convolution's read of its N x C x H x W input as the
-// matrix [groups, N*Ho*Wo, C/groups*kh*kw] (the padding read as zeros). `unmapped` says why a view cannot be
-// replayed as an index map.
+// matrix [groups, N*Ho*Wo, C/groups*kh*kw] (the padding read as zeros); a Window is a pooling's read of it as
+// [kh*kw, N, C, Ho, Wo], one operand per window position (the padding skipped). `unmapped` says why a view
+// cannot be replayed as an index map.
 struct ViewStep {
   std::string op;
   std::vector<int64_t> shape;
   std::vector<int64_t> perm;
   std::vector<std::array<int64_t, 3>> slices;                  // axis, start, end
-  std::vector<int64_t> kernel, strides, pads, dilations, out;  // Im2col: kh kw, sh sw, top left, dh dw, Ho Wo
+  std::vector<int64_t> kernel, strides, pads, dilations, out;  // Im2col, Window: kh kw, sh sw, top left, dh dw, Ho Wo
   std::string unmapped;
 };
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <random>
 #include <stdexcept>
@@ -28,11 +29,16 @@ auto plan_key(const TensorOperator& op, const Plan& p) {
 // or its ONNX group's integer operators: sums (Add), a ReLU after them, a row sum (ReduceSum).
 struct VectorFunction {
   bool clamp = false;  // an Add group ending in a Relu
+  bool max = false;    // a MaxPool: the largest of its window's operands
 };
 VectorFunction vector_function(const TensorOperator& op) {
   VectorFunction f;
   const std::vector<std::string>& ops = op.function;
   if (ops.empty()) return f;
+  if (ops == std::vector<std::string>{"MaxPool"} && !op.reduces) {
+    f.max = true;
+    return f;
+  }
   const bool reduce_sum = ops == std::vector<std::string>{"ReduceSum"} && op.reduces;
   bool sums = !op.reduces;
   for (size_t j = 0; j < ops.size() && sums; ++j)
@@ -41,8 +47,8 @@ VectorFunction vector_function(const TensorOperator& op) {
     std::string list;
     for (const std::string& o : ops) list += (list.empty() ? "" : ", ") + o;
     throw std::invalid_argument("functional mode computes on integers: '" + op.name + "' computes " + list +
-                                "; it runs groups of Add with a Relu after them, ReduceSum, and files without "
-                                "functions (with stand-ins)");
+                                "; it runs groups of Add with a Relu after them, MaxPool, ReduceSum, and files "
+                                "without functions (with stand-ins)");
   }
   f.clamp = ops.back() == "Relu" && op.type != OperatorType::Relu;
   return f;
@@ -92,14 +98,25 @@ class FunctionalData {
     }
   }
 
-  // A MatMul's A and B, or a vector operator's inputs (each rows x cols).
+  // A MatMul's A and B, or a vector operator's inputs (each rows x cols; a pooling's window read gives one
+  // per window position).
   std::vector<Matrix> operands(size_t i) {
     const TensorOperator& op = program_.ops[i];
     const bool matmul = op.type == OperatorType::MatMul;
     const int slots = matmul ? 2 : static_cast<int>(op.inputs);
     std::vector<Matrix> out;
+    size_t next_read = 0;
     for (int slot = 0; slot < slots; ++slot) {
       const auto [rows, cols] = input_shape(op, matmul ? slot : 0);
+      const TensorOperator::Read* r = next_read < op.reads.size() ? &op.reads[next_read] : nullptr;
+      if (r && !r->through.empty() && r->through.back().op == "Window") {  // all positions at once
+        ++next_read;
+        const Matrix all = read(op, *r, op.inputs * rows * cols, vector_function(op).max);
+        for (int64_t at = 0; at < op.inputs; ++at)
+          out.emplace_back(all.begin() + at * rows * cols, all.begin() + (at + 1) * rows * cols);
+        slot += static_cast<int>(op.inputs) - 1;
+        continue;
+      }
       if (chain_ && slot == 0 && i > 0) {
         out.push_back(outputs_[i - 1]);
         if (out.back().size() != static_cast<size_t>(rows * cols))
@@ -107,8 +124,9 @@ class FunctionalData {
                                       std::to_string(rows) + "x" + std::to_string(cols) +
                                       " but its predecessor wrote " + std::to_string(out.back().size()) +
                                       " elements");
-      } else if (static_cast<size_t>(slot) < op.reads.size()) {
-        out.push_back(read(op, op.reads[static_cast<size_t>(slot)], rows * cols));
+      } else if (r) {
+        ++next_read;
+        out.push_back(read(op, *r, rows * cols, false));
       } else if (matmul || (chain_ && slot == 0)) {  // a weight, or a chain's first input
         out.push_back(draw(op, i, slot, rows, cols));
       } else {  // a row of constants repeated over the rows (a bias)
@@ -129,8 +147,9 @@ class FunctionalData {
     return m;
   }
 
-  // One operand read from its producer's output or a graph input, through its views.
-  Matrix read(const TensorOperator& op, const TensorOperator::Read& r, int64_t size) {
+  // One operand read from its producer's output or a graph input, through its views; `skip_padding`: a
+  // padding element is the least integer (a max pooling never picks it), not 0.
+  Matrix read(const TensorOperator& op, const TensorOperator::Read& r, int64_t size, bool skip_padding) {
     const Matrix* source = nullptr;
     if (!r.from.empty()) {
       source = &outputs_[index_.at(r.from)];
@@ -150,7 +169,7 @@ class FunctionalData {
       throw std::invalid_argument("functional mode reads '" + op.name + "''s operand from " +
                                   (r.from.empty() ? "a graph input" : "'" + r.from + "'") + ": " + why);
     ViewMap view(r.from_shape, r.through, r.from_channels_last);
-    Matrix m(static_cast<size_t>(size), 0);
+    Matrix m(static_cast<size_t>(size), skip_padding ? std::numeric_limits<int64_t>::min() : 0);
     for (int64_t e = 0; e < size; ++e)
       if (const int64_t at = view.source(e); at >= 0) m[static_cast<size_t>(e)] = (*source)[static_cast<size_t>(at)];
     return m;
@@ -224,6 +243,17 @@ std::vector<int64_t> reference_output(const TensorProgram& program, uint64_t see
 
 namespace {
 
+// `copies` of a layout of `rows` rows, one under the other (the operands of a pooling's window positions).
+Layout stacked_layout(const Layout& layout, int64_t copies, int64_t rows) {
+  Layout out;
+  for (int64_t c = 0; c < copies; ++c)
+    for (Placement p : layout) {
+      p.rect.r0 += c * rows, p.rect.r1 += c * rows;
+      out.push_back(p);
+    }
+  return out;
+}
+
 // The layout changes into operator i, one per edge of the data flow (docs/t10-programs.md#simulation). An
 // edge that passes no view and whose producer's output has its operand's shape is replayed into that
 // operand's cold layout; when the file does not say the operand, a MatMul's A is the first producer of A's
@@ -252,7 +282,11 @@ void replay_edges(const TensorProgram& program, const CompiledProgram& compiled,
     // A convolution's pixels x channels matrix read as its tensor's rows is a view even with equal shapes.
     const bool plain = operand >= 0 && edge.through.empty() && !edge.from_channels_last &&
                        shape == input_shape(op, operand);
-    const auto wanted = input_shape(op, std::max(operand, 0));
+    // A pooling's window read is one operand per window position, stacked: each in the operator's partition.
+    const bool window = !edge.through.empty() && edge.through.back().op == "Window";
+    const int64_t stacked = window ? op.inputs : 1;
+    auto wanted = input_shape(op, std::max(operand, 0));
+    wanted.first *= stacked;
     e.operand = op.type != OperatorType::MatMul ? "input" : operand == 1 ? "B" : "A";
     LayoutChange change;
     if (!plain) {
@@ -286,7 +320,9 @@ void replay_edges(const TensorProgram& program, const CompiledProgram& compiled,
       }
       change =
           change_layout_through(output_layout(from, compiled.chosen[producer]), shape.first, shape.second,
-                                from_shape, through, input_layout(op, o, operand), wanted.first,
+                                from_shape, through, stacked_layout(input_layout(op, o, operand), stacked,
+                                                                    wanted.first / stacked),
+                                wanted.first,
                                 wanted.second, program.dtype_bytes, edge.from_channels_last);
     } else {
       change = change_layout(output_layout(from, compiled.chosen[producer]), input_layout(op, o, operand),
@@ -389,6 +425,7 @@ ProgramRun simulate_program(const TensorProgram& program, const CompiledProgram&
         inputs = data->operands(i);
         engine.inputs = &inputs, engine.output = &data->output(i);
         engine.clamp = vector_function(op).clamp;
+        engine.max = vector_function(op).max;
       }
       const auto key = std::make_tuple(static_cast<int>(v.kind), v.rows, v.cols, v.inputs, op.reduces,
                                        o.plan.f_op[0], o.plan.f_op[2]);

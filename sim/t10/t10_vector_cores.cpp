@@ -110,7 +110,7 @@ class VectorEngine {
       fail(-1, "the cores' blocks cover " + std::to_string(area) + " elements of " + std::to_string(rows * cols));
   }
 
-  // Functional mode: each element's inputs summed (every input is rows x cols).
+  // Functional mode: each element's inputs summed, or their largest (every input is rows x cols).
   void sum_inputs() {
     const size_t total = static_cast<size_t>(op_.rows * op_.cols);
     x_.assign(total, 0);
@@ -118,7 +118,8 @@ class VectorEngine {
       if (in.size() != total)
         throw std::invalid_argument("an input of " + std::to_string(in.size()) + " elements, not " +
                                     std::to_string(total));
-      for (size_t e = 0; e < total; ++e) x_[e] += in[e];
+      const bool first = &in == &o_.inputs->front();
+      for (size_t e = 0; e < total; ++e) x_[e] = o_.max ? (first ? in[e] : std::max(x_[e], in[e])) : x_[e] + in[e];
     }
   }
 

@@ -33,6 +33,7 @@ struct VectorCoresOptions {
   const std::vector<std::vector<int64_t>>* inputs = nullptr;
   std::vector<int64_t>* output = nullptr;
   bool clamp = false;  // an elementwise sum clamped at 0 (an Add group ending in a ReLU)
+  bool max = false;    // an elementwise operator's largest input instead of their sum (a max pooling)
   // Test hook: the n-th partial statistic sent (0-based) is lost on the way. -1: none.
   int64_t drop_partial = -1;
 };

@@ -1,7 +1,7 @@
 """Functional mode at network scale (issue 57 item 4): a strided residual CNN exported by PyTorch, lowered with
 mlsys-import --t10 and run by `t10 compile --functional` on integers along its data flow (im2col reads with
-padding, a stride-2 shortcut, a residual Add fused with its ReLU, a flatten of a convolution's pixels x
-channels matrix). Its output must equal the same network run by PyTorch, in float64, on the values the engine
+padding, a max pooling's window read, a strided shortcut, a residual Add fused with its ReLU, a flatten of a
+convolution's pixels x channels matrix). Its output must equal the same network run by PyTorch, in float64, on the values the engine
 drew (`--values`): an independent reference. Operators without an integer form are refused by name."""
 
 import json
@@ -19,15 +19,19 @@ BIN = str(BIN_DIR)
 
 
 class StridedResidualCnn(torch.nn.Module):
+    """ResNet's stem and first block in small: a stride-2 convolution, a 3x3 stride-2 max pooling with padding,
+    a convolution plus a stride-4 1x1 shortcut from the input, a ReLU, a classifier over the flattened map."""
+
     def __init__(self):
         super().__init__()
         self.c1 = torch.nn.Conv2d(3, 8, 3, stride=2, padding=1, bias=False)
+        self.pool = torch.nn.MaxPool2d(3, stride=2, padding=1)
         self.c2 = torch.nn.Conv2d(8, 8, 3, padding=1, bias=False)
-        self.down = torch.nn.Conv2d(3, 8, 1, stride=2, bias=False)
-        self.fc = torch.nn.Linear(8 * 8 * 8, 10, bias=False)
+        self.down = torch.nn.Conv2d(3, 8, 1, stride=4, bias=False)
+        self.fc = torch.nn.Linear(8 * 4 * 4, 10, bias=False)
 
     def forward(self, x):
-        y = torch.relu(self.c1(x))
+        y = self.pool(torch.relu(self.c1(x)))
         y = torch.relu(self.c2(y) + self.down(x))
         return self.fc(torch.flatten(y, 1))
 
@@ -50,7 +54,8 @@ def set_conv_weight(conv, b):
 
 
 def test_strided_residual_cnn_equals_pytorch_on_the_same_integers(tmp_path):
-    # 15 x 15 maps: the stride-2 windows reach the padding on both sides; a batch of 2 images.
+    # 15 x 15 maps: the stride-2 windows reach the padding on both sides; a batch of 2 images. Every edge is
+    # replayed core to core, the pooling's window read included.
     t10_file = lower(StridedResidualCnn(), torch.zeros(2, 3, 15, 15), tmp_path)
     values_file = tmp_path / "values.json"
     r = subprocess.run([os.path.join(BIN, "t10"), "compile", str(t10_file), "--functional", "--values",
@@ -60,6 +65,7 @@ def test_strided_residual_cnn_equals_pytorch_on_the_same_integers(tmp_path):
     assert program["simulation"]["passed"], program["simulation"]["failure"]
     assert program["simulation"]["functional_checked"]
     assert program["simulation"]["operators_on_engine"] == len(program["ops"])
+    assert program["simulation"]["layout_changes_replayed"] == program["simulation"]["edges"] == 6
     values = json.loads(values_file.read_text())
     weights = {o["op"]: o for o in values["operands"]}
     net = StridedResidualCnn().double()

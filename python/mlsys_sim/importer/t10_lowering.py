@@ -150,6 +150,18 @@ def _im2col_step(graph: og.Graph, node) -> dict:
             "out": [out[2], out[3]]}
 
 
+def _window_step(graph: og.Graph, node) -> dict:
+    """A pooling's read of its input as kh*kw operands, one per window position: element (s, n, c, ho, wo) is
+    input[n, c, ho*stride - pad + i*dilation, wo*stride - pad + j*dilation] with s = i*kw + j (nothing in the
+    padding: the pooling skips it). Its output shape is [kh*kw, N, C, Ho, Wo]."""
+    x, out = graph.shapes[node.input[0]], graph.shapes[node.output[0]]
+    kernel, strides, pads, dilations = og.window_geometry(graph, node)
+    if len(x) != 4 or len(out) != 4 or kernel == (0, 0):
+        return {"op": "Window", "shape": [], "unmapped": "not a 2-D pooling"}
+    return {"op": "Window", "shape": [kernel[0] * kernel[1], *out], "kernel": list(kernel),
+            "strides": list(strides), "pads": list(pads[:2]), "dilations": list(dilations), "out": [out[2], out[3]]}
+
+
 def _conv(graph: og.Graph, node) -> dict:
     x, w, out = (graph.shapes[node.input[0]], graph.shapes[node.input[1]], graph.shapes[node.output[0]])
     groups = og.attribute(node, "group", 1)
@@ -267,6 +279,8 @@ def lower(graph: og.Graph, name: str) -> dict:
             window = prod(og.attribute(node, "kernel_shape", [1]))
             add(node, {"type": "elementwise", "m": prod(shape[:-1]), "n": shape[-1], "inputs": window,
                        "function": [node.op_type]}, acts)
+            if acts:  # it reads its input as one operand per window position
+                ops[-1]["reads"] = [read(acts[0], _window_step(graph, node))]
         elif node.op_type in og.ROW_REDUCTIONS:  # not a per-row statistic: a reduction of its own
             inside, outside = prod(graph.shapes[node.input[0]]), max(prod(graph.shapes[out]), 1)
             add(node, {"type": "rowwise", "m": outside, "n": max(inside // outside, 1), "inputs": 1,
