@@ -456,6 +456,23 @@ TEST(T10Layouts, APoolingsWindowMapsEachPositionToItsPixel) {
   EXPECT_EQ(views_unmappable(map, 50, {window}, 8 * 18), "Window: shapes disagree");
 }
 
+// A Concat's part: an input of 2 x 3 placed as rows 1..2 of a 4 x 3 output reads nothing for rows 0 and 3.
+TEST(T10Layouts, AConcatenationsPartMapsOnlyItsOwnRows) {
+  ViewStep place;
+  place.op = "Concat", place.shape = {4, 3}, place.slices = {{0, 1, 3}};
+  const std::vector<int64_t> part{2, 3};
+  const std::vector<ViewStep> steps{place};
+  ASSERT_EQ(views_unmappable(part, 6, steps, 12), "");
+  ViewMap view(part, steps, false);
+  std::vector<int64_t> sources;
+  for (int64_t e = 0; e < 12; ++e) sources.push_back(view.source(e));
+  EXPECT_EQ(sources, (std::vector<int64_t>{-1, -1, -1, 0, 1, 2, 3, 4, 5, -1, -1, -1}));
+  place.slices = {{0, 2, 4}};  // the part ends at row 4 of 4: fits
+  EXPECT_EQ(views_unmappable(part, 6, {place}, 12), "");
+  place.slices = {{0, 3, 5}};  // beyond the output
+  EXPECT_EQ(views_unmappable(part, 6, {place}, 12), "Concat: the part does not fit its axis");
+}
+
 TEST(T10Layouts, AReductionsOutputIsOneValuePerRow) {
   TensorOperator pool = vector_operator(OperatorType::RowWise, 8, 6, 1);
   pool.reduces = true;
@@ -566,6 +583,18 @@ TEST(T10Program, CompileWritesTheProgramAndRefusesBadFiles) {
   r = test::run_command(MLSYS_T10_BIN, "compile " + dir + "/bad.json");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("ops[0].m"), std::string::npos) << r.err;
+  model["t10_program"]["ops"][0]["m"] = 64;
+  model["t10_program"]["ops"][1]["function"] = "Relu";  // a list, not a string
+  test::write_text(dir + "/bad.json", model.dump());
+  r = test::run_command(MLSYS_T10_BIN, "compile " + dir + "/bad.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("ops[1].function"), std::string::npos) << r.err;
+  model["t10_program"]["ops"][1].erase("function");
+  model["t10_program"]["ops"][1]["reads"] = {{{"from", "fc"}, {"input", "x"}}};  // an input is a read from null
+  test::write_text(dir + "/bad.json", model.dump());
+  r = test::run_command(MLSYS_T10_BIN, "compile " + dir + "/bad.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("ops[1].reads[0].input"), std::string::npos) << r.err;
   test::write_text(dir + "/bad.json", "{\"t10_program\": ");
   EXPECT_EQ(test::run_command(MLSYS_T10_BIN, "compile " + dir + "/bad.json").exit_code, 2);
 }

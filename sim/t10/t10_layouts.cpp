@@ -209,6 +209,14 @@ std::string views_unmappable(const std::vector<int64_t>& from_shape, int64_t pro
         if (step.perm[a] < 0 || step.perm[a] >= static_cast<int64_t>(in->size()) ||
             (*in)[step.perm[a]] != step.shape[a])
           return "Transpose: shapes disagree";
+    } else if (step.op == "Concat") {  // the input is the part [start, end) of the output along one axis
+      if (step.shape.size() != in->size() || step.slices.size() != 1) return "Concat: one part of a same-rank output";
+      const auto [axis, start, end] = step.slices[0];
+      if (axis < 0 || axis >= static_cast<int64_t>(in->size()) || end > step.shape[axis] ||
+          end - start != (*in)[axis])
+        return "Concat: the part does not fit its axis";
+      for (size_t a = 0; a < in->size(); ++a)
+        if (static_cast<int64_t>(a) != axis && (*in)[a] != step.shape[a]) return "Concat: shapes disagree";
     } else if (!step.slices.empty()) {
       if (step.shape.size() != in->size()) return step.op + ": ranks disagree";
       std::vector<int64_t> kept = *in;
@@ -237,6 +245,7 @@ ViewMap::ViewMap(const std::vector<int64_t>& from_shape, const std::vector<ViewS
     input_of_.push_back(in), in = &step.shape;
     kinds_.push_back(step.op == "Im2col"      ? kIm2col
                      : step.op == "Window"    ? kWindow
+                     : step.op == "Concat"    ? kPlace
                      : step.op == "Transpose" ? kTranspose
                      : !step.slices.empty()   ? kSlice
                                               : kReshape);
@@ -277,6 +286,11 @@ int64_t ViewMap::source(int64_t flat) {
       const int64_t w = coord_[4] * step.strides[1] - step.pads[1] + at % step.kernel[1] * step.dilations[1];
       if (h < 0 || h >= x[2] || w < 0 || w >= x[3]) return -1;  // the padding: the pooling skips it
       coord_.assign({coord_[1], coord_[2], h, w});
+    } else if (kinds_[i] == kPlace) {  // another input's part of the concatenation: not this operand's
+      const auto [axis, start, end] = step.slices[0];
+      int64_t& c = coord_[static_cast<size_t>(axis)];
+      if (c < start || c >= end) return -1;
+      c -= start;
     } else if (kinds_[i] == kTranspose) {
       back_.assign(coord_.size(), 0);
       for (size_t a = 0; a < coord_.size(); ++a) back_[static_cast<size_t>(step.perm[a])] = coord_[a];

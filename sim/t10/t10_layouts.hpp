@@ -58,12 +58,12 @@ std::string views_unmappable(const std::vector<int64_t>& from_shape, int64_t pro
 class ViewMap {
  public:
   ViewMap(const std::vector<int64_t>& from_shape, const std::vector<ViewStep>& steps, bool channels_last);
-  // The producer matrix's row-major index for the operand's element `flat`, or -1 for a convolution's or a
-  // pooling's padding.
+  // The producer matrix's row-major index for the operand's element `flat`, or -1 where it reads nothing: a
+  // convolution's or a pooling's padding, another input's part of a concatenation.
   int64_t source(int64_t flat);
 
  private:
-  enum Kind { kTranspose, kSlice, kReshape, kIm2col, kWindow };  // decided once, not per element
+  enum Kind { kTranspose, kSlice, kReshape, kIm2col, kWindow, kPlace };  // decided once, not per element
   void to_coord(int64_t flat, const std::vector<int64_t>& shape);
   static int64_t to_flat(const std::vector<int64_t>& c, const std::vector<int64_t>& shape);
   const std::vector<int64_t>& from_shape_;

@@ -34,8 +34,9 @@ std::optional<OperatorType> operator_type_from(const std::string& name);
 // the row-major order; a Transpose permutes the axes (output axis i is input axis perm[i]); a Slice or a
 // Split keeps [start, end) of an axis; an Im2col is a convolution's read of its N x C x H x W input as the
 // matrix [groups, N*Ho*Wo, C/groups*kh*kw] (the padding read as zeros); a Window is a pooling's read of it as
-// [kh*kw, N, C, Ho, Wo], one operand per window position (the padding skipped). `unmapped` says why a view
-// cannot be replayed as an index map.
+// [kh*kw, N, C, Ho, Wo], one operand per window position (the padding skipped); a Concat places its input as
+// the part [start, end) of its output along one axis (`slices`, one). `unmapped` says why a view cannot be
+// replayed as an index map.
 struct ViewStep {
   std::string op;
   std::vector<int64_t> shape;

@@ -132,6 +132,27 @@ def test_torchvision_networks_compile_for_t10(name, tmp_path):
     assert all("Im2col" in t["view"] for t in program["transitions"] if t["to"].endswith("Conv") and "view" in t)
 
 
+def test_vision_transformer_replays_its_class_token_concat_and_gather(tmp_path):
+    """torchvision's VisionTransformer in small (32x32 image, 8x8 patches, one layer): the patches are placed
+    after the class token by a Concat (rows 1..16 of 17) and the classifier reads row 0 through a Gather of one
+    index. Both edges are index maps now, so every edge of the network is replayed, each core covered exactly."""
+    torchvision = pytest.importorskip("torchvision")
+    model = torchvision.models.VisionTransformer(image_size=32, patch_size=8, num_layers=1, num_heads=2,
+                                                 hidden_dim=32, mlp_dim=64, num_classes=10).eval()
+    path = tmp_path / "vit.onnx"
+    torch.onnx.export(model, torch.zeros(1, 3, 32, 32), str(path), opset_version=17)
+    program = mlsys_sim.t10_compile(str(path))
+    assert program["simulation"]["passed"], program["simulation"]["failure"]
+    assert program["simulation"]["layout_changes_replayed"] == program["simulation"]["edges"]
+    concat = [t for t in program["transitions"] if t["to"].endswith("Concat")]
+    gather = [t for t in program["transitions"] if t["to"].endswith("Gather")]
+    assert len(concat) == 1 and "Concat" in concat[0]["view"]
+    assert len(gather) == 1 and "Slice" in gather[0]["view"]
+    # The Gather's one row of 32 two-byte values comes from the cores that hold row 0 of the LayerNorm's
+    # output: at most 64 bytes move.
+    assert 0 < gather[0]["bytes_moved"] <= 64
+
+
 def test_attention_block_transitions_are_its_edges(exported, tmp_path):
     """GPT2Block (examples/models/transformers.py), read from its forward: ln1 -> qkv; the packed QKV's bias add
     feeds the scores twice (q as A, k as B, through the split, the reshape into heads and the transposes) and

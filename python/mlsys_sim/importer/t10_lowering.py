@@ -150,6 +150,33 @@ def _im2col_step(graph: og.Graph, node) -> dict:
             "out": [out[2], out[3]]}
 
 
+def _placed_reads(graph: og.Graph, node):
+    """A Concat's or a constant-index Gather's reads as index maps: each activation with the views that place
+    it in the output (a Concat's part along its axis; a Gather of one index along an axis is a one-wide slice
+    and the reshape that drops the axis). None for other ops, or when the shapes are not known."""
+    out = list(graph.shapes.get(node.output[0], ()))
+    if node.op_type == "Concat" and out:
+        axis, start, placed = og.attribute(node, "axis", 0) % len(out), 0, []
+        for v in node.input:
+            shape = list(graph.shapes.get(v, ()))
+            if len(shape) != len(out):
+                return None
+            placed.append((v, [{"op": "Concat", "shape": out, "slices": [[axis, start, start + shape[axis]]]}]))
+            start += shape[axis]
+        return placed if start == out[axis] else None
+    if node.op_type == "Gather" and len(node.input) == 2:
+        data, index = list(graph.shapes.get(node.input[0], ())), graph.consts.get(node.input[1])
+        if not data or index is None or getattr(index, "size", 0) != 1:
+            return None
+        axis = og.attribute(node, "axis", 0) % len(data)
+        i = int(index.reshape(-1)[0])
+        i += data[axis] if i < 0 else 0
+        kept = data[:axis] + [1] + data[axis + 1:]
+        return [(node.input[0], [{"op": "Slice", "shape": kept, "slices": [[axis, i, i + 1]]},
+                                 {"op": "Reshape", "shape": out}])]
+    return None
+
+
 def _window_step(graph: og.Graph, node) -> dict:
     """A pooling's read of its input as kh*kw operands, one per window position: element (s, n, c, ho, wo) is
     input[n, c, ho*stride - pad + i*dilation, wo*stride - pad + j*dilation] with s = i*kw + j (nothing in the
@@ -213,8 +240,8 @@ def lower(graph: og.Graph, name: str) -> dict:
         source[node.output[0]] = node.output[0]
         view_path[node.output[0]] = []
 
-    def read(v: str, extra: Optional[dict] = None) -> dict:
-        r = {"from": producer_op.get(v), "through": view_path.get(v, []) + ([extra] if extra else [])}
+    def read(v: str, *extra: dict) -> dict:
+        r = {"from": producer_op.get(v), "through": view_path.get(v, []) + list(extra)}
         # The producer's tensor before the views, where its matrix and the operand's are not the same
         # row-major reading of one tensor (views, a convolution's pixels x channels, an im2col).
         if r["from"] is not None and (r["through"] or channels_last.get(source[v])):
@@ -274,6 +301,9 @@ def lower(graph: og.Graph, name: str) -> dict:
             m, n = _rows_cols(graph.shapes[out])
             add(node, {"type": "elementwise", "m": m, "n": n, "inputs": max(len(acts), 1),
                        "function": [node.op_type]}, acts)
+            placed = _placed_reads(graph, node)  # where each activation lands in the output, when known
+            if placed is not None:
+                ops[-1]["reads"] = [read(v, *steps) for v, steps in placed if graph.kinds.get(v) == og.ACT]
         elif node.op_type in POOLS:
             shape = graph.shapes[out]
             window = prod(og.attribute(node, "kernel_shape", [1]))
