@@ -6,9 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 
 #include "sim/t10/t10_program_sim.hpp"
+#include "sim/t10/t10_vector_compute.hpp"
 #include "solver/t10_compile.hpp"
 
 namespace mlsys::t10 {
@@ -141,6 +143,63 @@ TEST(T10VectorCores, EveryOperatorOfAProgramRunsOnTheEngine) {
   EXPECT_EQ(checked.first_failure(), "");
   EXPECT_TRUE(checked.functional_checked);
   EXPECT_EQ(checked.output, reference_output(program, 9));
+}
+
+ComputeArg read_arg(int64_t j, std::vector<int64_t> shape) {
+  ComputeArg a;
+  a.kind = ComputeArg::Kind::Read, a.index = j, a.shape = std::move(shape);
+  return a;
+}
+ComputeArg value_arg(std::vector<double> values, std::vector<int64_t> shape) {
+  ComputeArg a;
+  a.kind = ComputeArg::Kind::Value, a.values = std::move(values), a.shape = std::move(shape);
+  return a;
+}
+ComputeArg node_arg(int64_t j) {
+  ComputeArg a;
+  a.kind = ComputeArg::Kind::Node, a.index = j;
+  return a;
+}
+
+// Imported nodes evaluated in binary64, against values worked by hand: a masked softmax (the causal mask's
+// -inf), a LayerNorm, broadcasting over rows and columns, a row mean kept as a column.
+TEST(T10VectorCompute, NodesComputeWhatOnnxDefines) {
+  const auto none = [](const std::string&, const std::vector<int64_t>&) -> RealTensor {
+    throw std::logic_error("no parameters here");
+  };
+  // softmax over rows of [[0, ln 3], [5, 7]] with the second row's last entry masked: [[1/4, 3/4], [1, 0]].
+  VectorCompute softmax;
+  softmax.nodes = {{"Where", {value_arg({1, 1, 1, 0}, {2, 2}), read_arg(0, {2, 2}), value_arg({-HUGE_VAL}, {})}, {}},
+                   {"Softmax", {node_arg(0)}, {{"axis", -1}}}};
+  const RealTensor p = evaluate_compute(softmax, {{{4}, {0, std::log(3.0), 5, 7}}}, none);
+  ASSERT_EQ(p.values.size(), 4u);
+  EXPECT_NEAR(p.values[0], 0.25, 1e-15);
+  EXPECT_NEAR(p.values[1], 0.75, 1e-15);
+  EXPECT_EQ(p.values[2], 1.0);
+  EXPECT_EQ(p.values[3], 0.0);
+  // LayerNorm of [1, 3] (mean 2, variance 1) with epsilon 0, scale [2, 2], bias [0, 1]: [-2, 3].
+  VectorCompute norm;
+  norm.nodes = {{"LayerNormalization", {read_arg(0, {1, 2}), value_arg({2, 2}, {2}), value_arg({0, 1}, {2})},
+                 {{"axis", -1}, {"epsilon", 0.0}}}};
+  EXPECT_EQ(evaluate_compute(norm, {{{2}, {1, 3}}}, none).values, (std::vector<double>{-2, 3}));
+  // [[1], [2]] + [10, 20, 30] = [[11, 21, 31], [12, 22, 32]]; its row means [21, 22] as a column.
+  VectorCompute outer;
+  outer.nodes = {{"Add", {read_arg(0, {2, 1}), value_arg({10, 20, 30}, {3})}, {}},
+                 {"ReduceMean", {node_arg(0)}, {{"axes", {-1}}, {"keepdims", 1}}}};
+  const RealTensor means = evaluate_compute(outer, {{{2}, {1, 2}}}, none);
+  EXPECT_EQ(means.shape, (std::vector<int64_t>{2, 1}));
+  EXPECT_EQ(means.values, (std::vector<double>{21, 22}));
+  // Refusals name the node and its operator.
+  VectorCompute odd;
+  odd.nodes = {{"Mod", {read_arg(0, {2}), value_arg({3}, {})}, {}}};
+  try {
+    evaluate_compute(odd, {{{2}, {1, 2}}}, none);
+    ADD_FAILURE();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("node 0 (Mod)"), std::string::npos) << e.what();
+  }
+  odd.nodes = {{"Add", {read_arg(0, {2}), value_arg({1, 2, 3}, {3})}, {}}};
+  EXPECT_THROW(evaluate_compute(odd, {{{2}, {1, 2}}}, none), std::invalid_argument);  // shapes do not broadcast
 }
 
 }  // namespace

@@ -183,16 +183,23 @@ nlohmann::json compiled_program_json(const TensorProgram& program, const Compile
 }
 
 nlohmann::json functional_values_json(const TensorProgram& program, const ProgramRun& run) {
-  nlohmann::json doc = {{"inputs", nlohmann::json::object()}, {"operands", nlohmann::json::array()}};
+  nlohmann::json doc = {{"inputs", nlohmann::json::object()},
+                         {"params", nlohmann::json::object()},
+                         {"operands", nlohmann::json::array()}};
   for (const DrawnValues& d : run.drawn) {
     if (!d.input.empty())
       doc["inputs"][d.input] = {{"shape", d.shape}, {"values", d.values}};
+    else if (!d.param.empty())
+      doc["params"][d.param] = {{"shape", d.shape}, {"values", d.values}};
     else
       doc["operands"].push_back({{"op", d.op}, {"slot", d.slot}, {"shape", d.shape}, {"values", d.values}});
   }
   if (!program.ops.empty()) {
     const auto [rows, cols] = output_shape(program.ops.back());
-    doc["output"] = {{"op", program.ops.back().name}, {"shape", {rows, cols}}, {"values", run.output}};
+    doc["output"] = {{"op", program.ops.back().name},
+                     {"shape", {rows, cols}},
+                     {"values", run.output},
+                     {"scale", run.output_scale}};
   }
   doc["reference"] = run.functional_reference;
   return doc;

@@ -14,8 +14,9 @@ namespace mlsys::t10 {
 
 void print_program(std::ostream& out, const TensorProgram& program, const CompiledProgram& compiled,
                    const CompileStats& stats, const ProgramRun* run);
-// Functional mode's values (t10 compile --values): {"inputs": {name: {"shape", "values"}}, "operands": [{"op",
-// "slot", "shape", "values"}], "output": {"op", "shape", "values"}}, every array row-major.
+// Functional mode's values (t10 compile --values): {"inputs": {name: {"shape", "values"}}, "params": {name:
+// {"shape", "values"}}, "operands": [{"op", "slot", "shape", "values"}], "output": {"op", "shape", "values",
+// "scale"}}, every array row-major; the output's values are integers x 2^-scale.
 nlohmann::json functional_values_json(const TensorProgram& program, const ProgramRun& run);
 // The compiled program's JSON with the compiler's figures ("compile") and the simulation's ("simulation").
 nlohmann::json compiled_program_json(const TensorProgram& program, const CompileResult& result,

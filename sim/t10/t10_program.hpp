@@ -46,6 +46,35 @@ struct ViewStep {
   std::string unmapped;
 };
 
+// What a vector operator computes, as mlsys-import --t10 writes it (`compute`): its group's ONNX nodes in
+// order. An input is another node's output, the operator's j-th activation read, a learned parameter drawn by
+// name, a constant's values, or unknown (functional mode refuses it). t10_vector_compute.hpp evaluates it.
+struct ComputeArg {
+  enum class Kind { None, Node, Read, Param, Value, Unknown };
+  Kind kind = Kind::None;
+  int64_t index = -1;          // Node, Read
+  std::string name;            // Param, Unknown
+  std::vector<int64_t> shape;  // Read, Param, Value
+  std::vector<double> values;  // Value
+};
+struct ComputeNode {
+  std::string op;
+  std::vector<ComputeArg> in;
+  nlohmann::json attrs = nlohmann::json::object();
+};
+struct VectorCompute {
+  std::vector<ComputeNode> nodes;
+  std::vector<int64_t> shape;  // the last node's output
+};
+
+// A product's B operand when it is a learned parameter: its name and shape, and how B reads it ("kn" as it
+// is, "nk" transposed, "conv" a convolution's weight [o, c, kh, kw] per group).
+struct WeightSource {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::string layout = "kn";
+};
+
 struct TensorOperator {
   std::string name;
   OperatorType type = OperatorType::MatMul;
@@ -57,6 +86,8 @@ struct TensorOperator {
   // What a vector operator computes, when the file says (mlsys-import --t10): the ONNX operator types of its
   // group in order ("Add", "Relu", "ReduceSum", "Softmax", ...), for functional mode.
   std::vector<std::string> function;
+  std::optional<VectorCompute> compute;  // what it computes, node by node (imported vector operators)
+  std::optional<WeightSource> weight;    // a MatMul's B when it is a learned parameter
   std::vector<std::string> after;  // the operators whose outputs it reads (earlier ones, by name)
   // Operand by operand (a MatMul's A then B; a vector operator's inputs), when the file says: the operator
   // that wrote it ("" for a graph input), the views it passed through, and the producer's tensor's shape

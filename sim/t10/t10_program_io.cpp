@@ -1,6 +1,7 @@
 // The whole-model program's files (docs/t10-programs.md#format): the T10 model file the importer writes, a
 // graph problem read as a program, and the compiled program's JSON.
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "sim/graph.hpp"
@@ -87,6 +88,75 @@ ViewStep parse_view(const json& j, const std::string& where, const std::string& 
   return step;
 }
 
+// A compute graph's input: {"node": j} (an earlier node), {"read": j}, {"param": NAME}, {"value": [...]}
+// (numbers, or "inf", "-inf", "nan"), {"unknown": NAME}, or null (an omitted optional input).
+ComputeArg parse_compute_arg(const json& j, size_t node, const std::string& where, const std::string& file) {
+  ComputeArg a;
+  if (j.is_null()) return a;
+  if (!j.is_object()) throw InputError(file, where, kRule, "must be an object or null, got " + j.dump());
+  auto index = [&](const char* key, int64_t limit) {
+    const json& v = j[key];
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= limit)
+      throw InputError(file, where + "." + key, kRule,
+                       std::string(key) + " must be an integer from 0 to " + std::to_string(limit - 1));
+    return v.get<int64_t>();
+  };
+  if (j.contains("shape")) a.shape = parse_shape(j["shape"], where + ".shape", file);
+  if (j.contains("node")) {
+    a.kind = ComputeArg::Kind::Node, a.index = index("node", static_cast<int64_t>(node));
+  } else if (j.contains("read")) {
+    a.kind = ComputeArg::Kind::Read, a.index = index("read", 64);
+  } else if (j.contains("param") || j.contains("unknown")) {
+    const char* key = j.contains("param") ? "param" : "unknown";
+    if (!j[key].is_string()) throw InputError(file, where + "." + key, kRule, "must be a name");
+    a.kind = j.contains("param") ? ComputeArg::Kind::Param : ComputeArg::Kind::Unknown;
+    a.name = j[key].get<std::string>();
+  } else if (j.contains("value")) {
+    const json& v = j["value"];
+    if (!v.is_array() || v.size() > (size_t{1} << 20))
+      throw InputError(file, where + ".value", kRule, "must be a list of up to 2^20 numbers");
+    a.kind = ComputeArg::Kind::Value;
+    for (const json& x : v) {
+      if (x.is_number()) {
+        a.values.push_back(x.get<double>());
+      } else if (x == "inf" || x == "-inf" || x == "nan") {
+        const std::string t = x.get<std::string>();
+        a.values.push_back(t == "nan" ? std::nan("") : t == "inf" ? HUGE_VAL : -HUGE_VAL);
+      } else {
+        throw InputError(file, where + ".value", kRule, "numbers, \"inf\", \"-inf\" or \"nan\", got " + x.dump());
+      }
+    }
+  } else {
+    throw InputError(file, where, kRule, "must have one of node, read, param, value, unknown");
+  }
+  return a;
+}
+
+VectorCompute parse_compute(const json& j, const std::string& where, const std::string& file) {
+  if (!j.is_object() || !j.contains("nodes") || !j["nodes"].is_array() || j["nodes"].empty() ||
+      j["nodes"].size() > 1000)
+    throw InputError(file, where, kRule, "must be {\"nodes\": [1 to 1000 nodes], \"shape\": [...]}");
+  VectorCompute c;
+  if (j.contains("shape")) c.shape = parse_shape(j["shape"], where + ".shape", file);
+  for (size_t n = 0; n < j["nodes"].size(); ++n) {
+    const json& node = j["nodes"][n];
+    const std::string at = where + ".nodes[" + std::to_string(n) + "]";
+    if (!node.is_object() || !node.contains("op") || !node["op"].is_string() || !node.contains("in") ||
+        !node["in"].is_array() || node["in"].size() > 64)
+      throw InputError(file, at, kRule, "must be {\"op\": TYPE, \"in\": [up to 64 inputs], \"attrs\": {...}}");
+    ComputeNode out;
+    out.op = node["op"].get<std::string>();
+    for (size_t i = 0; i < node["in"].size(); ++i)
+      out.in.push_back(parse_compute_arg(node["in"][i], n, at + ".in[" + std::to_string(i) + "]", file));
+    if (node.contains("attrs")) {
+      if (!node["attrs"].is_object()) throw InputError(file, at + ".attrs", kRule, "must be an object");
+      out.attrs = node["attrs"];
+    }
+    c.nodes.push_back(std::move(out));
+  }
+  return c;
+}
+
 TensorOperator parse_operator(const json& op, size_t index, const std::string& file) {
   const std::string where = "ops[" + std::to_string(index) + "]";
   if (!op.is_object()) throw InputError(file, where, kRule, "must be an object, got " + op.dump());
@@ -121,6 +191,24 @@ TensorOperator parse_operator(const json& op, size_t index, const std::string& f
       if (!f.is_string()) throw InputError(file, where + ".function", kRule, "must list strings, got " + f.dump());
       t.function.push_back(f.get<std::string>());
     }
+  }
+  if (auto compute = op.find("compute"); compute != op.end()) {
+    if (matmul) throw InputError(file, where + ".compute", kRule, "a vector operator's, not a MatMul's");
+    t.compute = parse_compute(*compute, where + ".compute", file);
+  }
+  if (auto weight = op.find("weight"); weight != op.end()) {
+    const json& w = *weight;
+    if (!matmul || !w.is_object() || !w.contains("name") || !w["name"].is_string() || !w.contains("shape"))
+      throw InputError(file, where + ".weight", kRule, "a MatMul's {\"name\", \"shape\", \"layout\"}");
+    WeightSource source;
+    source.name = w["name"].get<std::string>();
+    source.shape = parse_shape(w["shape"], where + ".weight.shape", file);
+    if (w.contains("layout") && !w["layout"].is_string())
+      throw InputError(file, where + ".weight.layout", kRule, "must be \"kn\", \"nk\" or \"conv\"");
+    source.layout = w.value("layout", std::string("kn"));
+    if (source.layout != "kn" && source.layout != "nk" && source.layout != "conv")
+      throw InputError(file, where + ".weight.layout", kRule, "must be \"kn\", \"nk\" or \"conv\"");
+    t.weight = source;
   }
   if (auto reads = op.find("reads"); reads != op.end()) {
     if (!reads->is_array() || reads->size() > 64)

@@ -11,6 +11,7 @@
 
 #include "sim/t10/t10_functional.hpp"
 #include "sim/t10/t10_layouts.hpp"
+#include "sim/t10/t10_program_functional.hpp"
 #include "sim/t10/t10_vector_cores.hpp"
 #include "sim/trace_observer.hpp"
 
@@ -24,165 +25,6 @@ using Matrix = std::vector<int64_t>;
 auto plan_key(const TensorOperator& op, const Plan& p) {
   return std::make_tuple(op.batch, op.m, op.k, op.n, p.pb, p.f_op, p.am, p.ak, p.bk, p.bn, p.cm, p.cn);
 }
-
-// What a vector operator computes in functional mode: the stand-in of its type (a file without functions),
-// or its ONNX group's integer operators: sums (Add), a ReLU after them, a row sum (ReduceSum).
-struct VectorFunction {
-  bool clamp = false;  // an Add group ending in a Relu
-  bool max = false;    // a MaxPool: the largest of its window's operands
-};
-VectorFunction vector_function(const TensorOperator& op) {
-  VectorFunction f;
-  const std::vector<std::string>& ops = op.function;
-  if (ops.empty()) return f;
-  if (ops == std::vector<std::string>{"MaxPool"} && !op.reduces) {
-    f.max = true;
-    return f;
-  }
-  const bool reduce_sum = ops == std::vector<std::string>{"ReduceSum"} && op.reduces;
-  bool sums = !op.reduces;
-  for (size_t j = 0; j < ops.size() && sums; ++j)
-    sums = ops[j] == "Add" || ops[j] == "Sum" || (ops[j] == "Relu" && j + 1 == ops.size());
-  if (!reduce_sum && !sums) {
-    std::string list;
-    for (const std::string& o : ops) list += (list.empty() ? "" : ", ") + o;
-    throw std::invalid_argument("functional mode computes on integers: '" + op.name + "' computes " + list +
-                                "; it runs groups of Add with a Relu after them, MaxPool, ReduceSum, and files "
-                                "without functions (with stand-ins)");
-  }
-  f.clamp = ops.back() == "Relu" && op.type != OperatorType::Relu;
-  return f;
-}
-
-// A graph input's integers, drawn from the seed and its name (FNV-1a), so every reader sees the same tensor.
-Matrix graph_input(uint64_t seed, const std::string& name, int64_t size) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : name) h = (h ^ c) * 1099511628211ull;
-  std::mt19937_64 rng(seed ^ h);
-  Matrix m(static_cast<size_t>(size));
-  for (int64_t& v : m) v = static_cast<int64_t>(rng() % 7) - 3;
-  return m;
-}
-
-int64_t elements_of(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
-// Functional mode's values: each operator's operands read along the data flow (docs/t10-programs.md#simulation)
-// from its producers' outputs or the graph inputs, through the views as index maps; drawn integers where the
-// file names no producer (weights, biases, a chain's first input).
-class FunctionalData {
- public:
-  FunctionalData(const TensorProgram& program, uint64_t seed, std::vector<DrawnValues>& drawn)
-      : program_(program), seed_(seed), drawn_(drawn), outputs_(program.ops.size()) {
-    for (size_t i = 0; i < program.ops.size(); ++i) index_.emplace(program.ops[i].name, i);
-    chain_ = std::all_of(program.ops.begin(), program.ops.end(),
-                         [](const TensorOperator& op) { return op.reads.empty() && op.after.empty(); });
-    for (const TensorOperator& op : program.ops) {
-      if (!chain_ && op.reads.empty())
-        throw std::invalid_argument("functional mode follows the data flow: '" + op.name +
-                                    "' does not say what it reads (re-import with mlsys-import --t10)");
-      if (op.type == OperatorType::MatMul && op.batch != 1)
-        throw std::invalid_argument("functional mode runs MatMuls without a batch; '" + op.name + "' has " +
-                                    std::to_string(op.batch));
-      for (int operand = 0; operand < 2; ++operand) {
-        const auto [rows, cols] = input_shape(op, operand);
-        if (rows * cols > kMaxExactElements)
-          throw std::invalid_argument("functional mode holds every operand: '" + op.name + "' has " +
-                                      std::to_string(rows * cols) + " elements in one, above " +
-                                      std::to_string(kMaxExactElements));
-      }
-      if (op.type != OperatorType::MatMul) vector_function(op);
-    }
-  }
-
-  // A MatMul's A and B, or a vector operator's inputs (each rows x cols; a pooling's window read gives one
-  // per window position).
-  std::vector<Matrix> operands(size_t i) {
-    const TensorOperator& op = program_.ops[i];
-    const bool matmul = op.type == OperatorType::MatMul;
-    const int slots = matmul ? 2 : static_cast<int>(op.inputs);
-    std::vector<Matrix> out;
-    size_t next_read = 0;
-    for (int slot = 0; slot < slots; ++slot) {
-      const auto [rows, cols] = input_shape(op, matmul ? slot : 0);
-      const TensorOperator::Read* r = next_read < op.reads.size() ? &op.reads[next_read] : nullptr;
-      if (r && !r->through.empty() && r->through.back().op == "Window") {  // all positions at once
-        ++next_read;
-        const Matrix all = read(op, *r, op.inputs * rows * cols, vector_function(op).max);
-        for (int64_t at = 0; at < op.inputs; ++at)
-          out.emplace_back(all.begin() + at * rows * cols, all.begin() + (at + 1) * rows * cols);
-        slot += static_cast<int>(op.inputs) - 1;
-        continue;
-      }
-      if (chain_ && slot == 0 && i > 0) {
-        out.push_back(outputs_[i - 1]);
-        if (out.back().size() != static_cast<size_t>(rows * cols))
-          throw std::invalid_argument("functional mode follows a chain: '" + op.name + "' reads " +
-                                      std::to_string(rows) + "x" + std::to_string(cols) +
-                                      " but its predecessor wrote " + std::to_string(out.back().size()) +
-                                      " elements");
-      } else if (r) {
-        ++next_read;
-        out.push_back(read(op, *r, rows * cols, false));
-      } else if (matmul || (chain_ && slot == 0)) {  // a weight, or a chain's first input
-        out.push_back(draw(op, i, slot, rows, cols));
-      } else {  // a row of constants repeated over the rows (a bias)
-        const Matrix row = draw(op, i, slot, 1, cols);
-        Matrix& full = out.emplace_back(static_cast<size_t>(rows * cols));
-        for (size_t e = 0; e < full.size(); ++e) full[e] = row[e % static_cast<size_t>(cols)];
-      }
-    }
-    return out;
-  }
-
-  Matrix& output(size_t i) { return outputs_[i]; }
-
- private:
-  Matrix draw(const TensorOperator& op, size_t i, int slot, int64_t rows, int64_t cols) {
-    Matrix m = program_operand(seed_, i, slot, rows, cols);
-    drawn_.push_back({op.name, slot, "", {rows, cols}, m});
-    return m;
-  }
-
-  // One operand read from its producer's output or a graph input, through its views; `skip_padding`: a
-  // padding element is the least integer (a max pooling never picks it), not 0.
-  Matrix read(const TensorOperator& op, const TensorOperator::Read& r, int64_t size, bool skip_padding) {
-    const Matrix* source = nullptr;
-    if (!r.from.empty()) {
-      source = &outputs_[index_.at(r.from)];
-    } else {
-      const std::string name = r.input.empty() ? op.name + ".input" : r.input;
-      auto it = inputs_.find(name);
-      if (it == inputs_.end()) {
-        const std::vector<int64_t> shape = r.from_shape.empty() ? std::vector<int64_t>{size} : r.from_shape;
-        it = inputs_.emplace(name, graph_input(seed_, name, elements_of(shape))).first;
-        drawn_.push_back({"", -1, name, shape, it->second});
-      }
-      source = &it->second;
-    }
-    const int64_t produced = static_cast<int64_t>(source->size());
-    if (r.through.empty() && !r.from_channels_last && produced == size) return *source;  // the same row-major
-    if (const std::string why = views_unmappable(r.from_shape, produced, r.through, size); !why.empty())
-      throw std::invalid_argument("functional mode reads '" + op.name + "''s operand from " +
-                                  (r.from.empty() ? "a graph input" : "'" + r.from + "'") + ": " + why);
-    ViewMap view(r.from_shape, r.through, r.from_channels_last);
-    Matrix m(static_cast<size_t>(size), skip_padding ? std::numeric_limits<int64_t>::min() : 0);
-    for (int64_t e = 0; e < size; ++e)
-      if (const int64_t at = view.source(e); at >= 0) m[static_cast<size_t>(e)] = (*source)[static_cast<size_t>(at)];
-    return m;
-  }
-
-  const TensorProgram& program_;
-  const uint64_t seed_;
-  std::vector<DrawnValues>& drawn_;
-  std::vector<Matrix> outputs_;
-  std::map<std::string, size_t> index_;
-  std::map<std::string, Matrix> inputs_;
-  bool chain_ = false;
-};
 
 }  // namespace
 
@@ -345,9 +187,10 @@ void replay_edges(const TensorProgram& program, const CompiledProgram& compiled,
 // The functional run's output: a chain's against a reference computed here; a data flow's is left for an
 // independent one (the model run by onnx or PyTorch on the drawn values: tests/python/test_t10_functional.py),
 // each product having been checked against A·B and each vector operator's blocks against its partition.
-void check_output(const TensorProgram& program, uint64_t seed, const Matrix& output, ProgramRun& run) {
+void check_output(const TensorProgram& program, uint64_t seed, const ScaledTensor& output, ProgramRun& run) {
   run.functional_checked = true;
-  run.output = output;
+  run.output = output.ints;
+  run.output_scale = output.scale;
   const bool chain = std::all_of(program.ops.begin(), program.ops.end(), [](const TensorOperator& op) {
     return op.reads.empty() && op.after.empty();
   });
@@ -357,7 +200,7 @@ void check_output(const TensorProgram& program, uint64_t seed, const Matrix& out
   }
   const Matrix want = reference_output(program, seed);
   run.functional_reference = "a reference computed directly";
-  if (run.output != want) {
+  if (run.output != want || run.output_scale != 0) {
     size_t at = 0;
     while (at < want.size() && at < run.output.size() && run.output[at] == want[at]) ++at;
     run.functional_mismatch = "the network's output differs from the reference at element " +
@@ -373,8 +216,8 @@ ProgramRun simulate_program(const TensorProgram& program, const CompiledProgram&
   run.model_total = compiled.total_cycles;
   std::map<decltype(plan_key(program.ops[0], Plan{})), CoresResult> simulated;
   std::map<std::tuple<int, int64_t, int64_t, int64_t, bool, int64_t, int64_t>, VectorCoresResult> vector_runs;
-  std::optional<FunctionalData> data;
-  if (options.functional) data.emplace(program, options.seed, run.drawn);
+  std::optional<ProgramValues> values;
+  if (options.functional) values.emplace(program, options.seed, run.drawn);
   int track_warm = -1, track_run = -1, track_shuffle = -1;
   if (trace) {
     track_warm = trace->track("warm-up (cold layout to hot)");
@@ -396,16 +239,9 @@ ProgramRun simulate_program(const TensorProgram& program, const CompiledProgram&
       const Problem problem = operator_problem(program, op);
       CoreSimOptions engine;
       engine.timing = CoreTiming::Calibrated;
-      std::vector<Matrix> ab;
-      if (data) {
-        ab = data->operands(i);
-        engine.functional = true;
-        engine.functional_check = FunctionalCheck::Exact;
-        engine.operand_a = &ab[0], engine.operand_b = &ab[1], engine.gathered_c = &data->output(i);
-      }
       auto key = plan_key(op, o.plan);
       auto it = simulated.find(key);
-      if (it == simulated.end() || options.functional) {
+      if (it == simulated.end()) {
         it = simulated.insert_or_assign(key, simulate_cores(problem, o.plan, engine)).first;
         ++run.engine_runs;
       }
@@ -420,17 +256,10 @@ ProgramRun simulate_program(const TensorProgram& program, const CompiledProgram&
       const VectorOp v = vector_op(op);
       VectorCoresOptions engine;
       engine.reduces = op.reduces;
-      std::vector<Matrix> inputs;
-      if (data) {
-        inputs = data->operands(i);
-        engine.inputs = &inputs, engine.output = &data->output(i);
-        engine.clamp = vector_function(op).clamp;
-        engine.max = vector_function(op).max;
-      }
       const auto key = std::make_tuple(static_cast<int>(v.kind), v.rows, v.cols, v.inputs, op.reduces,
                                        o.plan.f_op[0], o.plan.f_op[2]);
       auto it = vector_runs.find(key);
-      if (it == vector_runs.end() || options.functional) {
+      if (it == vector_runs.end()) {
         it = vector_runs
                  .insert_or_assign(key, simulate_vector_cores(v, o.plan.f_op[0], std::max<int64_t>(o.plan.f_op[2], 1),
                                                               program.dtype_bytes, program.chip, engine))
@@ -446,6 +275,8 @@ ProgramRun simulate_program(const TensorProgram& program, const CompiledProgram&
       r.violation = cores.violation;
       r.run = cores.makespan - o.cost.shuffle;
     }
+    if (values)  // the values computed from the operands the data flow delivers
+      if (auto wrong = values->run(i, o); wrong && !r.violation) r.violation = wrong;
     replay_edges(program, compiled, i, flow[i], r, run);
     if (trace) {
       const nlohmann::json args = {{"operator", op.name},
@@ -465,7 +296,7 @@ ProgramRun simulate_program(const TensorProgram& program, const CompiledProgram&
     run.ops.push_back(std::move(r));
   }
   run.makespan = clock;
-  if (data) check_output(program, options.seed, data->output(program.ops.size() - 1), run);
+  if (values) check_output(program, options.seed, values->output(program.ops.size() - 1), run);
   return run;
 }
 

@@ -12,6 +12,7 @@
 
 #include "sim/t10/t10_cores.hpp"
 #include "sim/t10/t10_program.hpp"
+#include "sim/t10/t10_program_functional.hpp"
 
 namespace mlsys {
 class TraceObserver;
@@ -45,16 +46,6 @@ struct OperatorRun {
   std::string layout_problem;
 };
 
-// An operand functional mode drew: a weight or bias (`op`, `slot`) or a graph input (`input`), with its
-// shape and values, so that an independent reference can compute with the same ones.
-struct DrawnValues {
-  std::string op;
-  int slot = -1;
-  std::string input;
-  std::vector<int64_t> shape;
-  std::vector<int64_t> values;
-};
-
 struct ProgramRun {
   std::vector<OperatorRun> ops;
   double makespan = 0;              // cycles, all operators in order
@@ -67,7 +58,8 @@ struct ProgramRun {
   bool functional_checked = false;
   std::optional<std::string> functional_mismatch;
   std::string functional_reference;   // what the output was compared with
-  std::vector<int64_t> output;        // functional mode: the last operator's output, row-major
+  std::vector<int64_t> output;        // functional mode: the last operator's output, row-major,
+  int output_scale = 0;               // as integers x 2^-output_scale (t10_program_functional.hpp)
   std::vector<DrawnValues> drawn;     // functional mode: every operand drawn, in drawing order
   std::string first_failure() const;  // empty when every operator passed
 };

@@ -1,8 +1,9 @@
 """Functional mode at network scale (issue 57 item 4): a strided residual CNN exported by PyTorch, lowered with
 mlsys-import --t10 and run by `t10 compile --functional` on integers along its data flow (im2col reads with
 padding, a max pooling's window read, a strided shortcut, a residual Add fused with its ReLU, a flatten of a
-convolution's pixels x channels matrix). Its output must equal the same network run by PyTorch, in float64, on the values the engine
-drew (`--values`): an independent reference. Operators without an integer form are refused by name."""
+convolution's pixels x channels matrix), and a transformer block (attention heads, softmax, LayerNorm, GELU). The outputs must equal
+the same modules run by PyTorch in float64 on the values the engine drew (`--values`): an independent
+reference. Operators without a form here are refused by name."""
 
 import json
 import os
@@ -37,26 +38,15 @@ class StridedResidualCnn(torch.nn.Module):
 
 
 def lower(model, example, tmp_path):
+    """The model exported in float64 (so that the reference evaluator computes in binary64) and lowered."""
     onnx_file, t10_file = tmp_path / "model.onnx", tmp_path / "model.t10.json"
-    torch.onnx.export(model.eval(), example, str(onnx_file), opset_version=17, input_names=["x"])
+    torch.onnx.export(model.double().eval(), example.double(), str(onnx_file), opset_version=17, input_names=["x"])
     subprocess.run([os.path.join(BIN, "mlsys-import"), "--t10", str(onnx_file), "-o", str(t10_file)],
                    check=True, capture_output=True)
-    return t10_file
+    return onnx_file, t10_file
 
 
-def set_conv_weight(conv, b):
-    """A convolution's weight from its im2col B matrix: row (c, i, j) = c*kh*kw + i*kw + j, column = output
-    channel (the im2col definition, derived here independently of the importer)."""
-    co, ci, kh, kw = conv.weight.shape
-    matrix = torch.tensor(b["values"], dtype=torch.float64).reshape(b["shape"])
-    assert list(matrix.shape) == [ci * kh * kw, co]
-    conv.weight.data = matrix.t().reshape(co, ci, kh, kw).contiguous()
-
-
-def test_strided_residual_cnn_equals_pytorch_on_the_same_integers(tmp_path):
-    # 15 x 15 maps: the stride-2 windows reach the padding on both sides; a batch of 2 images. Every edge is
-    # replayed core to core, the pooling's window read included.
-    t10_file = lower(StridedResidualCnn(), torch.zeros(2, 3, 15, 15), tmp_path)
+def run_functional(t10_file, tmp_path):
     values_file = tmp_path / "values.json"
     r = subprocess.run([os.path.join(BIN, "t10"), "compile", str(t10_file), "--functional", "--values",
                         str(values_file), "--json"], capture_output=True, text=True)
@@ -65,25 +55,57 @@ def test_strided_residual_cnn_equals_pytorch_on_the_same_integers(tmp_path):
     assert program["simulation"]["passed"], program["simulation"]["failure"]
     assert program["simulation"]["functional_checked"]
     assert program["simulation"]["operators_on_engine"] == len(program["ops"])
-    assert program["simulation"]["layout_changes_replayed"] == program["simulation"]["edges"] == 6
-    values = json.loads(values_file.read_text())
-    weights = {o["op"]: o for o in values["operands"]}
-    net = StridedResidualCnn().double()
-    set_conv_weight(net.c1, weights["/c1/Conv"])
-    set_conv_weight(net.c2, weights["/c2/Conv"])
-    set_conv_weight(net.down, weights["/down/Conv"])
-    fc = weights["/fc/MatMul"]  # x · B, B = 512 x 10: PyTorch's weight is its transpose
-    net.fc.weight.data = torch.tensor(fc["values"], dtype=torch.float64).reshape(fc["shape"]).t().contiguous()
+    return program, json.loads(values_file.read_text())
+
+
+def reference(module, onnx_file, values):
+    """The PyTorch module run in float64 on the values the engine drew: each drawn parameter is found in the
+    module by its initializer's name, or (a weight the exporter transposed into an unnamed initializer) by
+    the exported values it had, and replaced; the input is the drawn one."""
+    import onnx
+    from onnx import numpy_helper
+
+    exported = {t.name: torch.from_numpy(numpy_helper.to_array(t).copy())
+                for t in onnx.load(str(onnx_file)).graph.initializer}
+    state = module.state_dict()
+    replaced = dict(state)
+    for name, p in values["params"].items():
+        drawn = torch.tensor(p["values"], dtype=torch.float64).reshape(p["shape"])
+        if name in state:
+            replaced[name] = drawn
+            continue
+        original = exported[name]
+        found = [(k, False) for k, v in state.items() if v.shape == original.shape and torch.equal(v, original)]
+        found += [(k, True) for k, v in state.items() if v.dim() == 2 and v.t().shape == original.shape
+                  and torch.equal(v.t(), original)]
+        assert len(found) == 1, (name, found)
+        key, transposed = found[0]
+        replaced[key] = drawn.t() if transposed else drawn
+    module.load_state_dict(replaced)
     x = values["inputs"]["x"]
-    assert x["shape"] == [2, 3, 15, 15]
     with torch.no_grad():
-        want = net(torch.tensor(x["values"], dtype=torch.float64).reshape(x["shape"]))
-    assert values["output"]["shape"] == [2, 10]
-    got = torch.tensor(values["output"]["values"], dtype=torch.float64).reshape(2, 10)
-    assert torch.equal(got, want), (got, want)
-    assert got.abs().max() > 0  # values large enough that a misplaced element shows
-    # The input is drawn once and read by both of its consumers (c1 and the shortcut): one tensor.
-    assert list(values["inputs"]) == ["x"]
+        return module(torch.tensor(x["values"], dtype=torch.float64).reshape(x["shape"])).numpy()
+
+
+def engine_output(values):
+    import numpy as np
+    out = values["output"]
+    return np.ldexp(np.array(out["values"], dtype=np.float64), -out["scale"])
+
+
+def test_strided_residual_cnn_equals_the_onnx_reference_exactly(tmp_path):
+    # 15 x 15 maps: the stride-2 windows reach the padding on both sides; a batch of 2 images. Every edge is
+    # replayed core to core, the pooling's window read included.
+    net = StridedResidualCnn()
+    onnx_file, t10_file = lower(net, torch.zeros(2, 3, 15, 15), tmp_path)
+    program, values = run_functional(t10_file, tmp_path)
+    assert program["simulation"]["layout_changes_replayed"] == program["simulation"]["edges"] == 6
+    assert len(values["params"]) == 4  # three convolutions' weights and the classifier's
+    assert list(values["inputs"]) == ["x"]  # drawn once, read by both of its consumers (c1 and the shortcut)
+    want = reference(net, onnx_file, values)
+    got = engine_output(values).reshape(want.shape)
+    assert values["output"]["scale"] == 0 and (got == want).all(), (got, want)  # integers: exact
+    assert abs(want).max() > 1000  # values large enough that a misplaced element shows
 
 
 class Attention(torch.nn.Module):
@@ -91,9 +113,36 @@ class Attention(torch.nn.Module):
         return torch.softmax(x @ x.transpose(-1, -2), dim=-1) @ x
 
 
-def test_an_operator_without_an_integer_form_is_refused_by_name(tmp_path):
-    t10_file = lower(Attention(), torch.zeros(16, 32), tmp_path)
-    r = subprocess.run([os.path.join(BIN, "t10"), "compile", str(t10_file), "--functional"],
-                       capture_output=True, text=True)
+def test_a_transformer_block_equals_the_onnx_reference(tmp_path):
+    """GPT2Block (examples/models/transformers.py) with d = 16, 2 heads, 8 tokens: LayerNorms, the packed QKV
+    split into heads by views, the batched attention products, the causal mask and the softmax, the merged
+    heads, GELU, two residuals. The vector operators compute in binary64 and are rounded to 30 significant
+    bits, the products' operands to 28 (k = 16): the output agrees with the reference to about that
+    precision, and a single misrouted element would be off by orders of magnitude more."""
+    import sys
+    from conftest import SOURCE_DIR
+    sys.path.insert(0, str(SOURCE_DIR / "examples"))
+    from models.transformers import GPT2Block
+
+    torch.manual_seed(0)
+    block = GPT2Block(16, 2, 8)
+    onnx_file, t10_file = lower(block, torch.zeros(1, 8, 16), tmp_path)
+    program, values = run_functional(t10_file, tmp_path)
+    assert any(o.get("batch", 1) == 2 for o in program["ops"])  # the heads' products ran one by one
+    want = reference(block, onnx_file, values)
+    got = engine_output(values).reshape(want.shape)
+    scale = abs(want).max()
+    error = abs(got - want).max() / scale
+    assert error < 1e-6, error  # measured: 7.0e-8
+
+
+def test_an_operator_without_a_form_here_is_refused_by_name(tmp_path):
+    t10 = {"t10_program": {"name": "odd", "ops": [
+        {"name": "mm", "type": "matmul", "m": 4, "k": 4, "n": 4, "reads": [{"from": None, "input": "x"}]},
+        {"name": "odd", "type": "elementwise", "m": 4, "n": 4, "inputs": 1, "function": ["Mod"],
+         "reads": [{"from": "mm"}], "compute": {"nodes": [{"op": "Mod", "in": [{"read": 0}, {"value": [3], "shape": []}]}]}}]}}
+    path = tmp_path / "odd.t10.json"
+    path.write_text(json.dumps(t10))
+    r = subprocess.run([os.path.join(BIN, "t10"), "compile", str(path), "--functional"], capture_output=True, text=True)
     assert r.returncode == 2, r.stderr
-    assert "Softmax" in r.stderr and "functional mode computes on integers" in r.stderr, r.stderr
+    assert "node 0 (Mod)" in r.stderr, r.stderr

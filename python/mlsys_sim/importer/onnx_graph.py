@@ -53,6 +53,7 @@ class Graph:
     graph_outputs: List[str] = field(default_factory=list)
     float_inputs: Set[str] = field(default_factory=set)
     row_stats: Set[str] = field(default_factory=set)
+    float_params: Set[str] = field(default_factory=set)  # float initializers: the model's learned parameters
     # Values whose shapes nothing could derive, each as a sentence naming its node (listed with every other
     # blocker in one error by the lowerings, not raised at the first).
     unknown_shapes: List[str] = field(default_factory=list)
@@ -241,6 +242,8 @@ def load(path: str, dims: Optional[Dict[str, int]] = None, max_nodes: int = MAX_
     initializer_names = {t.name for t in g.initializer}
     graph = Graph(path=path, opset=opset, nodes=_split_biases(g.node, shapes), shapes=shapes, kinds={},
                   consts=consts)
+    graph.float_params = {t.name for t in g.initializer if t.data_type in (
+        onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16, onnx.TensorProto.DOUBLE)}
     for v in g.input:
         if v.name in initializer_names:
             continue

@@ -32,6 +32,7 @@ written in place beside the cached rows, so it is a view here, not an operator.
 
 from __future__ import annotations
 
+import math
 from math import prod
 from typing import Dict, List, Optional
 
@@ -177,6 +178,54 @@ def _placed_reads(graph: og.Graph, node):
     return None
 
 
+MAX_COMPUTE_VALUES = 1 << 20  # a constant embedded in a computation (a mask): at most this many values
+
+
+def _number(v: float):
+    """A value JSON can carry: non-finite ones as the strings "inf", "-inf", "nan"."""
+    return v if math.isfinite(v) else ("nan" if math.isnan(v) else ("inf" if v > 0 else "-inf"))
+
+
+def _compute(graph: og.Graph, group: list, acts: List[str]) -> dict:
+    """What a fused group computes, for `t10 compile --functional`: its nodes in order, each input a node's
+    output ({"node": j}), the operator's j-th activation read ({"read": j}), a learned parameter to be drawn
+    by name ({"param": name}), or a constant's values ({"value": [...]}), each with its shape; the attributes
+    that are numbers, strings or lists of numbers. An input nothing here knows is {"unknown": name}."""
+    import numpy as np
+    from onnx import helper
+
+    written = {n.output[0]: j for j, n in enumerate(group)}
+    nodes = []
+    for n in group:
+        args = []
+        for v in n.input:
+            shape = list(graph.shapes.get(v, ())) if v else []
+            if not v:
+                args.append(None)
+            elif v in written:
+                args.append({"node": written[v]})
+            elif v in acts:
+                args.append({"read": acts.index(v), "shape": shape})
+            elif v in graph.float_params and prod(shape) > 1:  # a scalar stays the constant it is
+                args.append({"param": v, "shape": shape})
+            elif v in graph.consts and np.asarray(graph.consts[v]).size <= MAX_COMPUTE_VALUES:
+                value = np.asarray(graph.consts[v])
+                args.append({"value": [_number(float(x)) for x in value.astype(np.float64).reshape(-1)],
+                             "shape": list(value.shape)})
+            else:
+                args.append({"unknown": v})
+        attrs = {}
+        for a in n.attribute:
+            value = helper.get_attribute_value(a)
+            if isinstance(value, bytes):
+                value = value.decode("utf-8", "replace")
+            if isinstance(value, (int, float, str)) or (isinstance(value, list) and all(
+                    isinstance(x, (int, float)) for x in value)):
+                attrs[a.name] = value
+        nodes.append({"op": n.op_type, "in": args, "attrs": attrs})
+    return {"nodes": nodes, "shape": list(graph.shapes.get(group[-1].output[0], ()))}
+
+
 def _window_step(graph: og.Graph, node) -> dict:
     """A pooling's read of its input as kh*kw operands, one per window position: element (s, n, c, ho, wo) is
     input[n, c, ho*stride - pad + i*dilation, wo*stride - pad + j*dilation] with s = i*kw + j (nothing in the
@@ -187,6 +236,24 @@ def _window_step(graph: og.Graph, node) -> dict:
         return {"op": "Window", "shape": [], "unmapped": "not a 2-D pooling"}
     return {"op": "Window", "shape": [kernel[0] * kernel[1], *out], "kernel": list(kernel),
             "strides": list(strides), "pads": list(pads[:2]), "dilations": list(dilations), "out": [out[2], out[3]]}
+
+
+def _weight(graph: og.Graph, node) -> dict:
+    """A product's B operand when it is a learned parameter (`t10 compile --functional` draws it by name): its
+    initializer and how B is read from it ("kn": as it is; "nk": transposed, a Gemm's transB; "conv": a
+    convolution's weight, B's row (c, i, j) and column o being weight[o, c, i, j], per group)."""
+    if len(node.input) < 2 or node.input[1] not in graph.float_params:
+        return {}
+    shape = graph.shapes.get(node.input[1], ())
+    if node.op_type == "Conv":
+        layout = "conv"
+    elif len(shape) != 2:
+        return {}
+    else:
+        layout = "nk" if node.op_type == "Gemm" and og.attribute(node, "transB", 0) else "kn"
+    if node.op_type == "Gemm" and og.attribute(node, "transA", 0):
+        return {}
+    return {"weight": {"name": node.input[1], "shape": list(shape), "layout": layout}}
 
 
 def _conv(graph: og.Graph, node) -> dict:
@@ -250,8 +317,7 @@ def lower(graph: og.Graph, name: str) -> dict:
                 r["from_order"] = "nhwc"
         elif r["from"] is None and v in input_origin:  # which graph input, and its shape before the views
             r["input"] = input_origin[v]
-            if r["through"]:
-                r["from_shape"] = list(graph.shapes.get(input_origin[v], ()))
+            r["from_shape"] = list(graph.shapes.get(input_origin[v], ()))
         return r
 
     for node in graph.nodes:
@@ -282,8 +348,10 @@ def lower(graph: og.Graph, name: str) -> dict:
             m, n = _rows_cols(graph.shapes[out])
             add(node, {"type": kind, "m": m, "n": n, "inputs": max(len(set(reads)), 1),
                        "function": [n.op_type for n in group]}, list(dict.fromkeys(reads)))
+            ops[-1]["compute"] = _compute(graph, group, [v for v in dict.fromkeys(reads)
+                                                         if graph.kinds.get(v) == og.ACT])
         elif node.op_type in ("MatMul", "Gemm"):
-            add(node, {**_matmul(graph, node), **_hbm_operand(graph, node, DTYPE_BYTES)}, acts)
+            add(node, {**_matmul(graph, node), **_hbm_operand(graph, node, DTYPE_BYTES), **_weight(graph, node)}, acts)
         elif _is_cache_append(graph, node):  # written in place beside the cached rows: a view
             computed = [v for v in acts if not og.origin_is_graph_input(graph, v) and v in producer_op]
             if computed:
@@ -292,7 +360,7 @@ def lower(graph: og.Graph, name: str) -> dict:
                 view_path[out] = view_path.get(computed[0], []) + [
                     {"op": "Concat", "shape": list(graph.shapes.get(out, ())), "unmapped": "the cache append"}]
         elif node.op_type == "Conv":
-            add(node, _conv(graph, node), acts)
+            add(node, {**_conv(graph, node), **_weight(graph, node)}, acts)
             if acts:  # it reads its input as the im2col matrix
                 ops[-1]["reads"] = [read(acts[0], _im2col_step(graph, node))]
             channels_last[out] = True
