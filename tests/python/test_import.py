@@ -139,6 +139,34 @@ def _gemm_model(path, trans_a, trans_b):
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
 
 
+@pytest.mark.parametrize("size,padded", [(14, 14), (12, 14)])
+def test_pad_amounts_computed_with_mod_are_constants(tmp_path, size, padded):
+    """Swin's pad to a multiple of its window: pad = (7 - H mod 7) mod 7, computed from Shape with Mod. Evaluated,
+    the Pad is a known constant: nothing when the map is a multiple of 7 (it imports), else a refusal that
+    names the padding (the problem format cannot place a tensor inside a larger one), not an unknown shape."""
+    seven = numpy_helper.from_array(np.array([7], dtype=np.int64), "seven")
+    zeros = numpy_helper.from_array(np.zeros(6, dtype=np.int64), "zeros")
+    w = numpy_helper.from_array(np.ones([16, 8, 1, 1], dtype="float32"), "W")
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, size, size])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    nodes = [helper.make_node("Shape", ["x"], ["shape"], start=3),
+             helper.make_node("Mod", ["shape", "seven"], ["rest"]),
+             helper.make_node("Sub", ["seven", "rest"], ["short"]),
+             helper.make_node("Mod", ["short", "seven"], ["pad"]),
+             helper.make_node("Concat", ["zeros", "pad", "pad"], ["pads"], axis=0),
+             helper.make_node("Pad", ["x", "pads"], ["xp"]),
+             helper.make_node("Conv", ["xp", "W"], ["y"])]
+    path = str(tmp_path / "pad.onnx")
+    onnx.save(helper.make_model(helper.make_graph(nodes, "g", [x], [y], [seven, zeros, w]),
+                                opset_imports=[helper.make_opsetid("", 17)]), path)
+    if size == padded:
+        problem = import_onnx(path, "gpu-sm-like")
+        assert problem_counts(problem)[0] == size * size * 8 * 16
+    else:
+        with pytest.raises(ModelImportError, match=r"padding \[0, 0, 0, 0, 0, 0, 2, 2\]"):
+            import_onnx(path, "gpu-sm-like")
+
+
 @pytest.mark.parametrize("trans_a,trans_b", [(0, 0), (0, 1), (1, 0), (1, 1)])
 def test_gemm_transposes(tmp_path, trans_a, trans_b):
     path = str(tmp_path / "gemm.onnx")

@@ -23,17 +23,29 @@ def evaluate(node, values: Dict[str, object], shapes: Dict[str, tuple], attribut
     if op == "Size":
         shape = shapes.get(node.input[0])
         return None if shape is None else np.array(int(np.prod(shape)), dtype=np.int64)
+    BINARY, UNARY = _tables()
     ins = [values.get(n) if n else None for n in node.input]
     if any(v is None for v, n in zip(ins, node.input) if n):
         return None
     try:
         if op in ("Identity", "Cast"):
             out = ins[0] if op == "Identity" else ins[0].astype(_dtype(attribute(node, "to")))
-        elif op in ("Add", "Sub", "Mul", "Div", "Equal", "Less", "Greater"):
+        elif op in BINARY:
             a, b = ins[0], ins[1]
-            out = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Equal": np.equal, "Less": np.less,
-                   "Greater": np.greater}[op](a, b) if op != "Div" else (
-                a // b if np.issubdtype(a.dtype, np.integer) else a / b)
+            if op == "Div":
+                out = _integer_div(a, b) if np.issubdtype(a.dtype, np.integer) else a / b
+            elif op == "Mod":  # fmod=0: the sign of the divisor (Python's %); fmod=1: C's fmod
+                if np.any(b == 0):
+                    return None
+                out = np.fmod(a, b) if attribute(node, "fmod", 0) else np.mod(a, b)
+            else:
+                out = BINARY[op](a, b)
+        elif op in UNARY:
+            out = UNARY[op](ins[0])
+        elif op in ("Max", "Min", "Sum") and all(v is not None for v in ins):
+            out = ins[0]
+            for v in ins[1:]:
+                out = {"Max": np.maximum, "Min": np.minimum, "Sum": np.add}[op](out, v)
         elif op == "Gather":
             out = np.take(ins[0], ins[1], axis=attribute(node, "axis", 0))
         elif op == "Concat":
@@ -82,6 +94,28 @@ def evaluate(node, values: Dict[str, object], shapes: Dict[str, tuple], attribut
     return out if out.size <= MAX_ELEMENTS else None
 
 
+def _integer_div(a, b):
+    """ONNX's integer Div truncates toward zero (as C does), unlike NumPy's floor division."""
+    import numpy as np
+
+    if np.any(b == 0):
+        raise ZeroDivisionError
+    q = np.abs(a) // np.abs(b)
+    return np.where((a < 0) != (b < 0), -q, q).astype(np.result_type(a, b))
+
+
+def _tables():
+    """The element-wise operators by name (NumPy is imported only when a model is read)."""
+    import numpy as np
+
+    binary = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": None, "Mod": None, "Pow": np.power,
+              "Equal": np.equal, "Less": np.less, "Greater": np.greater, "LessOrEqual": np.less_equal,
+              "GreaterOrEqual": np.greater_equal, "And": np.logical_and, "Or": np.logical_or}
+    unary = {"Floor": np.floor, "Ceil": np.ceil, "Round": np.round, "Abs": np.abs, "Neg": np.negative,
+             "Sqrt": np.sqrt, "Sign": np.sign, "Not": np.logical_not, "Reciprocal": np.reciprocal}
+    return binary, unary
+
+
 def _dtype(to):
     import numpy as np
     from onnx import TensorProto
@@ -93,7 +127,8 @@ def _dtype(to):
 UNARY_SAME_SHAPE = {"Identity", "Cast", "Dropout", "Relu", "Softmax", "LogSoftmax", "Sqrt", "Exp", "Erf", "Tanh",
                     "Sigmoid", "Neg", "Abs", "Reciprocal", "LayerNormalization", "Gelu", "Log", "Not", "Sign",
                     "Floor", "Ceil", "Round", "IsNaN", "IsInf"}
-BROADCASTING = {"Add", "Sub", "Mul", "Div", "Pow", "Where", "Max", "Min", "Equal", "Less", "Greater", "And", "Or"}
+BROADCASTING = {"Add", "Sub", "Mul", "Div", "Mod", "Pow", "Where", "Max", "Min", "Equal", "Less", "Greater",
+                "LessOrEqual", "GreaterOrEqual", "And", "Or"}
 
 
 def shape_of(node, shapes: Dict[str, tuple], values: Dict[str, object], attribute) -> Optional[tuple]:
@@ -126,6 +161,18 @@ def shape_of(node, shapes: Dict[str, tuple], values: Dict[str, object], attribut
     if node.op_type == "Tile" and len(node.input) > 1 and ins and ins[0] is not None:
         repeats = values.get(node.input[1])
         return None if repeats is None else tuple(int(d) * int(r) for d, r in zip(ins[0], repeats.reshape(-1)))
+    if node.op_type == "Pad" and ins and ins[0] is not None:  # pads: the begins of every axis, then the ends
+        pads = values.get(node.input[1]) if len(node.input) > 1 and node.input[1] else None
+        pads = [int(p) for p in pads.reshape(-1)] if pads is not None else attribute(node, "pads")
+        axes = values.get(node.input[3]) if len(node.input) > 3 and node.input[3] else None
+        rank = len(ins[0])
+        axes = [int(a) % rank for a in axes.reshape(-1)] if axes is not None else list(range(rank))
+        if pads is None or len(pads) != 2 * len(axes):
+            return None
+        shape = list(ins[0])
+        for i, a in enumerate(axes):
+            shape[a] += pads[i] + pads[i + len(axes)]
+        return tuple(shape)
     if node.op_type == "Concat" and ins and all(s is not None for s in ins):
         axis = attribute(node, "axis", 0) % len(ins[0])
         shape = list(ins[0])
