@@ -81,7 +81,39 @@ def test_zoo_counts_match_the_onnx_graph_and_the_schedule_verifies(name, exporte
     path = exported[(name, 17)]
     problem = import_onnx(path, "tpu-like-core")
     assert problem_counts(problem) == onnx_counts(path)
+    # Whole (the pooled elements are products too): no partial warning.
+    assert 0 < problem["names"]["model_macs"] <= onnx_counts(path)[0]
+    assert not any("of the model's" in w for w in problem["names"]["warnings"])
     solve_and_verify(problem, tmp_path)
+
+
+def test_a_network_computed_in_part_says_so(tmp_path):
+    """A BERT-like classifier on its first token (an embedding, one encoder layer of d = 64, 4 heads, FFN 128,
+    128 tokens): after attention only token 0's block of rows is needed, so the import computes less than
+    the model. Derived by hand: the model has 6,291,584 multiply-adds (QKV 128*64*192, scores and attend
+    2 * 4*128*128*16, output 128*64*64, FFN 2 * 128*64*128, classifier 64*2); with blocks of 16 rows the
+    import computes K and V for all 128 rows, and Q, the scores, attend, output, FFN and classifier for 16:
+    1,705,984. The warning and --json say so."""
+    class FirstToken(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = torch.nn.Embedding(1000, 64)
+            self.enc = torch.nn.TransformerEncoderLayer(64, 4, 128, batch_first=True)
+            self.cls = torch.nn.Linear(64, 2)
+
+        def forward(self, ids):
+            return self.cls(self.enc(self.emb(ids))[:, 0])
+
+    path = str(tmp_path / "first_token.onnx")
+    torch.onnx.export(FirstToken().eval(), torch.zeros(1, 128, dtype=torch.long), path, opset_version=17)
+    r = run("mlsys-import", path, "--json", "-o", str(tmp_path / "p.json"))
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)
+    assert summary["model_macs"] == 128 * 64 * 192 + 2 * 4 * 128 * 128 * 16 + 128 * 64 * 64 + 2 * 128 * 64 * 128 + 64 * 2
+    assert summary["macs"] == 2 * 128 * 64 * 64 + 16 * 64 * 64 + 2 * 4 * 16 * 128 * 16 + 16 * 64 * 64 + \
+        2 * 16 * 64 * 128 + 16 * 64 * 2
+    assert summary["partial"] is True
+    assert "computes 1,705,984 of the model's 6,291,584 matrix multiply-adds (27.1 %)" in r.stderr
 
 
 def test_opsets_13_and_17_give_the_same_problem(exported):

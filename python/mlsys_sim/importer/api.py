@@ -26,6 +26,7 @@ class ImportReport:
     tensors: int
     macs: int
     warnings: List[str] = field(default_factory=list)
+    model_macs: int = 0  # the ONNX graph's own matrix-product multiply-adds (og.dense_macs)
 
 
 def mac_count(problem: dict) -> int:
@@ -96,6 +97,12 @@ def import_onnx(model, hardware, dims: Optional[Dict[str, int]] = None,
     if passthrough:
         warnings.append("passthrough (priced by the given weight, not modelled): " +
                         ", ".join(f"{op}={w:g}" for op, w in sorted(passthrough.items())))
+    model_macs = og.dense_macs(graph)
+    macs = mac_count({"op_types": b.op_types, "inputs": b.inputs, "heights": b.heights, "widths": b.widths})
+    if macs < model_macs:  # nothing silently partial
+        warnings.append(f"computes {macs:,} of the model's {model_macs:,} matrix multiply-adds "
+                        f"({100 * macs / model_macs:.1f} %): only what the outputs read is computed (a "
+                        "classifier on one token computes its block of rows, not the others)")
     with open(path, "rb") as f:
         digest = hashlib.sha256(f.read()).hexdigest()
     problem = {
@@ -109,12 +116,12 @@ def import_onnx(model, hardware, dims: Optional[Dict[str, int]] = None,
             "hardware": profile.name, "dims": dict(sorted((dims or {}).items())),
             "row_block": lowering.lw.row_block,
             "ops": b.op_names, "op_kinds": b.op_kinds, "row_wise_ops": b.row_wise, "tensors": b.tensor_names,
-            "warnings": warnings,
+            "warnings": warnings, "model_macs": model_macs,
         },
     }
     if not report:
         return problem
-    return ImportReport(problem, len(b.op_types), len(b.widths), mac_count(problem), warnings)
+    return ImportReport(problem, len(b.op_types), len(b.widths), macs, warnings, model_macs)
 
 
 def import_torch(module, example_inputs, hardware, opset: int = 17, dims: Optional[Dict[str, int]] = None,

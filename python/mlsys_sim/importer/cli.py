@@ -127,7 +127,8 @@ def main(argv=None) -> int:
     for warning in report.warnings:
         print(f"mlsys-import: warning: {warning}", file=sys.stderr)
     summary = {"model": args.model, "output": args.output, "hardware": report.problem["names"]["hardware"],
-               "ops": report.ops, "tensors": report.tensors, "macs": report.macs,
+               "ops": report.ops, "tensors": report.tensors, "macs": report.macs, "model_macs": report.model_macs,
+               "partial": report.macs < report.model_macs,
                "seconds": round(time.monotonic() - start, 3), "warnings": report.warnings}
     print(f"mlsys-import: {report.ops} ops, {report.tensors} tensors, {report.macs:,} MACs -> {args.output} "
           f"({summary['seconds']} s)", file=sys.stderr)

@@ -7,6 +7,8 @@ ImportError naming the file, the node or value, and what to do.
 
 from __future__ import annotations
 
+from math import prod
+
 import os
 from collections import Counter
 from dataclasses import dataclass, field
@@ -571,3 +573,24 @@ def fuse_elementwise(graph: Graph, elementwise: Set[str]) -> Dict[str, str]:
         targets = sinks_of(out, set())
         sink[out] = next(iter(targets)) if len(targets) == 1 and "<materialize>" not in targets else out
     return sink
+
+
+def dense_macs(graph: Graph) -> int:
+    """The multiply-adds of the graph's MatMul, Gemm and dense (ungrouped) Conv nodes that compute on device
+    values, from the inferred shapes: what the model computes in matrix products, counted without the
+    lowering (depthwise convolutions are lowered without products and are not counted)."""
+    total = 0
+    for node in graph.nodes:
+        out = node.output[0] if node.output else ""
+        if graph.kinds.get(out) != ACT or out not in graph.shapes:
+            continue
+        shape_out = graph.shapes[out]
+        if node.op_type == "MatMul" and graph.shapes.get(node.input[0]):
+            total += prod(shape_out) * graph.shapes[node.input[0]][-1]
+        elif node.op_type == "Gemm" and len(graph.shapes.get(node.input[0], ())) == 2:
+            a = graph.shapes[node.input[0]]
+            total += prod(shape_out) * (a[0] if attribute(node, "transA", 0) else a[1])
+        elif node.op_type == "Conv" and attribute(node, "group", 1) == 1 and graph.shapes.get(node.input[1]):
+            total += prod(shape_out) * prod(graph.shapes[node.input[1]][1:])
+    return total
+
