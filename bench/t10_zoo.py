@@ -62,9 +62,10 @@ lines = [MARKER, "", "## Whole models", "",
          f"Produced by `bench/t10-zoo` on {time.strftime('%Y-%m-%d', time.gmtime())} ({os.cpu_count()} cores): every "
          "network of `examples/models` at full size and torchvision's ResNet-18, ResNet-50, MobileNetV2 and ViT-B/16 (224x224), exported by torch.onnx (opset 17), lowered by `mlsys-import "
          "--t10`, compiled by `t10 compile` for the IPU Mk2 (1,472 cores, 638,976 B per core) with both "
-         "reconciliations and simulated on every core (docs/t10-programs.md): the distinct MatMul plans on the engine, and "
-         "the layout change along every edge of the data flow replayed core to core where no view (a reshape into "
-         "heads, a transpose, an im2col) lies between producer and consumer. Cycles are the "
+         "reconciliations and simulated on every core (docs/t10-programs.md): every distinct operator plan on the "
+         "engine (MatMuls, and vector operators with their partial statistics as transfers), and the layout change "
+         "along every edge of the data flow replayed core to core, through its views as index maps (a reshape into "
+         "heads, a transpose, an im2col, a pooling window, a concatenation's part). Cycles are the "
          "calibrated timing's. "
          "The proven gap is the exact reconciliation's own, over the same option sets. Compile time and peak "
          "memory are whole-process figures of `t10 compile` (its simulation included); the import is separate.", "",
