@@ -720,6 +720,25 @@ def test_too_many_ops_predicts_the_count_and_names_the_blocks(tmp_path):
         import_onnx(str(path), "tpu-like-core", max_ops=10)
 
 
+def test_the_prediction_of_a_refused_size_stops_at_its_deadline(tmp_path, monkeypatch):
+    """The count behind an op-count refusal comes from a second walk up to 5x the limit; that walk has a
+    deadline (GraphLowering.PREDICTION_SECONDS), so refusing never takes much longer than reaching the limit.
+    With time, it gives the exact count; with none left, the walk stops at its first check (every 1,024 ops)
+    and the refusal says "more than" the limit, never a count below it."""
+    from mlsys_sim.importer.lowering import GraphLowering
+
+    layer = torch.nn.TransformerEncoderLayer(128, 2, 256, batch_first=True).eval()
+    path = tmp_path / "layer.onnx"
+    torch.onnx.export(layer, torch.randn(1, 1536, 128), str(path), opset_version=17)
+    full = import_onnx(str(path), "tpu-like-core", report=True)
+    assert full.ops > 2048
+    with pytest.raises(ModelImportError, match=f"would have {full.ops:,} ops, over --max-ops 2,000"):
+        import_onnx(str(path), "tpu-like-core", max_ops=2000)
+    monkeypatch.setattr(GraphLowering, "PREDICTION_SECONDS", 0.0)
+    with pytest.raises(ModelImportError, match=r"would have more than 2,000 ops, over --max-ops 2,000"):
+        import_onnx(str(path), "tpu-like-core", max_ops=2000)
+
+
 @pytest.mark.parametrize("attributes, message", [
     ({"kernel_shape": [2, 2], "strides": [2, 2], "pads": [1]}, "pads"),
     ({"kernel_shape": [2, 2, 2], "strides": [2, 2]}, "kernel"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 from math import gcd
+import time
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .views import LayoutError, Region, Storage, View, broadcast_index, split_range, unravel
@@ -39,6 +40,7 @@ class ProblemBuilder:
         self.max_ops = max_ops
         self.max_elements = max_elements
         self.elements = 0
+        self.deadline: Optional[float] = None  # time.monotonic() past which op() stops the walk (a prediction)
 
     def tensor(self, rows: int, cols: int, name: str) -> int:
         if max(rows, cols) > MAX_DIMENSION:
@@ -57,6 +59,8 @@ class ProblemBuilder:
             raise LayoutError(f"{name}: a base cost of {cost:g} cycles, outside M1's (0, 1e15]: check the profile")
         if len(self.op_types) >= self.max_ops:
             raise OpLimit(f"the problem would have more than {self.max_ops} ops (raise --max-ops)")
+        if self.deadline is not None and len(self.op_types) % 1024 == 0 and time.monotonic() > self.deadline:
+            raise OpLimit(f"more than {len(self.op_types)} ops when the prediction's time ran out")
         self.op_types.append(op_type)
         self.op_kinds.append(kind)
         self.inputs.append(list(ins))

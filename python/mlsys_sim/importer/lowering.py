@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from math import gcd, prod
+import time
 from typing import Dict, List, Optional, Tuple
 
 from . import onnx_graph as og
@@ -460,19 +461,22 @@ class GraphLowering:
         return lowering
 
     PREDICTION_FACTOR = 5
+    PREDICTION_SECONDS = 2.0  # the refusal comes soon after the limit is hit, not after a second long walk
 
     @classmethod
     def _too_many_ops(cls, graph: og.Graph, profile, passthrough: Dict[str, float], max_ops: int,
                       forced: Dict[str, Tuple[int, int]]) -> str:
-        """Why the problem is too large: its op count (lowered again up to 5x the limit) and its blocks."""
+        """Why the problem is too large: its op count (lowered again up to 5x the limit, for at most
+        PREDICTION_SECONDS) and its blocks."""
         limit = cls.PREDICTION_FACTOR * max_ops
         lowering = cls(graph, profile, passthrough, limit, forced)
+        lowering.builder.deadline = time.monotonic() + cls.PREDICTION_SECONDS
         try:
             lowering.walk()
             lowering.request_outputs()
             size = f"{len(lowering.builder.op_types):,} ops"
         except OpLimit:
-            size = f"more than {limit:,} ops"
+            size = f"more than {max(len(lowering.builder.op_types), max_ops):,} ops"
         lw = lowering.lw
         blocks = (f"; token rows are cut into blocks of {lw.row_block}" + (
             f" (the sequence of {lw.tokens[0]} padded to {lw.tokens[1]})" if lw.tokens[0] else
