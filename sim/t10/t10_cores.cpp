@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <systemc>
 
-#include "sim/systemc/kernel.hpp"
+#include "sim/systemc/one_thread.hpp"
 #include "sim/t10/t10_calibrated.hpp"
 #include "sim/t10/t10_functional.hpp"
 #include "sim/trace_observer.hpp"
@@ -608,22 +608,6 @@ CoresResult Engine::run() {
   return result_;
 }
 
-class Runner : public sc_module {
- public:
-  SC_HAS_PROCESS(Runner);
-  Runner(sc_module_name name, Engine& engine, CoresResult& out)
-      : sc_module(name), engine_(engine), out_(out) {
-    SC_THREAD(run);
-  }
-
- private:
-  void run() {
-    out_ = engine_.run();
-    sc_stop();
-  }
-  Engine& engine_;
-  CoresResult& out_;
-};
 
 }  // namespace
 
@@ -684,15 +668,8 @@ CoresResult simulate_cores(const Problem& problem, const Plan& plan, const CoreS
                                 ": its ring factors are no chain, which the calibrated model cannot price "
                                 "(docs/t10-model.md#calibrated)");
   if (options.functional) check_functional_affordable(problem, d, options);
-  prepare_systemc_kernel();
-  CoresResult result;
-  {
-    Engine engine(problem, plan, options, trace);
-    Runner runner("t10_cores", engine, result);
-    sc_start();
-  }
-  reset_systemc_kernel();
-  return result;
+  Engine engine(problem, plan, options, trace);
+  return run_as_one_thread<CoresResult>("t10_cores", [&] { return engine.run(); });
 }
 
 }  // namespace mlsys::t10

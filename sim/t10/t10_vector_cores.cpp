@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <systemc>
 
-#include "sim/systemc/kernel.hpp"
+#include "sim/systemc/one_thread.hpp"
 #include "sim/t10/t10_functional.hpp"
 
 namespace mlsys::t10 {
@@ -208,23 +208,6 @@ class VectorEngine {
   VectorCoresResult result_;
 };
 
-class VectorRunner : public sc_module {
- public:
-  SC_HAS_PROCESS(VectorRunner);
-  VectorRunner(sc_module_name name, VectorEngine& engine, VectorCoresResult& out)
-      : sc_module(name), engine_(engine), out_(out) {
-    SC_THREAD(run);
-  }
-
- private:
-  void run() {
-    out_ = engine_.run();
-    sc_stop();
-  }
-  VectorEngine& engine_;
-  VectorCoresResult& out_;
-};
-
 }  // namespace
 
 VectorCoresResult simulate_vector_cores(const VectorOp& op, int64_t parts, int64_t col_parts, int64_t dtype_bytes,
@@ -240,15 +223,8 @@ VectorCoresResult simulate_vector_cores(const VectorOp& op, int64_t parts, int64
     throw std::invalid_argument("functional mode holds the operator's " + std::to_string(op.rows) + " x " +
                                 std::to_string(op.cols) + " elements; at most " +
                                 std::to_string(kMaxExactElements));
-  prepare_systemc_kernel();
-  VectorCoresResult result;
-  {
-    VectorEngine engine(op, parts, col_parts, dtype_bytes, cost, options);
-    VectorRunner runner("t10_vector_cores", engine, result);
-    sc_start();
-  }
-  reset_systemc_kernel();
-  return result;
+  VectorEngine engine(op, parts, col_parts, dtype_bytes, cost, options);
+  return run_as_one_thread<VectorCoresResult>("t10_vector_cores", [&] { return engine.run(); });
 }
 
 }  // namespace mlsys::t10
