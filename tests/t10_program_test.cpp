@@ -190,16 +190,21 @@ TensorProgram mlp() {
   return p;
 }
 
+// The program compiled and run in functional mode with `seed`.
+ProgramRun run_functional(const TensorProgram& program, uint64_t seed) {
+  const CompileResult compiled = compile_program(program, {});
+  if (!compiled.compiled) throw std::logic_error("the test's program does not compile");
+  ProgramSimOptions options;
+  options.functional = true;
+  options.seed = seed;
+  return simulate_program(program, *compiled.compiled, options);
+}
+
 // The MLP (MatMul, bias add, ReLU, MatMul, bias add) through the engine with real integers, against a
 // reference computed here with plain loops from the same operands.
 TEST(T10Program, MlpOutputEqualsAReferenceComputedSeparately) {
   const TensorProgram program = mlp();
-  const CompileResult compiled = compile_program(program, {});
-  ASSERT_TRUE(compiled.compiled);
-  ProgramSimOptions options;
-  options.functional = true;
-  options.seed = 5;
-  const ProgramRun run = simulate_program(program, *compiled.compiled, options);
+  const ProgramRun run = run_functional(program, 5);
   EXPECT_EQ(run.first_failure(), "");
   auto reference = [&](bool relu) {
     const int64_t m = 48, k = 96, h = 160, o = 40;
@@ -279,12 +284,7 @@ TEST(T10Program, FunctionalFollowsTheDataFlowThroughViews) {
   TensorOperator s = vector_operator(OperatorType::Elementwise, 4, 5, 2);
   s.name = "s", s.function = {"Add", "Relu"}, s.reads = {read("p"), read("q")};
   program.ops = {p, q, s};
-  const CompileResult compiled = compile_program(program, {});
-  ASSERT_TRUE(compiled.compiled);
-  ProgramSimOptions options;
-  options.functional = true;
-  options.seed = 3;
-  const ProgramRun run = simulate_program(program, *compiled.compiled, options);
+  const ProgramRun run = run_functional(program, 3);
   EXPECT_EQ(run.first_failure(), "");
   ASSERT_EQ(run.drawn.size(), 3u);  // x, then p's and q's weights
   EXPECT_EQ(run.drawn[0].input, "x");
@@ -302,7 +302,7 @@ TEST(T10Program, FunctionalFollowsTheDataFlowThroughViews) {
   EXPECT_TRUE(std::any_of(want.begin(), want.end(), [](int64_t v) { return v == 0; }));  // the ReLU acted
   program.ops[2].function = {"Add", "Div"};
   try {
-    simulate_program(program, *compiled.compiled, options);
+    run_functional(program, 3);
     ADD_FAILURE() << "a division has no integer form";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("'s' computes Add, Div"), std::string::npos) << e.what();
