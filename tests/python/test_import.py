@@ -87,6 +87,32 @@ def test_zoo_counts_match_the_onnx_graph_and_the_schedule_verifies(name, exporte
     solve_and_verify(problem, tmp_path)
 
 
+def test_a_convnext_block_reads_its_map_as_nhwc_rows(tmp_path):
+    """ConvNeXt's block permutes a feature map to NHWC for its LayerNorm and Linears, then back for the layer
+    scale and the residual Add. The map is stored pixel-major in space-to-depth phases (a stride-2 convolution
+    follows), so its NHWC rows are the storage's rows in another order: the Linears run over the stored rows
+    and keep their order, and the Add finds both inputs laid out alike. MACs by hand: the 4x4 stride-4 stem,
+    16 x 16 pixels x 16 channels x 48; the two Linears, 256 x 16 x 64 each; the 2x2 stride-2 downsampling,
+    8 x 8 pixels x 32 channels x 64 (the depthwise 7x7 is not a product)."""
+    from torchvision.models.convnext import CNBlock, LayerNorm2d
+
+    class Tiny(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = torch.nn.Conv2d(3, 16, 4, stride=4)
+            self.block = CNBlock(16, 1e-6, 0.0)
+            self.down = torch.nn.Sequential(LayerNorm2d(16), torch.nn.Conv2d(16, 32, 2, stride=2))
+
+        def forward(self, x):
+            return self.down(self.block(self.stem(x)))
+
+    path = str(tmp_path / "convnext.onnx")
+    torch.onnx.export(Tiny().eval(), torch.zeros(1, 3, 64, 64), path, opset_version=17)
+    problem = import_onnx(path, "tpu-like-core")
+    assert mac_count(problem) == 256 * 16 * 48 + 2 * 256 * 16 * 64 + 64 * 32 * 64
+    solve_and_verify(problem, tmp_path)
+
+
 def test_a_network_computed_in_part_says_so(tmp_path):
     """A BERT-like classifier on its first token (an embedding, one encoder layer of d = 64, 4 heads, FFN 128,
     128 tokens): after attention only token 0's block of rows is needed, so the import computes less than

@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Tuple
 from . import onnx_graph as og
 from .bases import InputBase, Lowering, MatMulBase, OpLimit, Operand, ProblemBuilder
 from .ops import BroadcastBase, ConcatBase, ConvBase, GroupBase, PoolBase, WindowBase
-from .views import LayoutError, View, map_levels, pixel_map, split_range, unravel
+from .views import LayoutError, View, _merge, map_levels, pixel_map, split_range, unravel
 
 
 def _group_kind(op_types: List[str]) -> str:
@@ -225,6 +225,22 @@ class GraphLowering:
             # order the activation is stored (docs/import.md#ops).
             a = Operand(a.shape, view=a.view.in_storage_order(len(a.shape) - 1))
         out_shape = list(g.shapes[node.output[0]])
+        permuted = self._rows_permuted(a) if b.view is None and len(b.shape) == 2 else None
+        if permuted is not None and len(out_shape) == len(a.shape):
+            # The rows of an activation stored in another order (a feature map's pixels in space-to-depth
+            # phases, read as NHWC by a LayerNorm and a Linear: ConvNeXt): against a weight every row is
+            # independent, so the product runs over the storage's rows in their order, and its output keeps
+            # the activation's row order (docs/import.md#ops).
+            st = a.view.storage
+            try:
+                base = MatMulBase(self.lw, Operand((st.rows, a.shape[-1]), view=permuted), b, [], node.output[0],
+                                  node.name or node.output[0])
+            except LayoutError as e:
+                self.fail(node, str(e))
+            cols = base.storage.cols
+            rows = tuple(tuple((e, s_ // st.cols * cols) for e, s_ in d) for d in a.view.dims[:-1])
+            self.views[node.output[0]] = View(base.storage, 0, rows + (((b.shape[-1], 1),),))
+            return
         if b.view is None and len(b.shape) == 2 and len(a.shape) >= 3:
             # A weight: leading dimensions collapse into rows, (batch*seq) x K @ K x N.
             if len(out_shape) == len(a.shape) - 1:  # the rows of a class-token block (lower_gather)
@@ -238,6 +254,31 @@ class GraphLowering:
         except LayoutError as e:
             self.fail(node, str(e))
         self.views[node.output[0]] = stored_view(base.storage, out_shape)
+
+    @staticmethod
+    def _rows_permuted(a: Operand) -> Optional[View]:
+        """For an activation whose view covers its storage's rows once each, columns in place, but not in the
+        rows' stored order: the storage's rows as a matrix, in stored order. Otherwise None."""
+        v = a.view
+        if v is None or len(a.shape) < 3 or v.offset:
+            return None
+        st = v.storage
+        if st.batches != 1 or prod(a.shape[:-1]) != st.rows or a.shape[-1] != st.cols or v.dims[-1] not in (
+                ((st.cols, 1),), ()):
+            return None
+        subdims = [sd for d in v.dims[:-1] for sd in d]
+        if any(stride % st.cols for _, stride in subdims):
+            return None
+        if _merge(subdims) == [(st.rows, st.cols)]:
+            return None  # in stored order already: the plain path
+        # Every row once: the strides, in units of rows, are a mixed radix of the row count.
+        radix = sorted(subdims, key=lambda sd: sd[1])
+        step = st.cols
+        for extent, stride in radix:
+            if stride != step:
+                return None
+            step *= extent
+        return View.row_major(st, [st.rows, st.cols])
 
     def _window(self, node):
         """The window geometry of a Conv or MaxPool over a computed map, and how it reads it (its phases)."""
