@@ -197,6 +197,23 @@ def _gemm_model(path, trans_a, trans_b):
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
 
 
+def test_shape_arithmetic_evaluates_transposes_and_reshapes_with_copied_and_inferred_dims():
+    """Swin's pads come through a Transpose and a Reshape of constants, and its windows through a Reshape whose
+    target holds 0 (copy the input's dimension) and -1 (infer it): both evaluated, by ONNX's definitions."""
+    from mlsys_sim.importer import const_eval
+
+    def attr(node, name, default=None):
+        return next((helper.get_attribute_value(a) for a in node.attribute if a.name == name), default)
+
+    values = {"m": np.arange(6, dtype=np.int64).reshape(2, 3), "t": np.array([0, 8, -1, 4], dtype=np.int64)}
+    transposed = const_eval.evaluate(helper.make_node("Transpose", ["m"], ["y"], perm=[1, 0]), values, {}, attr)
+    assert transposed.tolist() == [[0, 3], [1, 4], [2, 5]]
+    shape = const_eval.shape_of(helper.make_node("Reshape", ["x", "t"], ["y"]), {"x": (3, 64, 8)}, values, attr)
+    assert shape == (3, 8, 16, 4)  # 0 copies 3; -1 is 3*64*8 / (3*8*4)
+    values["t"] = np.array([5, -1], dtype=np.int64)
+    assert const_eval.shape_of(helper.make_node("Reshape", ["x", "t"], ["y"]), {"x": (3, 64, 8)}, values, attr) is None
+
+
 @pytest.mark.parametrize("size,padded", [(14, 14), (12, 14)])
 def test_pad_amounts_computed_with_mod_are_constants(tmp_path, size, padded):
     """Swin's pad to a multiple of its window: pad = (7 - H mod 7) mod 7, computed from Shape with Mod. Evaluated,

@@ -70,6 +70,9 @@ def evaluate(node, values: Dict[str, object], shapes: Dict[str, tuple], attribut
             out = data[tuple(index)]
         elif op == "Reshape":
             out = ins[0].reshape([int(d) for d in ins[1]])
+        elif op == "Transpose":
+            perm = attribute(node, "perm")
+            out = np.transpose(ins[0], perm) if perm is not None else ins[0].T
         elif op == "Range":
             out = np.arange(ins[0], ins[1], ins[2])
         elif op == "Where":
@@ -161,6 +164,20 @@ def shape_of(node, shapes: Dict[str, tuple], values: Dict[str, object], attribut
     if node.op_type == "Tile" and len(node.input) > 1 and ins and ins[0] is not None:
         repeats = values.get(node.input[1])
         return None if repeats is None else tuple(int(d) * int(r) for d, r in zip(ins[0], repeats.reshape(-1)))
+    if node.op_type == "Reshape" and len(node.input) > 1 and ins and ins[0] is not None:
+        target = values.get(node.input[1])
+        if target is None:
+            return None
+        dims = [int(d) for d in target.reshape(-1)]
+        if not attribute(node, "allowzero", 0):  # 0 copies the input's dimension
+            dims = [ins[0][i] if d == 0 and i < len(ins[0]) else d for i, d in enumerate(dims)]
+        total = int(np.prod(ins[0]))
+        if dims.count(-1) == 1:
+            known = int(np.prod([d for d in dims if d != -1]))
+            if known == 0 or total % known:
+                return None
+            dims[dims.index(-1)] = total // known
+        return tuple(dims) if int(np.prod(dims)) == total and min(dims, default=0) >= 0 else None
     if node.op_type == "Pad" and ins and ins[0] is not None:  # pads: the begins of every axis, then the ends
         pads = values.get(node.input[1]) if len(node.input) > 1 and node.input[1] else None
         pads = [int(p) for p in pads.reshape(-1)] if pads is not None else attribute(node, "pads")
