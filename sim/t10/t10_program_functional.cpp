@@ -50,23 +50,30 @@ std::string listed(const std::vector<std::string>& ops) {
   return list;
 }
 
-// The vector engine's integer forms: an Add group with a ReLU after it, a MaxPool, a ReduceSum (or, for a
-// file without functions, the stand-ins of its type).
+// The vector engine's forms: an Add group with a ReLU after it, a MaxPool, a row sum (ReduceSum), a row mean
+// (ReduceMean, GlobalAveragePool: the engine's sum, then divided), and the operators that place or select
+// their reads (Concat, a Gather of one index: the views do it, the engine adds the placed parts); for a file
+// without functions, the stand-ins of its type.
 struct IntegerForm {
-  bool ok = true, clamp = false, max = false;
+  bool ok = true, clamp = false, max = false, mean = false;
 };
 IntegerForm integer_form(const TensorOperator& op) {
   IntegerForm f;
   const std::vector<std::string>& ops = op.function;
   if (ops.empty()) return f;
-  if (ops == std::vector<std::string>{"MaxPool"} && !op.reduces) {
+  const auto only = [&](const char* type) { return ops == std::vector<std::string>{type}; };
+  if (only("MaxPool") && !op.reduces) {
     f.max = true;
+    return f;
+  }
+  if ((only("ReduceMean") || only("GlobalAveragePool")) && op.reduces) {
+    f.mean = true;
     return f;
   }
   bool sums = !op.reduces;
   for (size_t j = 0; j < ops.size() && sums; ++j)
     sums = ops[j] == "Add" || ops[j] == "Sum" || (ops[j] == "Relu" && j + 1 == ops.size());
-  f.ok = sums || (ops == std::vector<std::string>{"ReduceSum"} && op.reduces);
+  f.ok = sums || (only("ReduceSum") && op.reduces) || ((only("Concat") || only("Gather")) && !op.reduces);
   f.clamp = ops.back() == "Relu" && op.type != OperatorType::Relu;
   return f;
 }
@@ -161,7 +168,8 @@ ProgramValues::ProgramValues(const TensorProgram& program, uint64_t seed, std::v
     if (op.type != OperatorType::MatMul && !op.compute && !integer_form(op).ok)
       throw std::invalid_argument("functional mode: '" + op.name + "' computes " + listed(op.function) +
                                   " and the file does not give its nodes (`compute`, written by mlsys-import "
-                                  "--t10); without them it runs sums, ReLU, MaxPool and ReduceSum");
+                                  "--t10); without them it runs sums, ReLU, MaxPool, ReduceSum, ReduceMean, "
+                                  "GlobalAveragePool, Concat and a Gather of one index");
   }
 }
 
@@ -317,8 +325,16 @@ std::optional<CoreViolation> ProgramValues::run_vector(size_t i, const OperatorO
                                                        std::vector<ScaledTensor> in) {
   const TensorOperator& op = program_.ops[i];
   if (on_vector_engine(op)) {
+    // One scale for all inputs: the finest, unless a coarse large input would then overflow (the sum of
+    // `in.size()` of them must stay below 2^62).
     int scale = 0;
     for (const ScaledTensor& t : in) scale = std::max(scale, t.scale);
+    for (const ScaledTensor& t : in) {
+      int64_t most = 0;
+      for (int64_t v : t.ints)
+        if (v != std::numeric_limits<int64_t>::min()) most = std::max(most, v < 0 ? -v : v);
+      scale = std::min(scale, t.scale + 61 - bit_length(most) - bit_length(static_cast<int64_t>(in.size())));
+    }
     std::vector<Matrix> inputs;
     for (ScaledTensor& t : in) inputs.push_back(at_scale(std::move(t), scale).ints);
     VectorCoresOptions engine;
@@ -327,9 +343,16 @@ std::optional<CoreViolation> ProgramValues::run_vector(size_t i, const OperatorO
     const IntegerForm form = integer_form(op);
     engine.clamp = form.clamp, engine.max = form.max;
     outputs_[i].scale = scale;
-    return simulate_vector_cores(vector_op(op), option.plan.f_op[0], std::max<int64_t>(option.plan.f_op[2], 1),
-                                 program_.dtype_bytes, program_.chip, engine)
-        .violation;
+    const VectorCoresResult cores = simulate_vector_cores(
+        vector_op(op), option.plan.f_op[0], std::max<int64_t>(option.plan.f_op[2], 1), program_.dtype_bytes,
+        program_.chip, engine);
+    if (form.mean) {  // the row sums the cores reduced, over the row's length
+      std::vector<double> means;
+      for (size_t r = 0; r < outputs_[i].ints.size(); ++r)
+        means.push_back(real(outputs_[i], r) / static_cast<double>(op.n));
+      outputs_[i] = from_real(means, op.name);
+    }
+    return cores.violation;
   }
   std::vector<RealTensor> reads;
   for (const ScaledTensor& t : in) {

@@ -71,8 +71,8 @@ def reference(module, onnx_file, values):
     replaced = dict(state)
     for name, p in values["params"].items():
         drawn = torch.tensor(p["values"], dtype=torch.float64).reshape(p["shape"])
-        if name in state:
-            replaced[name] = drawn
+        if name in state:  # in the parameter's own shape (a convolution's bias is read as [C, 1, 1])
+            replaced[name] = drawn.reshape(state[name].shape)
             continue
         original = exported[name]
         found = [(k, False) for k, v in state.items() if v.shape == original.shape and torch.equal(v, original)]
@@ -106,6 +106,31 @@ def test_strided_residual_cnn_equals_the_onnx_reference_exactly(tmp_path):
     got = engine_output(values).reshape(want.shape)
     assert values["output"]["scale"] == 0 and (got == want).all(), (got, want)  # integers: exact
     assert abs(want).max() > 1000  # values large enough that a misplaced element shows
+
+
+class PooledClassifier(torch.nn.Module):
+    """A ResNet's head in small: a convolution with its bias, a ReLU, a global average pooling over a 4 x 4 map
+    (a division by 16: exact in binary) and a Linear with its bias."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, stride=2, padding=1)
+        self.pool = torch.nn.AdaptiveAvgPool2d(1)
+        self.fc = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.fc(torch.flatten(self.pool(torch.relu(self.conv(x))), 1))
+
+
+def test_a_global_average_pooling_and_biases_equal_the_reference_exactly(tmp_path):
+    net = PooledClassifier()
+    onnx_file, t10_file = lower(net, torch.zeros(1, 3, 8, 8), tmp_path)
+    _, values = run_functional(t10_file, tmp_path)
+    assert {"conv.bias", "fc.bias"} <= set(values["params"])  # the convolution's bias read per channel
+    want = reference(net, onnx_file, values)
+    got = engine_output(values).reshape(want.shape)
+    assert (got == want).all(), (got, want)
+    assert values["output"]["scale"] > 0  # a mean with fractions: fixed point, exactly
 
 
 class Attention(torch.nn.Module):

@@ -214,6 +214,9 @@ def _compute(graph: og.Graph, group: list, acts: List[str]) -> dict:
                              "shape": list(value.shape)})
             else:
                 args.append({"unknown": v})
+        if n.name.endswith("/bias") and len(graph.shapes.get(n.input[0], ())) == 4 and args[1] and \
+                len(args[1].get("shape", [])) == 1:  # a convolution's split bias: one value per channel (axis 1)
+            args[1]["shape"] = args[1]["shape"] + [1, 1]
         attrs = {}
         for a in n.attribute:
             value = helper.get_attribute_value(a)
