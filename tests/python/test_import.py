@@ -113,6 +113,39 @@ def test_a_convnext_block_reads_its_map_as_nhwc_rows(tmp_path):
     solve_and_verify(problem, tmp_path)
 
 
+def test_odd_maps_halved_by_stride_2_windows_are_computed_one_pixel_larger(tmp_path):
+    """SqueezeNet's pattern: a 3x3 stride-2 max pooling (ceil mode) over an odd 15x15 map. The map is computed
+    at 16x16 so that its space-to-depth phases are equal, the pooling gives 8x8 (the model's 7x7 grown to half
+    of 16), and the layers after it follow. By hand, padded: the stem 16*16 pixels x 8 x 27, the 1x1
+    convolution 8*8 x 16 x 8, the global pooling's averaging product 16 x 64, the classifier 16 x 10; the model
+    itself: 15*15 x 8 x 27, 7*7 x 16 x 8 and 16 x 10. A map flattened into a classifier cannot grow: refused,
+    naming the reader."""
+    class Odd(torch.nn.Module):
+        def __init__(self, flatten=False):
+            super().__init__()
+            self.flatten = flatten
+            self.stem = torch.nn.Conv2d(3, 8, 3, stride=2)
+            self.pool = torch.nn.MaxPool2d(3, stride=2, ceil_mode=True)
+            self.conv = torch.nn.Conv2d(8, 16, 1)
+            self.fc = torch.nn.Linear(16 * 7 * 7 if flatten else 16, 10)
+
+        def forward(self, x):
+            y = self.conv(self.pool(torch.relu(self.stem(x))))
+            y = torch.flatten(y, 1) if self.flatten else torch.flatten(torch.nn.functional.adaptive_avg_pool2d(y, 1), 1)
+            return self.fc(y)
+
+    path = str(tmp_path / "odd.onnx")
+    torch.onnx.export(Odd().eval(), torch.zeros(1, 3, 31, 31), path, opset_version=17)
+    report = import_onnx(path, "tpu-like-core", report=True)
+    assert report.model_macs == 15 * 15 * 8 * 27 + 7 * 7 * 16 * 8 + 16 * 10
+    assert report.macs == 16 * 16 * 8 * 27 + 8 * 8 * 16 * 8 + 16 * 64 + 16 * 10
+    assert any("sides 15 to 16, 7 to 8" in w for w in report.warnings), report.warnings
+    solve_and_verify(report.problem, tmp_path)
+    torch.onnx.export(Odd(flatten=True).eval(), torch.zeros(1, 3, 31, 31), path, opset_version=17)
+    with pytest.raises(ModelImportError, match="Flatten node .* reads the 7x7 map .* cannot be computed one pixel"):
+        import_onnx(path, "tpu-like-core")
+
+
 def test_a_network_computed_in_part_says_so(tmp_path):
     """A BERT-like classifier on its first token (an embedding, one encoder layer of d = 64, 4 heads, FFN 128,
     128 tokens): after attention only token 0's block of rows is needed, so the import computes less than

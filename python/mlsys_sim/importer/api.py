@@ -56,6 +56,8 @@ def import_onnx(model, hardware, dims: Optional[Dict[str, int]] = None,
     unknown_passthrough = [op for op in passthrough if op in og.ELEMENTWISE_OPS | og.MATRIX_OPS | og.VIEW_OPS]
     if unknown_passthrough:
         raise og.ImportError_(f"--passthrough {', '.join(unknown_passthrough)}: the importer lowers these itself")
+    model_macs = og.dense_macs(graph)  # the model's own count, before any map is padded
+    padded = og.pad_odd_maps(graph)
     # Every blocker at once: unknown shapes, ops without a rule, convolutions the format cannot express.
     blockers = list(graph.unknown_shapes)
     blockers += [b for b in og.unsupported_nodes(graph) if b.split(" node ")[0] not in passthrough]
@@ -97,8 +99,11 @@ def import_onnx(model, hardware, dims: Optional[Dict[str, int]] = None,
     if passthrough:
         warnings.append("passthrough (priced by the given weight, not modelled): " +
                         ", ".join(f"{op}={w:g}" for op, w in sorted(passthrough.items())))
-    model_macs = og.dense_macs(graph)
     macs = mac_count({"op_types": b.op_types, "inputs": b.inputs, "heights": b.heights, "widths": b.widths})
+    if padded:
+        sides = ", ".join(f"{s} to {p}" for s, p in sorted(padded.items(), reverse=True))
+        warnings.append(f"feature maps computed one pixel larger so that stride-2 windows halve them (sides "
+                        f"{sides}): {macs:,} matrix multiply-adds for the model's {model_macs:,}")
     if macs < model_macs:  # nothing silently partial
         warnings.append(f"computes {macs:,} of the model's {model_macs:,} matrix multiply-adds "
                         f"({100 * macs / model_macs:.1f} %): only what the outputs read is computed (a "

@@ -55,6 +55,7 @@ class Graph:
     graph_outputs: List[str] = field(default_factory=list)
     float_inputs: Set[str] = field(default_factory=set)
     row_stats: Set[str] = field(default_factory=set)
+    padding_refused: str = ""  # why pad_odd_maps left the odd maps alone, if it did
     float_params: Set[str] = field(default_factory=set)  # float initializers: the model's learned parameters
     # Values whose shapes nothing could derive, each as a sentence naming its node (listed with every other
     # blocker in one error by the lowerings, not raised at the first).
@@ -452,6 +453,8 @@ def conv_blockers(graph: Graph) -> List[str]:
                        "(mlsys-import --t10 lowers it for T10)")
         elif node.op_type != "Conv" or group != 1 or not origin_is_graph_input(graph, node.input[0]):
             _, why = window_phases(*window_geometry(graph, node), x[2:], y[2:])
+            if why and graph.padding_refused and (x[2] % 2 or x[3] % 2):
+                why += f" (computing the odd maps one pixel larger would, but {graph.padding_refused})"
             if why:
                 out.append(f"{node_label(node)}: {why}" + ("; mlsys-import --t10 lowers any" if node.op_type == "Conv"
                                                           else ""))
@@ -594,3 +597,89 @@ def dense_macs(graph: Graph) -> int:
             total += prod(shape_out) * prod(graph.shapes[node.input[1]][1:])
     return total
 
+
+
+def pad_odd_maps(graph: Graph) -> Dict[int, int]:
+    """Computed feature maps with an odd side that a stride-2 window halves are computed one pixel larger, so
+    that their space-to-depth phases are equal (docs/import.md#convolutions): every map of that side is
+    stored at the even side, and each window op gets the bottom and right padding that makes its output the
+    padded side its consumers expect (an output side that must grow to half its padded input grows too).
+    Rewrites the graph's shapes and the window ops' pads in place; returns {side: padded side}, empty when no
+    map needs it. A map side the windows cannot agree on is left as it was (conv_blockers then names it)."""
+    padded: Dict[int, int] = {}
+
+    def side(s: int) -> int:
+        return padded.get(s, s)
+
+    windows = [n for n in graph.nodes if n.op_type in WINDOW_OPS and kinds_act(graph, n)
+               and len(graph.shapes.get(n.input[0], ())) == 4 and len(graph.shapes.get(n.output[0], ())) == 4]
+    for _ in range(32):  # a fixpoint: padding one side can ask the window below it for a larger output
+        changed = False
+        for node in windows:
+            kernel, strides, pads, dilations = window_geometry(graph, node)
+            if kernel == (0, 0) or list(dilations) != [1, 1] or list(strides) != [2, 2]:
+                continue
+            if node.op_type == "Conv" and origin_is_graph_input(graph, node.input[0]):
+                continue  # the host lays the image's im2col out, for any shape
+            x, y = graph.shapes[node.input[0]], graph.shapes[node.output[0]]
+            for axis in (2, 3):  # the input even and exactly twice the output: grow whichever is short
+                grown = max(side(x[axis]) + side(x[axis]) % 2, 2 * side(y[axis]))
+                if grown != side(x[axis]):
+                    padded[x[axis]] = grown
+                    changed = True
+                if side(y[axis]) != grown // 2:
+                    padded[y[axis]] = grown // 2
+                    changed = True
+        if not changed:
+            break
+    if not padded:
+        return padded
+    # Only where every reader of a grown map takes any size: windows, elementwise ops, concats and pooling
+    # over the whole map. A map flattened into a classifier (AlexNet) would need its extra pixels cut off.
+    for name, shape in graph.shapes.items():
+        if len(shape) != 4 or graph.kinds.get(name) != ACT or (side(shape[2]), side(shape[3])) == shape[2:]:
+            continue
+        for reader in graph.consumers.get(name, []):
+            pads = graph.consts.get(reader.input[1]) if reader.op_type == "Pad" and len(reader.input) > 1 else None
+            empty_pad = reader.op_type == "Pad" and pads is not None and not pads.any()
+            if not empty_pad and reader.op_type not in WINDOW_OPS | ELEMENTWISE_OPS | {
+                    "Concat", "GlobalAveragePool", "Identity", "Dropout", "Split"}:
+                graph.padding_refused = (f"{node_label(reader)} reads the {shape[2]}x{shape[3]} map "
+                                         f"'{name}' as it is, so it cannot be computed one pixel larger")
+                return {}
+    for name, shape in list(graph.shapes.items()):
+        if len(shape) == 4 and graph.kinds.get(name) == ACT:
+            graph.shapes[name] = (shape[0], shape[1], side(shape[2]), side(shape[3]))
+    for node in windows:
+        _pad_to_output(graph, node)
+    return padded
+
+
+def kinds_act(graph: Graph, node) -> bool:
+    return bool(node.output) and graph.kinds.get(node.output[0]) == ACT
+
+
+def _pad_to_output(graph: Graph, node) -> None:
+    """The window op's bottom and right pads set so that its output has the (padded) shape graph.shapes
+    gives, from its (padded) input; ceil_mode is folded into them. Left alone when no pads reach it."""
+    import onnx
+
+    kernel, strides, pads, dilations = window_geometry(graph, node)
+    if kernel == (0, 0):
+        return
+    x, y = graph.shapes[node.input[0]], graph.shapes[node.output[0]]
+    new = list(pads)
+    for i, axis in enumerate((2, 3)):
+        span = dilations[i] * (kernel[i] - 1) + 1
+        for extra in range(0, 2 * strides[i] + 2):
+            end = pads[i + 2] + extra
+            if (x[axis] + pads[i] + end - span) // strides[i] + 1 == y[axis]:
+                new[i + 2] = end
+                break
+        else:
+            return
+    if new == list(pads) and not attribute(node, "ceil_mode", 0):
+        return
+    kept = [a for a in node.attribute if a.name not in ("pads", "ceil_mode", "auto_pad")]
+    del node.attribute[:]
+    node.attribute.extend(kept + [onnx.helper.make_attribute("pads", new)])
