@@ -102,8 +102,9 @@ def import_onnx(model, hardware, dims: Optional[Dict[str, int]] = None,
     macs = mac_count({"op_types": b.op_types, "inputs": b.inputs, "heights": b.heights, "widths": b.widths})
     if padded:
         sides = ", ".join(f"{s} to {p}" for s, p in sorted(padded.items(), reverse=True))
-        warnings.append(f"feature maps computed one pixel larger so that stride-2 windows halve them (sides "
-                        f"{sides}): {macs:,} matrix multiply-adds for the model's {model_macs:,}")
+        warnings.append(f"feature maps computed larger than the model's (sides {sides}), since the format's windows "
+                        f"keep a map's size or halve an even one: {macs:,} matrix multiply-adds for the model's "
+                        f"{model_macs:,}")
     if macs < model_macs:  # nothing silently partial
         warnings.append(f"computes {macs:,} of the model's {model_macs:,} matrix multiply-adds "
                         f"({100 * macs / model_macs:.1f} %): only what the outputs read is computed (a "

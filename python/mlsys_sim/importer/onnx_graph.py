@@ -257,6 +257,7 @@ def load(path: str, dims: Optional[Dict[str, int]] = None, max_nodes: int = MAX_
             graph.float_inputs.add(v.name)
     graph.graph_outputs = [v.name for v in g.output]
     _classify(graph, initializer_names)
+    _fold_pads_into_windows(graph)
     return graph
 
 
@@ -603,7 +604,8 @@ def pad_odd_maps(graph: Graph) -> Dict[int, int]:
     """Computed feature maps with an odd side that a stride-2 window halves are computed one pixel larger, so
     that their space-to-depth phases are equal (docs/import.md#convolutions): every map of that side is
     stored at the even side, and each window op gets the bottom and right padding that makes its output the
-    padded side its consumers expect (an output side that must grow to half its padded input grows too).
+    padded side its consumers expect (an output side that must grow to half its padded input grows too). A
+    stride-1 window without padding (Inception's stem), which shrinks its map, computes its input's size.
     Rewrites the graph's shapes and the window ops' pads in place; returns {side: padded side}, empty when no
     map needs it. A map side the windows cannot agree on is left as it was (conv_blockers then names it)."""
     padded: Dict[int, int] = {}
@@ -617,11 +619,18 @@ def pad_odd_maps(graph: Graph) -> Dict[int, int]:
         changed = False
         for node in windows:
             kernel, strides, pads, dilations = window_geometry(graph, node)
-            if kernel == (0, 0) or list(dilations) != [1, 1] or list(strides) != [2, 2]:
+            if kernel == (0, 0) or list(dilations) != [1, 1] or list(strides) not in ([1, 1], [2, 2]):
                 continue
             if node.op_type == "Conv" and origin_is_graph_input(graph, node.input[0]):
                 continue  # the host lays the image's im2col out, for any shape
             x, y = graph.shapes[node.input[0]], graph.shapes[node.output[0]]
+            if list(strides) == [1, 1]:  # a window without padding shrinks its map: computed at its input's size
+                for axis in (2, 3):
+                    if side(y[axis]) != side(x[axis]):
+                        grown = max(side(x[axis]), side(y[axis]))
+                        padded[x[axis]] = padded[y[axis]] = grown
+                        changed = True
+                continue
             for axis in (2, 3):  # the input even and exactly twice the output: grow whichever is short
                 grown = max(side(x[axis]) + side(x[axis]) % 2, 2 * side(y[axis]))
                 if grown != side(x[axis]):
@@ -632,6 +641,7 @@ def pad_odd_maps(graph: Graph) -> Dict[int, int]:
                     changed = True
         if not changed:
             break
+    padded = {s: p for s, p in padded.items() if s != p}
     if not padded:
         return padded
     # Only where every reader of a grown map takes any size: windows, elementwise ops, concats and pooling
@@ -683,3 +693,40 @@ def _pad_to_output(graph: Graph, node) -> None:
     kept = [a for a in node.attribute if a.name not in ("pads", "ceil_mode", "auto_pad")]
     del node.attribute[:]
     node.attribute.extend(kept + [onnx.helper.make_attribute("pads", new)])
+
+
+def _fold_pads_into_windows(graph: Graph) -> None:
+    """A zero Pad of a map's sides read only by convolutions and average poolings (torch exports avg_pool2d
+    with count_include_pad this way: Inception's) is those windows' own padding: folded into their pads (an
+    AveragePool then counts the padding, count_include_pad=1), and the Pad node dropped."""
+    import onnx
+
+    for pad in [n for n in graph.nodes if n.op_type == "Pad"]:
+        readers = graph.consumers.get(pad.output[0], [])
+        amounts = graph.consts.get(pad.input[1]) if len(pad.input) > 1 and pad.input[1] else None
+        value = graph.consts.get(pad.input[2]) if len(pad.input) > 2 and pad.input[2] else None
+        mode = attribute(pad, "mode", b"constant")
+        if (graph.kinds.get(pad.output[0]) != ACT or amounts is None or amounts.size != 8 or
+                (value is not None and value.any()) or mode not in (b"constant", "constant") or
+                len(pad.input) > 3 and pad.input[3] or pad.output[0] in graph.graph_outputs or not readers):
+            continue
+        a = [int(v) for v in amounts.reshape(-1)]
+        if a[0] or a[1] or a[4] or a[5] or min(a) < 0 or any(
+                r.op_type not in ("Conv", "AveragePool") or r.input[0] != pad.output[0] for r in readers):
+            continue
+        for reader in readers:
+            pads = list(attribute(reader, "pads", [0, 0, 0, 0]) or [0, 0, 0, 0])
+            pads = [pads[0] + a[2], pads[1] + a[3], pads[2] + a[6], pads[3] + a[7]]
+            kept = [x for x in reader.attribute if x.name not in ("pads", "auto_pad", "count_include_pad")]
+            extra = [onnx.helper.make_attribute("pads", pads)]
+            if reader.op_type == "AveragePool":
+                extra.append(onnx.helper.make_attribute("count_include_pad", 1))
+            del reader.attribute[:]
+            reader.attribute.extend(kept + extra)
+            reader.input[0] = pad.input[0]
+            graph.consumers.setdefault(pad.input[0], []).append(reader)
+        graph.consumers[pad.input[0]] = [c for c in graph.consumers[pad.input[0]] if c is not pad]
+        graph.consumers.pop(pad.output[0], None)
+        graph.producer.pop(pad.output[0], None)
+        graph.nodes.remove(pad)
+
