@@ -7,6 +7,8 @@ import subprocess
 import sys
 import tempfile
 
+from docs_section import replace_section
+
 parser = argparse.ArgumentParser()
 parser.add_argument("--build", default="build/release")
 parser.add_argument("--timeout", type=float, default=10, help="mlsys's budget per sub-problem, seconds")
@@ -63,14 +65,6 @@ for benchmark, what, n, cost, bound, lam, which in rows:
     lines.append(f"| {benchmark} | {what} | {n} | {cost:,.1f} | {bound:,.1f} | {which} | "
                  f"{100 * (cost / bound - 1):.1f} % |")
 lines.append("")
-text = open("docs/bounds.md").read()
 body = "\n".join(lines)
-if MARKER in text:
-    start = text.index(MARKER)
-    end = text.find("\n<!-- ", start + len(MARKER))
-    text = text[:start] + body + (text[end + 1:] if end >= 0 else "")
-else:
-    text = text.rstrip("\n") + "\n\n" + body
-open("docs/bounds.md.tmp", "w").write(text)
-os.replace("docs/bounds.md.tmp", "docs/bounds.md")
+replace_section("docs/bounds.md", MARKER, body)
 print(body)

@@ -8,6 +8,8 @@ import sys
 import tempfile
 import time
 
+from docs_section import replace_section
+
 parser = argparse.ArgumentParser()
 parser.add_argument("--build", default="build/release")
 parser.add_argument("--models", default="", help="comma-separated names (default: every classifier)")
@@ -139,18 +141,7 @@ def table(rows):
 
 
 def write_docs(rows):
-    doc = "docs/import.md"
-    text = open(doc).read()
-    body = table(rows)
-    if MARKER in text:
-        start = text.index(MARKER)
-        end = text.find("\n<!-- ", start + len(MARKER))
-        text = text[:start] + body + (text[end + 1:] if end >= 0 else "")
-    else:
-        text = text.rstrip("\n") + "\n\n" + body
-    tmp = doc + ".tmp"
-    open(tmp, "w").write(text)
-    os.replace(tmp, doc)
+    replace_section("docs/import.md", MARKER, table(rows))
 
 
 names = tvm.list_models(module=tvm)
