@@ -17,6 +17,7 @@
 #include "sim/json_io.hpp"
 #include "sim/t10/t10_layouts.hpp"
 #include "sim/t10/t10_program_sim.hpp"
+#include "sim/t10/t10_vector_compute.hpp"
 #include "sim/violation.hpp"
 #include "solver/t10_compile.hpp"
 #include "support.hpp"
@@ -306,6 +307,27 @@ TEST(T10Program, FunctionalFollowsTheDataFlowThroughViews) {
     ADD_FAILURE() << "a division has no integer form";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("'s' computes Add, Div"), std::string::npos) << e.what();
+  }
+}
+
+// Functional mode refuses what it could not hold, before computing anything: one operator's 128 operands of
+// 2^20 elements (2^27, above 2^26), and a hostile node broadcasting two constants to 2^40 elements.
+TEST(T10Program, FunctionalModeRefusesWhatItCannotHold) {
+  TensorProgram program;
+  program.ops = {vector_operator(OperatorType::Elementwise, 1024, 1024, 128)};
+  std::vector<DrawnValues> drawn;
+  EXPECT_THROW(ProgramValues(program, 1, drawn), std::invalid_argument);
+  VectorCompute wide;
+  ComputeArg rows, cols;
+  rows.kind = cols.kind = ComputeArg::Kind::Value;
+  rows.shape = {1 << 20, 1}, cols.shape = {1 << 20};
+  rows.values.assign(size_t{1} << 20, 1.0), cols.values.assign(size_t{1} << 20, 2.0);
+  wide.nodes = {{"Add", {rows, cols}, {}}};
+  try {
+    evaluate_compute(wide, {}, [](const std::string&, const std::vector<int64_t>&) { return RealTensor{}; });
+    ADD_FAILURE() << "a 2^40-element broadcast";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("node 0 (Add): broadcasts to"), std::string::npos) << e.what();
   }
 }
 

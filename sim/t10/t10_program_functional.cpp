@@ -28,10 +28,11 @@ int bit_length(int64_t most) {
 // A MatMul's operands' significant bits: the engine's 64-bit sums of k products stay below 2^62.
 int operand_bits(int64_t k) { return std::min(30, (62 - bit_length(k)) / 2); }
 
+// Saturated at 2^62: a file's shape may multiply beyond 64 bits.
 int64_t elements_of(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
+  double n = 1;
+  for (int64_t d : shape) n *= static_cast<double>(d);
+  return n > 0x1p62 ? int64_t{1} << 62 : static_cast<int64_t>(n);
 }
 
 // Integers in [-3, 3] drawn from the seed and a name (FNV-1a), so that every reader sees the same tensor.
@@ -154,7 +155,16 @@ ProgramValues::ProgramValues(const TensorProgram& program, uint64_t seed, std::v
   for (size_t i = 0; i < program.ops.size(); ++i) index_.emplace(program.ops[i].name, i);
   chain_ = std::all_of(program.ops.begin(), program.ops.end(),
                        [](const TensorOperator& op) { return op.reads.empty() && op.after.empty(); });
+  int64_t held = 0;  // every operator's output is kept for its readers
   for (const TensorOperator& op : program.ops) {
+    const auto [out_rows, out_cols] = output_shape(op);
+    held += out_rows * out_cols;
+    const auto [rows, cols] = input_shape(op, 0);
+    if (op.type != OperatorType::MatMul && static_cast<double>(op.inputs) * static_cast<double>(rows * cols) >
+                                               static_cast<double>(kMaxFunctionalOperandElements))
+      throw std::invalid_argument("functional mode holds every operand: '" + op.name + "' reads " +
+                                  std::to_string(op.inputs) + " of " + std::to_string(rows * cols) +
+                                  " elements, above " + std::to_string(kMaxFunctionalOperandElements) + " in all");
     if (!chain_ && op.reads.empty())
       throw std::invalid_argument("functional mode follows the data flow: '" + op.name +
                                   "' does not say what it reads (re-import with mlsys-import --t10)");
@@ -165,6 +175,10 @@ ProgramValues::ProgramValues(const TensorProgram& program, uint64_t seed, std::v
                                     std::to_string(rows * cols) + " elements in one, above " +
                                     std::to_string(kMaxExactElements));
     }
+    if (held > kMaxFunctionalHeldElements)
+      throw std::invalid_argument("functional mode keeps every operator's output: " + std::to_string(held) +
+                                  " elements by '" + op.name + "', above " +
+                                  std::to_string(kMaxFunctionalHeldElements));
     if (op.type != OperatorType::MatMul && !op.compute && !integer_form(op).ok)
       throw std::invalid_argument("functional mode: '" + op.name + "' computes " + listed(op.function) +
                                   " and the file does not give its nodes (`compute`, written by mlsys-import "

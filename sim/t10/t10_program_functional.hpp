@@ -37,6 +37,11 @@ struct ScaledTensor {
   int scale = 0;  // value = integer x 2^-scale
 };
 
+// What functional mode holds, refused beyond (a file its reader accepts must not exhaust memory): one
+// operator's operands together, and every operator's output kept for its readers.
+constexpr int64_t kMaxFunctionalOperandElements = int64_t{1} << 26;
+constexpr int64_t kMaxFunctionalHeldElements = int64_t{1} << 28;
+
 class ProgramValues {
  public:
   // Throws std::invalid_argument when functional mode cannot run the program: an operand above

@@ -10,10 +10,11 @@
 namespace mlsys::t10 {
 namespace {
 
+// Saturated at 2^62: a file's shape may multiply beyond 64 bits.
 int64_t count(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
+  double n = 1;
+  for (int64_t d : shape) n *= static_cast<double>(d);
+  return n > 0x1p62 ? int64_t{1} << 62 : static_cast<int64_t>(n);
 }
 
 // NumPy broadcasting of two shapes (aligned on the right), or why not.
@@ -48,6 +49,11 @@ template <class F>
 RealTensor elementwise(const std::vector<const RealTensor*>& in, F f) {
   std::vector<int64_t> shape = in[0]->shape;
   for (const RealTensor* t : in) shape = broadcast(shape, t->shape);
+  double elements = 1;  // in binary64: a hostile shape's product may not fit 64 bits
+  for (int64_t d : shape) elements *= static_cast<double>(d);
+  if (elements > static_cast<double>(kMaxComputeElements))
+    throw std::invalid_argument("broadcasts to " + std::to_string(elements) + " elements, above " +
+                                std::to_string(kMaxComputeElements));
   RealTensor out{shape, std::vector<double>(static_cast<size_t>(count(shape)))};
   std::vector<double> args(in.size());
   for (int64_t e = 0; e < count(shape); ++e) {

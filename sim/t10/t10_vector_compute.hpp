@@ -15,6 +15,9 @@
 
 namespace mlsys::t10 {
 
+// A node's result is refused beyond this many elements (a hostile broadcast must not exhaust memory).
+constexpr int64_t kMaxComputeElements = int64_t{1} << 26;
+
 struct RealTensor {
   std::vector<int64_t> shape;
   std::vector<double> values;  // row-major
