@@ -172,6 +172,33 @@ def test_inceptions_valid_convolution_and_padded_average_pooling_import(tmp_path
     solve_and_verify(report.problem, tmp_path)
 
 
+def test_a_map_flattened_into_a_classifier_keeps_its_blocks(tmp_path):
+    """VGG's classifier reads its 7x7 map flattened. Its reduction runs in the map's stored order, one pixel's
+    channels per chunk. Each chunk is copied from the map's block by a selection product (a 1 x 16 one-hot
+    here), so the map and everything above it keep their blocks instead of being cut to single pixel rows.
+    MACs by hand: the convolutions 8*8 x 8 x 27 and 4*4 x 8 x 72, the classifier 128 x 10, the selections
+    16 pixels x 16 x 8."""
+    class Small(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1 = torch.nn.Conv2d(3, 8, 3, padding=1)
+            self.c2 = torch.nn.Conv2d(8, 8, 3, padding=1)
+            self.fc = torch.nn.Linear(8 * 4 * 4, 10)
+
+        def forward(self, x):
+            y = torch.relu(self.c2(torch.nn.functional.max_pool2d(torch.relu(self.c1(x)), 2)))
+            return self.fc(torch.flatten(y, 1))
+
+    path = str(tmp_path / "vgg_like.onnx")
+    torch.onnx.export(Small().eval(), torch.zeros(1, 3, 8, 8), path, opset_version=17)
+    report = import_onnx(path, "tpu-like-core", report=True)
+    assert report.model_macs == 64 * 8 * 27 + 16 * 8 * 72 + 128 * 10
+    assert report.macs == report.model_macs + 16 * 16 * 8
+    assert report.problem["names"]["op_kinds"].count("Flatten") == 16
+    assert report.ops < 60  # the map's blocks kept: no op per pixel above the classifier
+    solve_and_verify(report.problem, tmp_path)
+
+
 def test_a_network_computed_in_part_says_so(tmp_path):
     """A BERT-like classifier on its first token (an embedding, one encoder layer of d = 64, 4 heads, FFN 128,
     128 tokens): after attention only token 0's block of rows is needed, so the import computes less than

@@ -13,7 +13,7 @@ from typing import Dict, List, Optional, Tuple
 
 from . import onnx_graph as og
 from .bases import InputBase, Lowering, MatMulBase, OpLimit, Operand, ProblemBuilder
-from .ops import BroadcastBase, ConcatBase, ConvBase, GroupBase, PoolBase, WindowBase
+from .ops import BroadcastBase, ConcatBase, ConvBase, FlattenedMapBase, GroupBase, PoolBase, WindowBase
 from .views import LayoutError, View, _merge, map_levels, pixel_map, split_range, unravel
 
 
@@ -224,6 +224,11 @@ class GraphLowering:
             # Against a weight, the reduction may run in any order: the host lays the weight's rows out in the
             # order the activation is stored (docs/import.md#ops).
             a = Operand(a.shape, view=a.view.in_storage_order(len(a.shape) - 1))
+            flattened = self._flattened_map(a)
+            if flattened is not None:  # one row over a whole map's pixel rows: copied pixel by pixel
+                base = FlattenedMapBase(self.lw, flattened, node.output[0] + "/flattened",
+                                        (node.name or node.output[0]) + " flattened input")
+                a = Operand(a.shape, view=View.row_major(base.storage, list(a.shape)))
         out_shape = list(g.shapes[node.output[0]])
         permuted = self._rows_permuted(a) if b.view is None and len(b.shape) == 2 else None
         if permuted is not None and len(out_shape) == len(a.shape):
@@ -254,6 +259,19 @@ class GraphLowering:
         except LayoutError as e:
             self.fail(node, str(e))
         self.views[node.output[0]] = stored_view(base.storage, out_shape)
+
+    @staticmethod
+    def _flattened_map(a: Operand) -> Optional[View]:
+        """For a single row that reads a whole storage of several rows in stored order (a feature map
+        flattened into a classifier): that storage as its rows x columns matrix. Otherwise None."""
+        v = a.view
+        if len(a.shape) != 2 or a.shape[0] != 1 or v.offset or v.dims[0] not in ((), ((1, 1),)):
+            return None
+        st = v.storage
+        if st.batches != 1 or st.rows < 2 or st.real_rows or st.real_cols or _merge(list(v.dims[-1])) != [
+                (st.rows * st.cols, 1)]:
+            return None
+        return View.row_major(st, [st.rows, st.cols])
 
     @staticmethod
     def _rows_permuted(a: Operand) -> Optional[View]:

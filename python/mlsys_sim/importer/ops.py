@@ -289,6 +289,36 @@ class ConcatBase(Base):
         return sum_partials(lw, partials, self.label(region), self.label_text)
 
 
+class FlattenedMapBase(Base):
+    """A feature map's pixel rows read as one row (a flatten into a classifier, VGG's): each block of that row is
+    one pixel's columns, copied by a selection MatMul (a 1 x R one-hot the host provides) from the block of the
+    map that holds the pixel, so that the map keeps its own row blocks instead of being cut to single pixel
+    rows all the way up (one MAC per element per row of the block: a stated extra, docs/import.md#ops)."""
+
+    def __init__(self, lw: Lowering, source: View, name: str, label: str):
+        self.source, self.label_text = source, label
+        rows, cols = source.shape
+        super().__init__(lw, lw.storage(1, 1, rows * cols), name, 1, cols)
+
+    def _emit(self, region: Region) -> int:
+        lw, b = self.lw, self.lw.builder
+        rows, cols = self.source.shape
+        pixel = region.c0 // cols
+        if region.c1 > (pixel + 1) * cols:
+            raise LayoutError(f"{self.label_text}: a block across two pixels of the flattened map")
+        part = Operand((rows, cols), view=self.source)
+        unit = part.unit(lw, 0) or rows
+        r0 = pixel - pixel % unit
+        r1 = min(r0 + unit, rows)
+        rhs = part.block(lw, (), (r0, r1), (region.c0 - pixel * cols, region.c1 - pixel * cols))
+        select = f"selection of {self.label_text} pixel {pixel}"
+        lhs = lw.data_block(select, (), (0, 1), (0, r1 - r0), select)
+        out = b.tensor(1, region.c1 - region.c0, self.label(region))
+        b.op("MatMul", "Flatten", [lhs, rhs], [out], lw.profile.matmul_cost(r1 - r0),
+             f"{self.label_text}{region_label(region, self.storage)}")
+        return out
+
+
 class BroadcastBase(Base):
     """A computed 1 x C row spread over R rows: per block, a MatMul of the host's R x 1 column of ones by the
     row's columns (K = 1: one multiply-add per element, a documented extra), laid out like the tensor the row
