@@ -188,9 +188,7 @@ class GraphLowering:
             for s, e, a, st in zip(starts, ends, axes, steps):
                 if st != 1:
                     self.fail(node, f"a step of {st}: strided slices are not lowered")
-                extent = view.shape[a]
-                s = max(0, min(extent, s + extent if s < 0 else s))
-                e = max(0, min(extent, e + extent if e < 0 else e))
+                s, e = og.clamp_slice(s, e, view.shape[a])
                 view = view.slice(a % len(view.shape), s, e)
             self.views[node.output[0]] = view
         elif op == "Split":

@@ -730,3 +730,11 @@ def _fold_pads_into_windows(graph: Graph) -> None:
         graph.producer.pop(pad.output[0], None)
         graph.nodes.remove(pad)
 
+
+def clamp_slice(start: int, end: int, extent: int) -> Tuple[int, int]:
+    """A Slice's [start, end) on an axis of `extent`: negative indices count from the end, then both are
+    clamped to the axis (ONNX's rule for steps of 1)."""
+    start = max(0, min(extent, start + extent if start < 0 else start))
+    end = max(0, min(extent, end + extent if end < 0 else end))
+    return start, end
+

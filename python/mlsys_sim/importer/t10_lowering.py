@@ -122,10 +122,7 @@ def _view_step(graph: og.Graph, node, output: str) -> dict:
             ranges = []
             for s_, e_, a in zip(starts, ends, axes):
                 a %= len(src)
-                extent = src[a]
-                s_ = max(0, min(extent, s_ + extent if s_ < 0 else s_))
-                e_ = max(0, min(extent, e_ + extent if e_ < 0 else e_))
-                ranges.append([a, s_, e_])
+                ranges.append([a, *og.clamp_slice(s_, e_, src[a])])
             step["slices"] = ranges
     elif node.op_type == "Split":
         axis = og.attribute(node, "axis", 0) % len(src)
