@@ -164,25 +164,15 @@ LayoutChange change_layout(const Layout& from, const Layout& to, int64_t rows, i
   return change;
 }
 
-namespace {
-
-int64_t elements(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
-}  // namespace
-
 std::string views_unmappable(const std::vector<int64_t>& from_shape, int64_t produced,
                              const std::vector<ViewStep>& steps, int64_t total) {
   for (const ViewStep& step : steps)
     if (!step.unmapped.empty()) return step.op + ": " + step.unmapped;
   if (from_shape.empty()) return "the producer's shape before the views is not given";
-  if (elements(from_shape) != produced)
+  if (shape_elements(from_shape) != produced)
     return "the producer's operator writes " + std::to_string(produced) + " elements, its tensor has " +
-           std::to_string(elements(from_shape));
-  if (elements(from_shape) > kMaxMappedElements) return "more than 2^24 elements to map one by one";
+           std::to_string(shape_elements(from_shape));
+  if (shape_elements(from_shape) > kMaxMappedElements) return "more than 2^24 elements to map one by one";
   const std::vector<int64_t>* in = &from_shape;
   for (const ViewStep& step : steps) {
     if (step.op == "Im2col") {
@@ -210,7 +200,8 @@ std::string views_unmappable(const std::vector<int64_t>& from_shape, int64_t pro
             (*in)[step.perm[a]] != step.shape[a])
           return "Transpose: shapes disagree";
     } else if (step.op == "Concat") {  // the input is the part [start, end) of the output along one axis
-      if (step.shape.size() != in->size() || step.slices.size() != 1) return "Concat: one part of a same-rank output";
+      if (step.shape.size() != in->size() || step.slices.size() != 1)
+        return "Concat: one part of a same-rank output";
       const auto [axis, start, end] = step.slices[0];
       if (axis < 0 || axis >= static_cast<int64_t>(in->size()) || end > step.shape[axis] ||
           end - start != (*in)[axis])
@@ -226,19 +217,20 @@ std::string views_unmappable(const std::vector<int64_t>& from_shape, int64_t pro
         kept[axis] = end - start;
       }
       if (kept != step.shape) return step.op + ": shapes disagree";
-    } else if (elements(step.shape) != elements(*in)) {
-      return step.op + ": " + std::to_string(elements(*in)) + " elements become " +
-             std::to_string(elements(step.shape));
+    } else if (shape_elements(step.shape) != shape_elements(*in)) {
+      return step.op + ": " + std::to_string(shape_elements(*in)) + " elements become " +
+             std::to_string(shape_elements(step.shape));
     }
     in = &step.shape;
   }
-  if (elements(*in) != total)
-    return "the views end with " + std::to_string(elements(*in)) + " elements, the operand has " +
+  if (shape_elements(*in) != total)
+    return "the views end with " + std::to_string(shape_elements(*in)) + " elements, the operand has " +
            std::to_string(total);
   return "";
 }
 
-ViewMap::ViewMap(const std::vector<int64_t>& from_shape, const std::vector<ViewStep>& steps, bool channels_last)
+ViewMap::ViewMap(const std::vector<int64_t>& from_shape, const std::vector<ViewStep>& steps,
+                 bool channels_last)
     : from_shape_(from_shape), steps_(steps), channels_last_(channels_last && from_shape.size() == 4) {
   const std::vector<int64_t>* in = &from_shape_;
   for (const ViewStep& step : steps_) {
@@ -281,8 +273,8 @@ int64_t ViewMap::source(int64_t flat) {
       coord_.assign({n, ch, h, w});
     } else if (kinds_[i] == kWindow) {  // (position i*kw + j, n, c, ho, wo) -> input (n, c, h, w), or padding
       const std::vector<int64_t>& x = *input_of_[i];
-      const int64_t at = coord_[0], h = coord_[3] * step.strides[0] - step.pads[0] +
-                                         at / step.kernel[1] * step.dilations[0];
+      const int64_t at = coord_[0],
+                    h = coord_[3] * step.strides[0] - step.pads[0] + at / step.kernel[1] * step.dilations[0];
       const int64_t w = coord_[4] * step.strides[1] - step.pads[1] + at % step.kernel[1] * step.dilations[1];
       if (h < 0 || h >= x[2] || w < 0 || w >= x[3]) return -1;  // the padding: the pooling skips it
       coord_.assign({coord_[1], coord_[2], h, w});

@@ -84,11 +84,20 @@ void summarize(CompiledProgram& compiled) {
   }
 }
 
+bool is_chain(const TensorProgram& program) {
+  return std::all_of(program.ops.begin(), program.ops.end(),
+                     [](const TensorOperator& op) { return op.after.empty() && op.reads.empty(); });
+}
+
+int64_t shape_elements(const std::vector<int64_t>& shape) {
+  double n = 1;
+  for (int64_t d : shape) n *= static_cast<double>(d);
+  return n > 0x1p62 ? int64_t{1} << 62 : static_cast<int64_t>(n);
+}
+
 std::vector<std::vector<DataEdge>> data_flow(const TensorProgram& program) {
   std::vector<std::vector<DataEdge>> flow(program.ops.size());
-  const bool chain = std::all_of(program.ops.begin(), program.ops.end(), [](const TensorOperator& op) {
-    return op.after.empty() && op.reads.empty();
-  });
+  const bool chain = is_chain(program);
   std::unordered_map<std::string, int> index;
   for (size_t i = 0; i < program.ops.size(); ++i) {
     const TensorOperator& op = program.ops[i];

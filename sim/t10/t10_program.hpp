@@ -120,6 +120,10 @@ struct DataEdge {
   bool from_channels_last = false;  // its matrix is N*H*W x C, not the tensor's row-major order
 };
 std::vector<std::vector<DataEdge>> data_flow(const TensorProgram& program);
+// No operator names what it reads (neither `reads` nor `after`): each reads the one before it.
+bool is_chain(const TensorProgram& program);
+// Elements of a shape, saturated at 2^62 (a file's shape may multiply beyond 64 bits).
+int64_t shape_elements(const std::vector<int64_t>& shape);
 
 // The file limits: a network beyond them is refused with a message, not compiled for hours.
 constexpr size_t kMaxProgramOperators = 100000;

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <random>
 #include <stdexcept>
 
 #include "sim/t10/t10_functional.hpp"
@@ -26,23 +25,15 @@ int bit_length(int64_t most) {
 }
 
 // A MatMul's operands' significant bits: the engine's 64-bit sums of k products stay below 2^62.
-int operand_bits(int64_t k) { return std::min(30, (62 - bit_length(k)) / 2); }
-
-// Saturated at 2^62: a file's shape may multiply beyond 64 bits.
-int64_t elements_of(const std::vector<int64_t>& shape) {
-  double n = 1;
-  for (int64_t d : shape) n *= static_cast<double>(d);
-  return n > 0x1p62 ? int64_t{1} << 62 : static_cast<int64_t>(n);
+int operand_bits(int64_t k) {
+  return std::min(30, (62 - bit_length(k)) / 2);
 }
 
 // Integers in [-3, 3] drawn from the seed and a name (FNV-1a), so that every reader sees the same tensor.
 Matrix draw_named(uint64_t seed, const std::string& name, int64_t size) {
   uint64_t h = 1469598103934665603ull;
   for (unsigned char c : name) h = (h ^ c) * 1099511628211ull;
-  std::mt19937_64 rng(seed ^ h);
-  Matrix m(static_cast<size_t>(size));
-  for (int64_t& v : m) v = static_cast<int64_t>(rng() % 7) - 3;
-  return m;
+  return drawn_integers(seed ^ h, size);
 }
 
 std::string listed(const std::vector<std::string>& ops) {
@@ -126,7 +117,9 @@ ScaledTensor at_scale(ScaledTensor t, int scale) {
   return t;
 }
 
-double real(const ScaledTensor& t, size_t e) { return std::ldexp(static_cast<double>(t.ints[e]), -t.scale); }
+double real(const ScaledTensor& t, size_t e) {
+  return std::ldexp(static_cast<double>(t.ints[e]), -t.scale);
+}
 
 // Real values as fixed point with kVectorBits significant bits (integers that fit stay exact).
 ScaledTensor from_real(const std::vector<double>& values, const std::string& op) {
@@ -153,8 +146,7 @@ ScaledTensor from_real(const std::vector<double>& values, const std::string& op)
 ProgramValues::ProgramValues(const TensorProgram& program, uint64_t seed, std::vector<DrawnValues>& drawn)
     : program_(program), seed_(seed), drawn_(drawn), outputs_(program.ops.size()) {
   for (size_t i = 0; i < program.ops.size(); ++i) index_.emplace(program.ops[i].name, i);
-  chain_ = std::all_of(program.ops.begin(), program.ops.end(),
-                       [](const TensorOperator& op) { return op.reads.empty() && op.after.empty(); });
+  chain_ = is_chain(program);
   int64_t held = 0;  // every operator's output is kept for its readers
   for (const TensorOperator& op : program.ops) {
     const auto [out_rows, out_cols] = output_shape(op);
@@ -164,7 +156,8 @@ ProgramValues::ProgramValues(const TensorProgram& program, uint64_t seed, std::v
                                                static_cast<double>(kMaxFunctionalOperandElements))
       throw std::invalid_argument("functional mode holds every operand: '" + op.name + "' reads " +
                                   std::to_string(op.inputs) + " of " + std::to_string(rows * cols) +
-                                  " elements, above " + std::to_string(kMaxFunctionalOperandElements) + " in all");
+                                  " elements, above " + std::to_string(kMaxFunctionalOperandElements) +
+                                  " in all");
     if (!chain_ && op.reads.empty())
       throw std::invalid_argument("functional mode follows the data flow: '" + op.name +
                                   "' does not say what it reads (re-import with mlsys-import --t10)");
@@ -196,11 +189,11 @@ ScaledTensor ProgramValues::draw(const TensorOperator& op, size_t i, int slot, i
 const Matrix& ProgramValues::param(const std::string& name, const std::vector<int64_t>& shape) {
   auto it = params_.find(name);
   if (it == params_.end()) {
-    if (elements_of(shape) > kMaxExactElements)
+    if (shape_elements(shape) > kMaxExactElements)
       throw std::invalid_argument("functional mode: the parameter '" + name + "' has more than 2^24 values");
-    it = params_.emplace(name, draw_named(seed_, "param:" + name, elements_of(shape))).first;
+    it = params_.emplace(name, draw_named(seed_, "param:" + name, shape_elements(shape))).first;
     drawn_.push_back({"", -1, "", name, shape, it->second});
-  } else if (static_cast<int64_t>(it->second.size()) != elements_of(shape)) {
+  } else if (static_cast<int64_t>(it->second.size()) != shape_elements(shape)) {
     throw std::invalid_argument("functional mode: the parameter '" + name + "' is read with two shapes");
   }
   return it->second;
@@ -213,8 +206,8 @@ ScaledTensor ProgramValues::weight(const TensorOperator& op) {
   const int64_t k = op.k, n = op.n, groups = op.batch;
   const bool fits = w.layout == "conv" ? w.shape.size() == 4 && w.shape[0] == groups * n &&
                                              w.shape[1] * w.shape[2] * w.shape[3] == k
-                                       : groups == 1 && elements_of(w.shape) == k * n && w.shape.size() == 2 &&
-                                             w.shape[w.layout == "nk" ? 1 : 0] == k;
+                                       : groups == 1 && shape_elements(w.shape) == k * n &&
+                                             w.shape.size() == 2 && w.shape[w.layout == "nk" ? 1 : 0] == k;
   if (!fits)
     throw std::invalid_argument("functional mode: '" + op.name + "''s weight '" + w.name +
                                 "' does not have the product's shape");
@@ -223,7 +216,9 @@ ScaledTensor ProgramValues::weight(const TensorOperator& op) {
     for (int64_t q = 0; q < k; ++q)
       for (int64_t c = 0; c < n; ++c) {
         // conv: row q = (channel, i, j) of group g, column c = output channel g*n + c: weight[g*n + c][q].
-        const int64_t from = w.layout == "conv" ? (g * n + c) * k + q : w.layout == "nk" ? c * k + q : q * n + c;
+        const int64_t from = w.layout == "conv" ? (g * n + c) * k + q
+                             : w.layout == "nk" ? c * k + q
+                                                : q * n + c;
         b.ints[static_cast<size_t>((g * k + q) * n + c)] = v[static_cast<size_t>(from)];
       }
   return b;
@@ -279,7 +274,7 @@ ScaledTensor ProgramValues::read(const TensorOperator& op, const TensorOperator:
     auto it = inputs_.find(name);
     if (it == inputs_.end()) {
       const std::vector<int64_t> shape = r.from_shape.empty() ? std::vector<int64_t>{size} : r.from_shape;
-      it = inputs_.emplace(name, draw_named(seed_, name, elements_of(shape))).first;
+      it = inputs_.emplace(name, draw_named(seed_, name, shape_elements(shape))).first;
       drawn_.push_back({"", -1, name, "", shape, it->second});
     }
     input.ints = it->second;
@@ -294,7 +289,8 @@ ScaledTensor ProgramValues::read(const TensorOperator& op, const TensorOperator:
   ScaledTensor m{Matrix(static_cast<size_t>(size), skip_padding ? std::numeric_limits<int64_t>::min() : 0),
                  source->scale};
   for (int64_t e = 0; e < size; ++e)
-    if (const int64_t at = view.source(e); at >= 0) m.ints[static_cast<size_t>(e)] = source->ints[static_cast<size_t>(at)];
+    if (const int64_t at = view.source(e); at >= 0)
+      m.ints[static_cast<size_t>(e)] = source->ints[static_cast<size_t>(at)];
   return m;
 }
 
@@ -357,9 +353,9 @@ std::optional<CoreViolation> ProgramValues::run_vector(size_t i, const OperatorO
     const IntegerForm form = integer_form(op);
     engine.clamp = form.clamp, engine.max = form.max;
     outputs_[i].scale = scale;
-    const VectorCoresResult cores = simulate_vector_cores(
-        vector_op(op), option.plan.f_op[0], std::max<int64_t>(option.plan.f_op[2], 1), program_.dtype_bytes,
-        program_.chip, engine);
+    const VectorCoresResult cores =
+        simulate_vector_cores(vector_op(op), option.plan.f_op[0], std::max<int64_t>(option.plan.f_op[2], 1),
+                              program_.dtype_bytes, program_.chip, engine);
     if (form.mean) {  // the row sums the cores reduced, over the row's length
       std::vector<double> means;
       for (size_t r = 0; r < outputs_[i].ints.size(); ++r)
@@ -381,8 +377,9 @@ std::optional<CoreViolation> ProgramValues::run_vector(size_t i, const OperatorO
       });
   const auto [rows, cols] = output_shape(op);
   if (static_cast<int64_t>(out.values.size()) != rows * cols)
-    throw std::invalid_argument("functional mode: '" + op.name + "' computes " + std::to_string(out.values.size()) +
-                                " values for its " + std::to_string(rows) + " x " + std::to_string(cols) + " output");
+    throw std::invalid_argument("functional mode: '" + op.name + "' computes " +
+                                std::to_string(out.values.size()) + " values for its " +
+                                std::to_string(rows) + " x " + std::to_string(cols) + " output");
   outputs_[i] = from_real(out.values, op.name);
   return std::nullopt;
 }

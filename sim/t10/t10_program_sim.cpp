@@ -3,13 +3,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <map>
 #include <random>
 #include <stdexcept>
 #include <tuple>
 
-#include "sim/t10/t10_functional.hpp"
 #include "sim/t10/t10_layouts.hpp"
 #include "sim/t10/t10_program_functional.hpp"
 #include "sim/t10/t10_vector_cores.hpp"
@@ -28,11 +26,15 @@ auto plan_key(const TensorOperator& op, const Plan& p) {
 
 }  // namespace
 
-std::vector<int64_t> program_operand(uint64_t seed, size_t op, int slot, int64_t rows, int64_t cols) {
-  std::mt19937_64 rng(seed * 1000003 + op * 131 + static_cast<uint64_t>(slot));
-  Matrix m(static_cast<size_t>(rows * cols));
+std::vector<int64_t> drawn_integers(uint64_t seed, int64_t size) {
+  std::mt19937_64 rng(seed);
+  Matrix m(static_cast<size_t>(size));
   for (int64_t& v : m) v = static_cast<int64_t>(rng() % 7) - 3;
   return m;
+}
+
+std::vector<int64_t> program_operand(uint64_t seed, size_t op, int slot, int64_t rows, int64_t cols) {
+  return drawn_integers(seed * 1000003 + op * 131 + static_cast<uint64_t>(slot), rows * cols);
 }
 
 std::string ProgramRun::first_failure() const {
@@ -122,8 +124,8 @@ void replay_edges(const TensorProgram& program, const CompiledProgram& compiled,
       }
     }
     // A convolution's pixels x channels matrix read as its tensor's rows is a view even with equal shapes.
-    const bool plain = operand >= 0 && edge.through.empty() && !edge.from_channels_last &&
-                       shape == input_shape(op, operand);
+    const bool plain =
+        operand >= 0 && edge.through.empty() && !edge.from_channels_last && shape == input_shape(op, operand);
     // A pooling's window read is one operand per window position, stacked: each in the operator's partition.
     const bool window = !edge.through.empty() && edge.through.back().op == "Window";
     const int64_t stacked = window ? op.inputs : 1;
@@ -160,12 +162,10 @@ void replay_edges(const TensorProgram& program, const CompiledProgram& compiled,
         r.edges.push_back(std::move(e));
         continue;
       }
-      change =
-          change_layout_through(output_layout(from, compiled.chosen[producer]), shape.first, shape.second,
-                                from_shape, through, stacked_layout(input_layout(op, o, operand), stacked,
-                                                                    wanted.first / stacked),
-                                wanted.first,
-                                wanted.second, program.dtype_bytes, edge.from_channels_last);
+      change = change_layout_through(
+          output_layout(from, compiled.chosen[producer]), shape.first, shape.second, from_shape, through,
+          stacked_layout(input_layout(op, o, operand), stacked, wanted.first / stacked), wanted.first,
+          wanted.second, program.dtype_bytes, edge.from_channels_last);
     } else {
       change = change_layout(output_layout(from, compiled.chosen[producer]), input_layout(op, o, operand),
                              wanted.first, wanted.second, program.dtype_bytes);
@@ -185,16 +185,14 @@ void replay_edges(const TensorProgram& program, const CompiledProgram& compiled,
 }
 
 // The functional run's output: a chain's against a reference computed here; a data flow's is left for an
-// independent one (the model run by onnx or PyTorch on the drawn values: tests/python/test_t10_functional.py),
-// each product having been checked against A·B and each vector operator's blocks against its partition.
+// independent one (the model run by onnx or PyTorch on the drawn values:
+// tests/python/test_t10_functional.py), each product having been checked against A·B and each vector
+// operator's blocks against its partition.
 void check_output(const TensorProgram& program, uint64_t seed, const ScaledTensor& output, ProgramRun& run) {
   run.functional_checked = true;
   run.output = output.ints;
   run.output_scale = output.scale;
-  const bool chain = std::all_of(program.ops.begin(), program.ops.end(), [](const TensorOperator& op) {
-    return op.reads.empty() && op.after.empty();
-  });
-  if (!chain) {
+  if (!is_chain(program)) {
     run.functional_reference = "every product against A·B; the output is for an independent reference";
     return;
   }
@@ -261,8 +259,9 @@ ProgramRun simulate_program(const TensorProgram& program, const CompiledProgram&
       auto it = vector_runs.find(key);
       if (it == vector_runs.end()) {
         it = vector_runs
-                 .insert_or_assign(key, simulate_vector_cores(v, o.plan.f_op[0], std::max<int64_t>(o.plan.f_op[2], 1),
-                                                              program.dtype_bytes, program.chip, engine))
+                 .insert_or_assign(
+                     key, simulate_vector_cores(v, o.plan.f_op[0], std::max<int64_t>(o.plan.f_op[2], 1),
+                                                program.dtype_bytes, program.chip, engine))
                  .first;
         ++run.engine_runs;
       }

@@ -67,6 +67,8 @@ struct ProgramRun {
 // The data of a functional run: integer operands drawn per (operator, operand slot) from a seed, so that a
 // reference computed separately can draw the same ones. Values are in [-3, 3].
 std::vector<int64_t> program_operand(uint64_t seed, size_t op, int slot, int64_t rows, int64_t cols);
+// `size` integers in [-3, 3] from one seed (functional mode's every drawn value).
+std::vector<int64_t> drawn_integers(uint64_t seed, int64_t size);
 
 struct ProgramSimOptions {
   bool functional = false;  // multiply real integers through the network (small programs: exact check)

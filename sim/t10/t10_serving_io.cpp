@@ -102,16 +102,10 @@ std::vector<int64_t> decode_shape(const std::vector<int64_t>& shape, const Servi
   return out;
 }
 
-int64_t product(const std::vector<int64_t>& v) {
-  int64_t p = 1;
-  for (int64_t d : v) p *= d;
-  return p;
-}
-
 // A vector operator's rows (all but the last dimension) and columns (the last).
 std::pair<int64_t, int64_t> rows_and_columns(const std::vector<int64_t>& shape) {
   if (shape.empty()) return {1, 1};
-  return {product(std::vector<int64_t>(shape.begin(), shape.end() - 1)), shape.back()};
+  return {shape_elements(std::vector<int64_t>(shape.begin(), shape.end() - 1)), shape.back()};
 }
 
 bool is_activation(const std::vector<int64_t>& raw) {
@@ -231,7 +225,8 @@ ServingProgram read_elk_model(const nlohmann::json& doc, const std::string& file
     } else if (kUnary.count(type) || kBinary.count(type) || kRowWise.count(type) || type == "Slice") {
       std::vector<int64_t> shape = decode_shape(e.inputs[0].shape, at);
       for (const Operand& in : e.inputs)  // a broadcast operand is the smaller one
-        if (product(decode_shape(in.shape, at)) > product(shape)) shape = decode_shape(in.shape, at);
+        if (shape_elements(decode_shape(in.shape, at)) > shape_elements(shape))
+          shape = decode_shape(in.shape, at);
       if (shape.empty()) fail("an operand without dimensions");
       op.op.type = kRowWise.count(type) ? OperatorType::RowWise
                    : kUnary.count(type) ? OperatorType::Relu

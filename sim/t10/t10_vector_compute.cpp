@@ -10,13 +10,6 @@
 namespace mlsys::t10 {
 namespace {
 
-// Saturated at 2^62: a file's shape may multiply beyond 64 bits.
-int64_t count(const std::vector<int64_t>& shape) {
-  double n = 1;
-  for (int64_t d : shape) n *= static_cast<double>(d);
-  return n > 0x1p62 ? int64_t{1} << 62 : static_cast<int64_t>(n);
-}
-
 // NumPy broadcasting of two shapes (aligned on the right), or why not.
 std::vector<int64_t> broadcast(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
   std::vector<int64_t> out(std::max(a.size(), b.size()), 1);
@@ -49,14 +42,13 @@ template <class F>
 RealTensor elementwise(const std::vector<const RealTensor*>& in, F f) {
   std::vector<int64_t> shape = in[0]->shape;
   for (const RealTensor* t : in) shape = broadcast(shape, t->shape);
-  double elements = 1;  // in binary64: a hostile shape's product may not fit 64 bits
-  for (int64_t d : shape) elements *= static_cast<double>(d);
-  if (elements > static_cast<double>(kMaxComputeElements))
+  const int64_t elements = shape_elements(shape);
+  if (elements > kMaxComputeElements)
     throw std::invalid_argument("broadcasts to " + std::to_string(elements) + " elements, above " +
                                 std::to_string(kMaxComputeElements));
-  RealTensor out{shape, std::vector<double>(static_cast<size_t>(count(shape)))};
+  RealTensor out{shape, std::vector<double>(static_cast<size_t>(elements))};
   std::vector<double> args(in.size());
-  for (int64_t e = 0; e < count(shape); ++e) {
+  for (int64_t e = 0; e < elements; ++e) {
     for (size_t i = 0; i < in.size(); ++i) args[i] = at(*in[i], shape, e);
     out.values[static_cast<size_t>(e)] = f(args);
   }
@@ -79,7 +71,8 @@ RealTensor per_row(const RealTensor& x, int64_t axis, bool keep_row, F f) {
   out.shape = x.shape;
   if (!keep_row)
     for (size_t i = static_cast<size_t>(axis); i < out.shape.size(); ++i) out.shape[i] = 1;
-  for (int64_t r = 0; inner > 0 && r < count(x.shape) / inner; ++r) {
+  const int64_t total = shape_elements(x.shape);
+  for (int64_t r = 0; inner > 0 && r < total / inner; ++r) {
     const auto first = x.values.begin() + r * inner;
     const std::vector<double> row(first, first + inner);
     const std::vector<double> result = f(row);
@@ -125,14 +118,15 @@ double number_attr(const ComputeNode& node, const char* key, double fallback) {
 }
 
 // The activations with parameters and the inference batch normalization, or nothing for other operators.
-std::optional<RealTensor> evaluate_activation(const ComputeNode& node, const std::vector<const RealTensor*>& in) {
+std::optional<RealTensor> evaluate_activation(const ComputeNode& node,
+                                              const std::vector<const RealTensor*>& in) {
   const std::string& op = node.op;
   const auto attr = [&](const char* key, double fallback) { return number_attr(node, key, fallback); };
   const auto need = [&](size_t n) { require_inputs(in, n); };
   if (op == "LeakyRelu" || op == "Elu" || op == "Selu" || op == "HardSigmoid" || op == "HardSwish" ||
       op == "Softplus") {
     need(1);
-    const double alpha = attr("alpha", op == "LeakyRelu" ? 0.01
+    const double alpha = attr("alpha", op == "LeakyRelu"     ? 0.01
                                        : op == "HardSigmoid" ? 0.2
                                        : op == "Selu"        ? 1.67326319217681884765625
                                                              : 1.0);
@@ -161,12 +155,14 @@ std::optional<RealTensor> evaluate_activation(const ComputeNode& node, const std
     channel[1] = x.shape[1];
     std::vector<RealTensor> per_channel;
     for (size_t i = 1; i < 5; ++i) {
-      if (count(in[i]->shape) != x.shape[1]) throw std::invalid_argument("parameters are not per channel");
+      if (shape_elements(in[i]->shape) != x.shape[1])
+        throw std::invalid_argument("parameters are not per channel");
       per_channel.push_back({channel, in[i]->values});
     }
     const double eps = attr("epsilon", 1e-5);
-    return elementwise({&x, &per_channel[0], &per_channel[1], &per_channel[2], &per_channel[3]},
-                       [&](const std::vector<double>& a) { return (a[0] - a[3]) / std::sqrt(a[4] + eps) * a[1] + a[2]; });
+    return elementwise(
+        {&x, &per_channel[0], &per_channel[1], &per_channel[2], &per_channel[3]},
+        [&](const std::vector<double>& a) { return (a[0] - a[3]) / std::sqrt(a[4] + eps) * a[1] + a[2]; });
   }
   return std::nullopt;
 }
@@ -205,18 +201,21 @@ RealTensor evaluate_node(const ComputeNode& node, const std::vector<const RealTe
   if (auto activation = evaluate_activation(node, in)) return *activation;
   if (op == "Where") {
     need(3);
-    return elementwise({in[0], in[1], in[2]}, [](const std::vector<double>& a) { return a[0] != 0 ? a[1] : a[2]; });
+    return elementwise({in[0], in[1], in[2]},
+                       [](const std::vector<double>& a) { return a[0] != 0 ? a[1] : a[2]; });
   }
   if (op == "Softmax" || op == "LogSoftmax") {
     need(1);
     const int64_t axis = axis_of(node.attrs, "axis", -1, in[0]->shape.size());
-    if (axis != static_cast<int64_t>(in[0]->shape.size()) - 1) throw std::invalid_argument("only over the last axis");
+    if (axis != static_cast<int64_t>(in[0]->shape.size()) - 1)
+      throw std::invalid_argument("only over the last axis");
     return per_row(*in[0], axis, true, [&](const std::vector<double>& row) {
       const double most = *std::max_element(row.begin(), row.end());
       double sum = 0;
       for (double v : row) sum += std::exp(v - most);
       std::vector<double> out;
-      for (double v : row) out.push_back(op == "Softmax" ? std::exp(v - most) / sum : v - most - std::log(sum));
+      for (double v : row)
+        out.push_back(op == "Softmax" ? std::exp(v - most) / sum : v - most - std::log(sum));
       return out;
     });
   }
@@ -250,11 +249,13 @@ RealTensor evaluate_node(const ComputeNode& node, const std::vector<const RealTe
     std::sort(axes.begin(), axes.end());
     // The trailing axes only (a row's statistic), which is what the lowering groups as row-wise.
     for (size_t i = 0; i < axes.size(); ++i)
-      if (axes[i] != static_cast<int64_t>(rank - axes.size() + i)) throw std::invalid_argument("reduces inner axes");
+      if (axes[i] != static_cast<int64_t>(rank - axes.size() + i))
+        throw std::invalid_argument("reduces inner axes");
     if (axes.empty()) throw std::invalid_argument("reduces all axes");
     const bool keep = !node.attrs.contains("keepdims") || node.attrs["keepdims"].get<int64_t>() != 0;
-    RealTensor out = per_row(*in[0], axes.front(), false,
-                             [&](const std::vector<double>& row) { return std::vector<double>{reduce(op, row)}; });
+    RealTensor out = per_row(*in[0], axes.front(), false, [&](const std::vector<double>& row) {
+      return std::vector<double>{reduce(op, row)};
+    });
     if (!keep) out.shape.resize(static_cast<size_t>(axes.front()));
     return out;
   }
@@ -263,8 +264,9 @@ RealTensor evaluate_node(const ComputeNode& node, const std::vector<const RealTe
 
 }  // namespace
 
-RealTensor evaluate_compute(const VectorCompute& compute, const std::vector<RealTensor>& reads,
-                            const std::function<RealTensor(const std::string&, const std::vector<int64_t>&)>& param) {
+RealTensor evaluate_compute(
+    const VectorCompute& compute, const std::vector<RealTensor>& reads,
+    const std::function<RealTensor(const std::string&, const std::vector<int64_t>&)>& param) {
   std::vector<RealTensor> values;
   std::vector<RealTensor> held;  // the parameters and constants of the current node
   for (size_t n = 0; n < compute.nodes.size(); ++n) {
@@ -286,7 +288,7 @@ RealTensor evaluate_compute(const VectorCompute& compute, const std::vector<Real
             throw std::invalid_argument(where + ": reads operand " + std::to_string(a.index) + " of " +
                                         std::to_string(reads.size()));
           held.push_back(reads[static_cast<size_t>(a.index)]);
-          if (!a.shape.empty() && count(a.shape) == static_cast<int64_t>(held.back().values.size()))
+          if (!a.shape.empty() && shape_elements(a.shape) == static_cast<int64_t>(held.back().values.size()))
             held.back().shape = a.shape;  // the operand in its ONNX shape
           in.push_back(&held.back());
           break;
@@ -295,7 +297,7 @@ RealTensor evaluate_compute(const VectorCompute& compute, const std::vector<Real
           in.push_back(&held.back());
           break;
         case ComputeArg::Kind::Value:
-          if (count(a.shape) != static_cast<int64_t>(a.values.size()))
+          if (shape_elements(a.shape) != static_cast<int64_t>(a.values.size()))
             throw std::invalid_argument(where + ": a constant of " + std::to_string(a.values.size()) +
                                         " values for its shape");
           held.push_back({a.shape, a.values});
