@@ -613,7 +613,7 @@ def pad_odd_maps(graph: Graph) -> Dict[int, int]:
     def side(s: int) -> int:
         return padded.get(s, s)
 
-    windows = [n for n in graph.nodes if n.op_type in WINDOW_OPS and kinds_act(graph, n)
+    windows = [n for n in graph.nodes if n.op_type in WINDOW_OPS and graph.kinds.get(n.output[0]) == ACT
                and len(graph.shapes.get(n.input[0], ())) == 4 and len(graph.shapes.get(n.output[0], ())) == 4]
     for _ in range(32):  # a fixpoint: padding one side can ask the window below it for a larger output
         changed = False
@@ -665,8 +665,11 @@ def pad_odd_maps(graph: Graph) -> Dict[int, int]:
     return padded
 
 
-def kinds_act(graph: Graph, node) -> bool:
-    return bool(node.output) and graph.kinds.get(node.output[0]) == ACT
+def _replace_attributes(node, dropped, added) -> None:
+    """The node's attributes named in `dropped` removed and `added` (AttributeProtos) appended."""
+    kept = [a for a in node.attribute if a.name not in dropped]
+    del node.attribute[:]
+    node.attribute.extend(kept + list(added))
 
 
 def _pad_to_output(graph: Graph, node) -> None:
@@ -690,9 +693,7 @@ def _pad_to_output(graph: Graph, node) -> None:
             return
     if new == list(pads) and not attribute(node, "ceil_mode", 0):
         return
-    kept = [a for a in node.attribute if a.name not in ("pads", "ceil_mode", "auto_pad")]
-    del node.attribute[:]
-    node.attribute.extend(kept + [onnx.helper.make_attribute("pads", new)])
+    _replace_attributes(node, ("pads", "ceil_mode", "auto_pad"), [onnx.helper.make_attribute("pads", new)])
 
 
 def _fold_pads_into_windows(graph: Graph) -> None:
@@ -717,12 +718,10 @@ def _fold_pads_into_windows(graph: Graph) -> None:
         for reader in readers:
             pads = list(attribute(reader, "pads", [0, 0, 0, 0]) or [0, 0, 0, 0])
             pads = [pads[0] + a[2], pads[1] + a[3], pads[2] + a[6], pads[3] + a[7]]
-            kept = [x for x in reader.attribute if x.name not in ("pads", "auto_pad", "count_include_pad")]
-            extra = [onnx.helper.make_attribute("pads", pads)]
+            added = [onnx.helper.make_attribute("pads", pads)]
             if reader.op_type == "AveragePool":
-                extra.append(onnx.helper.make_attribute("count_include_pad", 1))
-            del reader.attribute[:]
-            reader.attribute.extend(kept + extra)
+                added.append(onnx.helper.make_attribute("count_include_pad", 1))
+            _replace_attributes(reader, ("pads", "auto_pad", "count_include_pad"), added)
             reader.input[0] = pad.input[0]
             graph.consumers.setdefault(pad.input[0], []).append(reader)
         graph.consumers[pad.input[0]] = [c for c in graph.consumers[pad.input[0]] if c is not pad]

@@ -135,17 +135,23 @@ def _view_step(graph: og.Graph, node, output: str) -> dict:
     return step
 
 
+def _window_read(graph: og.Graph, node, op: str, shape) -> dict:
+    """A 2-D window op's read of its input as a view step: `shape(x, out, kernel)` gives the step's shape, and
+    the geometry (kernel, strides, top and left pads, dilations, output map) travels with it."""
+    x, out = graph.shapes[node.input[0]], graph.shapes[node.output[0]]
+    kernel, strides, pads, dilations = og.window_geometry(graph, node)
+    if len(x) != 4 or len(out) != 4 or kernel == (0, 0):
+        return {"op": op, "shape": [], "unmapped": "not a 2-D " + ("convolution" if op == "Im2col" else "pooling")}
+    return {"op": op, "shape": shape(x, out, kernel), "kernel": list(kernel), "strides": list(strides),
+            "pads": list(pads[:2]), "dilations": list(dilations), "out": [out[2], out[3]]}
+
+
 def _im2col_step(graph: og.Graph, node) -> dict:
     """A convolution's read of its input as the im2col matrix its MatMul multiplies: row (n, ho, wo) and column
     (c, i, j) of group b hold input[n, b*C/g + c, ho*stride - pad + i*dilation, wo*...] (0 in the padding)."""
-    x, out = graph.shapes[node.input[0]], graph.shapes[node.output[0]]
-    kernel, strides, pads, dilations = og.window_geometry(graph, node)
     groups = og.attribute(node, "group", 1)
-    if len(x) != 4 or len(out) != 4 or kernel == (0, 0):
-        return {"op": "Im2col", "shape": [], "unmapped": "not a 2-D convolution"}
-    return {"op": "Im2col", "shape": [groups, out[0] * out[2] * out[3], x[1] // groups * kernel[0] * kernel[1]],
-            "kernel": list(kernel), "strides": list(strides), "pads": list(pads[:2]), "dilations": list(dilations),
-            "out": [out[2], out[3]]}
+    return _window_read(graph, node, "Im2col", lambda x, out, kernel: [
+        groups, out[0] * out[2] * out[3], x[1] // groups * kernel[0] * kernel[1]])
 
 
 def _placed_reads(graph: og.Graph, node):
@@ -230,12 +236,7 @@ def _window_step(graph: og.Graph, node) -> dict:
     """A pooling's read of its input as kh*kw operands, one per window position: element (s, n, c, ho, wo) is
     input[n, c, ho*stride - pad + i*dilation, wo*stride - pad + j*dilation] with s = i*kw + j (nothing in the
     padding: the pooling skips it). Its output shape is [kh*kw, N, C, Ho, Wo]."""
-    x, out = graph.shapes[node.input[0]], graph.shapes[node.output[0]]
-    kernel, strides, pads, dilations = og.window_geometry(graph, node)
-    if len(x) != 4 or len(out) != 4 or kernel == (0, 0):
-        return {"op": "Window", "shape": [], "unmapped": "not a 2-D pooling"}
-    return {"op": "Window", "shape": [kernel[0] * kernel[1], *out], "kernel": list(kernel),
-            "strides": list(strides), "pads": list(pads[:2]), "dilations": list(dilations), "out": [out[2], out[3]]}
+    return _window_read(graph, node, "Window", lambda x, out, kernel: [kernel[0] * kernel[1], *out])
 
 
 def _weight(graph: og.Graph, node) -> dict:
