@@ -118,8 +118,9 @@ def test_odd_maps_halved_by_stride_2_windows_are_computed_one_pixel_larger(tmp_p
     at 16x16 so that its space-to-depth phases are equal, the pooling gives 8x8 (the model's 7x7 grown to half
     of 16), and the layers after it follow. By hand, padded: the stem 16*16 pixels x 8 x 27, the 1x1
     convolution 8*8 x 16 x 8, the global pooling's averaging product 16 x 64, the classifier 16 x 10; the model
-    itself: 15*15 x 8 x 27, 7*7 x 16 x 8 and 16 x 10. A map flattened into a classifier cannot grow: refused,
-    naming the reader."""
+    itself: 15*15 x 8 x 27, 7*7 x 16 x 8 and 16 x 10. A map flattened into a classifier (AlexNet's) grows too,
+    and the classifier reads its real 7x7 pixels only: 784 x 10, each pixel copied by a 1 x 64 selection from
+    the 8x8 map's one block of 64 rows (49 x 64 x 16)."""
     class Odd(torch.nn.Module):
         def __init__(self, flatten=False):
             super().__init__()
@@ -142,8 +143,11 @@ def test_odd_maps_halved_by_stride_2_windows_are_computed_one_pixel_larger(tmp_p
     assert any("sides 15 to 16, 7 to 8" in w for w in report.warnings), report.warnings
     solve_and_verify(report.problem, tmp_path)
     torch.onnx.export(Odd(flatten=True).eval(), torch.zeros(1, 3, 31, 31), path, opset_version=17)
-    with pytest.raises(ModelImportError, match="Flatten node .* reads the 7x7 map .* cannot be computed one pixel"):
-        import_onnx(path, "tpu-like-core")
+    report = import_onnx(path, "tpu-like-core", report=True)
+    assert report.model_macs == 15 * 15 * 8 * 27 + 7 * 7 * 16 * 8 + 784 * 10
+    assert report.macs == 16 * 16 * 8 * 27 + 8 * 8 * 16 * 8 + 784 * 10 + 49 * 64 * 16
+    assert report.problem["names"]["op_kinds"].count("Flatten") == 49
+    solve_and_verify(report.problem, tmp_path)
 
 
 def test_inceptions_valid_convolution_and_padded_average_pooling_import(tmp_path):
@@ -197,6 +201,51 @@ def test_a_map_flattened_into_a_classifier_keeps_its_blocks(tmp_path):
     assert report.problem["names"]["op_kinds"].count("Flatten") == 16
     assert report.ops < 60  # the map's blocks kept: no op per pixel above the classifier
     solve_and_verify(report.problem, tmp_path)
+
+
+def test_a_channel_shuffle_reads_the_runs_of_stored_columns_it_holds(tmp_path):
+    """Two ShuffleNet units: split the channels in halves, convolve the second, concatenate, shuffle (groups
+    of 2). By hand, with A the first map (8 channels) and B, C the units' outputs (4 each): the first shuffle
+    gives A0 B0 A1 B1 A2 B2 A3 B3, so the second unit convolves A2:4 and B2:4; the second shuffle gives
+    A0 C0 B0 C1 A1 C2 B1 C3, so the head reads A0:2, B0:2 and C0:4. No data moves: each convolution sums one
+    share of its reduction per run, and A is computed once, in the column blocks its readers need."""
+    class Shuffle(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b1 = torch.nn.Conv2d(3, 8, 1), torch.nn.Conv2d(4, 4, 1)
+            self.b2, self.head = torch.nn.Conv2d(4, 4, 1), torch.nn.Conv2d(8, 6, 1)
+
+        @staticmethod
+        def unit(t, conv):
+            x1, x2 = t.chunk(2, dim=1)
+            out = torch.cat((x1, torch.relu(conv(x2))), 1)
+            n, c, h, w = out.shape
+            return out.view(n, 2, c // 2, h, w).transpose(1, 2).reshape(n, c, h, w)
+
+        def forward(self, x):
+            return self.head(self.unit(self.unit(torch.relu(self.a(x)), self.b1), self.b2))
+
+    path = str(tmp_path / "shuffle.onnx")
+    torch.onnx.export(Shuffle().eval(), torch.zeros(1, 3, 8, 8), path, opset_version=17)
+    report = import_onnx(path, "tpu-like-core", report=True)
+    problem, names = report.problem, report.problem["names"]
+    assert report.macs == report.model_macs == 64 * (3 * 8 + 4 * 4 + 4 * 4 + 8 * 6)
+
+    def reads(conv):
+        """(producer, columns) of the activation blocks a convolution's products read."""
+        found = []
+        for op, ins, kind in zip(names["ops"], problem["inputs"], names["op_kinds"]):
+            if kind == "Conv" and op.startswith(conv):
+                tensor = names["tensors"][ins[0]]
+                found.append((tensor.split("_output_0")[0], problem["widths"][ins[0]]))
+        return sorted(found)
+
+    assert reads("/head/Conv") == [("/Relu", 2), ("/Relu_1", 2), ("/Relu_2", 4)]
+    assert sorted(t for op, ins in zip(names["ops"], problem["inputs"]) if op.startswith("/b2/Conv kernel")
+                  for t in [names["tensors"][ins[0]]]) == ["/Relu_1_output_0[c2:4]", "/Relu_output_0[c2:4]"]
+    producers = Counter(op.split("[")[0] for op, kind in zip(names["ops"], names["op_kinds"]) if kind == "Conv")
+    assert producers["/a/Conv"] == 3  # columns 0:2, 2:4, 4:8: each computed once
+    solve_and_verify(problem, tmp_path)
 
 
 def test_a_network_computed_in_part_says_so(tmp_path):

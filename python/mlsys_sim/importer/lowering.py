@@ -12,6 +12,7 @@ import time
 from typing import Dict, List, Optional, Tuple
 
 from . import onnx_graph as og
+from .channel_maps import ChannelMap
 from .bases import InputBase, Lowering, MatMulBase, OpLimit, Operand, ProblemBuilder
 from .ops import BroadcastBase, ConcatBase, ConvBase, FlattenedMapBase, GroupBase, PoolBase, WindowBase
 from .views import LayoutError, View, _merge, map_levels, pixel_map, split_range, unravel
@@ -46,6 +47,7 @@ class GraphLowering:
         self.passthrough = passthrough
         self.builder = ProblemBuilder(max_ops, 2 ** 60)
         self.views: Dict[str, View] = {}
+        self.channel_maps: Dict[str, ChannelMap] = {}  # maps whose channels are shuffled (channel_maps.py)
         self.elementwise = {n.output[0] for n in graph.nodes if graph.kinds.get(n.output[0]) == og.ACT and (
             n.op_type in og.ELEMENTWISE_OPS or n.op_type in passthrough or n.output[0] in graph.row_stats)}
         self.sink = og.fuse_elementwise(graph, self.elementwise)
@@ -94,9 +96,13 @@ class GraphLowering:
         names = [n for n in node.input if n]
         levels = None
         if len(shape) == 4 and axis == 1:
-            levels = {map_levels(self.views[n], g.shapes[n]) if g.kinds[n] == og.ACT else None for n in names}
+            levels = {map_levels(self.views[n], g.shapes[n]) if n in self.views else None for n in names}
             if len(levels) != 1 or None in levels:
-                self.fail(node, "a channel concat of maps that are not all computed and stored alike")
+                try:
+                    self._store_map(out, ChannelMap.concat([self._channel_map(node, n) for n in names], 1))
+                except LayoutError as e:
+                    self.fail(node, str(e))
+                return
             levels = levels.pop()
             matrix = lambda n: (self.views[n].storage.rows, g.shapes[n][1])  # noqa: E731
             along, rows, cols = "cols", prod(shape) // shape[1], shape[1]
@@ -123,6 +129,107 @@ class GraphLowering:
             self.fail(node, str(e))
         self.views[out] = pixel_map(base.storage, shape, levels) if levels is not None else stored_view(
             base.storage, shape)
+
+    def _channel_map(self, node, name: str) -> ChannelMap:
+        """A computed map as a table of its channels' stored columns (channel_maps.py), or the refusal."""
+        if name in self.channel_maps:
+            return self.channel_maps[name]
+        cm = ChannelMap.of_view(self.views[name], self.g.shapes[name]) if name in self.views else None
+        if cm is None:
+            self.fail(node, f"a channel concat of '{name}', which is not a computed feature map of batch 1 stored "
+                      "pixel by pixel (maps concatenated along the channels are read as runs of stored columns)")
+        return cm
+
+    def _store_map(self, name: str, cm: ChannelMap) -> None:
+        view = cm.as_view()
+        if view is not None:
+            self.views[name] = view
+        else:
+            self.channel_maps[name] = cm
+
+    def _shuffled(self, name: str) -> Optional[ChannelMap]:
+        """The channel table of a map a window op or convolution reads, when its channels are not one run of
+        stored columns in order (those are read as they are)."""
+        if name in self.channel_maps:
+            return self.channel_maps[name]
+        view, shape = self.views[name], self.g.shapes[name]
+        if len(shape) != 4 or map_levels(view, shape) is not None:
+            return None
+        cm = ChannelMap.of_view(view, shape)
+        return cm if cm is not None and cm.as_view() is None else None
+
+    def lower_on_channel_map(self, node) -> None:
+        """A layout op over a shuffled map, followed on its channel table; or a window op over one, once per
+        run of stored columns (its output is a shuffled map too)."""
+        g, op, out = self.g, node.op_type, node.output[0]
+        cm = self.channel_maps[node.input[0]]
+        try:
+            if op in ("Reshape", "Flatten", "Squeeze", "Unsqueeze"):
+                self._store_map(out, cm.reshape(g.shapes[out]))
+            elif op == "Transpose":
+                perm = og.attribute(node, "perm") or list(reversed(range(len(cm.shape))))
+                self._store_map(out, cm.transpose(list(perm)))
+            elif op in ("Identity", "Dropout", "Cast") or (op == "Pad" and not any(
+                    self._const_ints(node, 1, "pads") or og.attribute(node, "pads") or [])):
+                self._store_map(out, cm)
+            elif op == "Slice":
+                starts = self._const_ints(node, 1, "starts") or og.attribute(node, "starts")
+                ends = self._const_ints(node, 2, "ends") or og.attribute(node, "ends")
+                axes = self._const_ints(node, 3, "axes") or og.attribute(node, "axes") or list(range(len(starts)))
+                steps = self._const_ints(node, 4, "steps") or [1] * len(starts)
+                for s_, e, a, st in zip(starts, ends, axes, steps):
+                    if st != 1:
+                        self.fail(node, f"a step of {st}: strided slices are not lowered")
+                    s_, e = og.clamp_slice(s_, e, cm.shape[a])
+                    cm = cm.slice(a % len(cm.shape), s_, e)
+                self._store_map(out, cm)
+            elif op == "Split":
+                axis = og.attribute(node, "axis", 0) % len(cm.shape)
+                sizes = self._const_ints(node, 1, "split") or og.attribute(node, "split") or [
+                    cm.shape[axis] // len(node.output)] * len(node.output)
+                start = 0
+                for name, size in zip(node.output, sizes):
+                    self._store_map(name, cm.slice(axis, start, start + size))
+                    start += size
+            elif op in ("Conv", "MaxPool", "AveragePool"):
+                self.lower_window_runs(node, cm)
+            else:
+                self.fail(node, f"a {op} of a map whose channels are shuffled (runs of {len(cm.sources)} stored "
+                          "maps): only layout ops, concats, convolutions and window ops read such maps")
+        except LayoutError as e:
+            self.fail(node, str(e))
+
+    def lower_window_runs(self, node, cm: ChannelMap) -> None:
+        """A convolution over a shuffled map sums one share of its reduction per run of stored columns; a
+        depthwise convolution or a pooling keeps channels apart and runs once per run."""
+        g, out = self.g, node.output[0]
+        x_shape, y_shape = g.shapes[node.input[0]], g.shapes[out]
+        runs = cm.runs()
+        label = node.name or out
+        depthwise = node.op_type == "Conv" and og.attribute(node, "group", 1) != 1
+        if node.op_type == "Conv" and not depthwise:
+            if g.kinds[node.input[1]] != og.CONST:
+                self.fail(node, "a convolution by a computed kernel is not lowered")
+            _, phases = self._window(node)
+            base = ConvBase(self.lw, None, node.input[0], node.input[1], (x_shape, g.shapes[node.input[1]], y_shape),
+                            phases, 0, label, x_parts=[view for view, _ in runs])
+            self.views[out] = base.view
+            return
+        if depthwise and (og.attribute(node, "group", 1) != x_shape[1] or g.shapes[node.input[1]][0] != x_shape[1]):
+            self.fail(node, "a grouped convolution over a map whose channels are shuffled (depthwise ones are "
+                      "lowered)")
+        (r, s), phases = self._window(node)
+        kind, op_types = (("DepthwiseConv", ["Mul", "Add"] * (r * s)) if depthwise else
+                          (node.op_type, ["Max"] * (r * s - 1) if node.op_type == "MaxPool" else
+                           ["Add"] * (r * s - 1) + ["Mul"]))
+        outputs = []
+        for i, (view, channels) in enumerate(runs):
+            width = len(channels)
+            base = WindowBase(self.lw, view, [1, width, *x_shape[2:]], [1, width, *y_shape[2:]], phases, kind,
+                              op_types, f"{label} run {i}")
+            outputs.append(base.view)
+        levels = map_levels(outputs[0], [1, outputs[0].shape[1], *y_shape[2:]])
+        self._store_map(out, ChannelMap.of_runs(outputs, runs, y_shape, levels))
 
     def lower_gather(self, node) -> None:
         """One index of a computed tensor (ViT's class token, x[:, 0]) is a slice. Cut into blocks along that
@@ -169,6 +276,9 @@ class GraphLowering:
             perm = og.attribute(node, "perm") or list(reversed(range(len(src.shape))))
             self.views[node.output[0]] = src.transpose(list(perm))
         elif op in ("Reshape", "Flatten", "Squeeze", "Unsqueeze"):
+            if node.output[0] in g.real_sides:  # a map computed larger: its real pixels are flattened
+                h, w = g.real_sides[node.output[0]]
+                src = src.slice(2, 0, h).slice(3, 0, w)
             self.views[node.output[0]] = src.reshape(out_shape)
         elif op == "Pad":
             pads = self._const_ints(node, 1, "pads") or og.attribute(node, "pads") or []
@@ -223,8 +333,8 @@ class GraphLowering:
             # order the activation is stored (docs/import.md#ops).
             a = Operand(a.shape, view=a.view.in_storage_order(len(a.shape) - 1))
             flattened = self._flattened_map(a)
-            if flattened is not None:  # one row over a whole map's pixel rows: copied pixel by pixel
-                base = FlattenedMapBase(self.lw, flattened, node.output[0] + "/flattened",
+            if flattened is not None:  # one row over a map's pixel rows: copied pixel by pixel
+                base = FlattenedMapBase(self.lw, *flattened, node.output[0] + "/flattened",
                                         (node.name or node.output[0]) + " flattened input")
                 a = Operand(a.shape, view=View.row_major(base.storage, list(a.shape)))
         out_shape = list(g.shapes[node.output[0]])
@@ -259,17 +369,29 @@ class GraphLowering:
         self.views[node.output[0]] = stored_view(base.storage, out_shape)
 
     @staticmethod
-    def _flattened_map(a: Operand) -> Optional[View]:
-        """For a single row that reads a whole storage of several rows in stored order (a feature map
-        flattened into a classifier): that storage as its rows x columns matrix. Otherwise None."""
+    def _flattened_map(a: Operand) -> Optional[Tuple[View, List[int]]]:
+        """For a single row that reads whole rows of a storage, several of them, in stored order (a feature map
+        flattened into a classifier, or the real pixels of one computed larger): that storage as its rows x
+        columns matrix and the rows read, in order. Otherwise None."""
         v = a.view
-        if len(a.shape) != 2 or a.shape[0] != 1 or v.offset or v.dims[0] not in ((), ((1, 1),)):
+        if len(a.shape) != 2 or a.shape[0] != 1 or v.dims[0] not in ((), ((1, 1),)):
             return None
         st = v.storage
-        if st.batches != 1 or st.rows < 2 or st.real_rows or st.real_cols or _merge(list(v.dims[-1])) != [
-                (st.rows * st.cols, 1)]:
+        subdims = _merge(list(v.dims[-1]))
+        if st.batches != 1 or st.rows < 2 or st.real_rows or st.real_cols or v.offset % st.cols or not subdims:
             return None
-        return View.row_major(st, [st.rows, st.cols])
+        extent, stride = subdims[-1]
+        if stride != 1 or extent % st.cols:
+            return None
+        subdims[-1] = (extent // st.cols, st.cols)  # runs of whole rows
+        if any(s % st.cols for _, s in subdims):
+            return None
+        rows = [v.offset // st.cols]
+        for extent, stride in subdims:  # outer first: each outer row, then the inner ones under it
+            rows = [r + i * (stride // st.cols) for r in rows for i in range(extent)]
+        if len(rows) < 2 or max(rows) >= st.rows:
+            return None
+        return View.row_major(st, [st.rows, st.cols]), rows
 
     @staticmethod
     def _rows_permuted(a: Operand) -> Optional[View]:
@@ -426,6 +548,9 @@ class GraphLowering:
         kind = "Passthrough:" + "+".join(passthrough) if passthrough else _group_kind([m.op_type for m in members])
         label = "+".join(m.name or m.output[0] for m in members) if len(members) <= 3 else (
             f"{members[0].name or members[0].output[0]} .. {node.name or out} ({len(members)} ops)")
+        if any(a in self.channel_maps for a in acts):
+            self._lower_group_runs(node, acts, kind, op_types, row_wise or bool(data) or bool(broadcasts), label)
+            return
         views = [self.views[a] for a in acts]
         whole = [v for a, v in zip(acts, views) if a not in broadcasts]
         for i, name in enumerate(acts):
@@ -436,6 +561,29 @@ class GraphLowering:
         except LayoutError as e:
             self.fail(node, str(e))
         self.views[out] = base.view
+
+    def _lower_group_runs(self, node, acts: List[str], kind: str, op_types: List[str], mixed: bool,
+                          label: str) -> None:
+        """Elementwise ops of one shuffled map (a bias, a ReLU after a depthwise convolution), once per run."""
+        if len(acts) != 1 or mixed:
+            self.fail(node, "elementwise ops reading a map whose channels are shuffled together with other "
+                      "tensors, or row by row: only ops of that map alone (and per-channel constants) are lowered")
+        cm = self.channel_maps[acts[0]]
+        runs = cm.runs()
+        outputs = []
+        try:
+            for i, (view, channels) in enumerate(runs):
+                width = len(channels)
+                rows = View.row_major(view.storage, [view.storage.rows, view.storage.cols]).slice(
+                    1, view.offset, view.offset + width)
+                base = GroupBase(self.lw, f"{node.output[0]} run {i}", kind, op_types, False, [rows], [],
+                                 f"{label} run {i}")
+                st = base.storage  # as wide as the run's source: the run's columns are computed
+                outputs.append(pixel_map(st, [1, st.cols, *cm.shape[-2:]], cm.levels).slice(
+                    1, view.offset, view.offset + width))
+        except LayoutError as e:
+            self.fail(node, str(e))
+        self._store_map(node.output[0], ChannelMap.of_runs(outputs, runs, cm.shape, cm.levels))
 
     def _broadcast(self, member, name: str, out_shape, like: Optional[View]) -> View:
         """A computed row of features (squeeze-and-excite's [1, C, 1, 1], a [1, 1, D] gate) spread over the
@@ -468,6 +616,15 @@ class GraphLowering:
             if g.kinds.get(out) != og.ACT:
                 continue
             op = node.op_type
+            if op != "Concat" and out not in self.elementwise and any(n in self.channel_maps for n in node.input):
+                self.lower_on_channel_map(node)
+                continue
+            if op in ("Conv", "MaxPool", "AveragePool") and self._shuffled(node.input[0]) is not None:
+                try:
+                    self.lower_window_runs(node, self._shuffled(node.input[0]))
+                except LayoutError as e:
+                    self.fail(node, str(e))
+                continue
             if op == "Gather" and g.kinds[node.input[0]] == og.ACT:
                 self.lower_gather(node)
             elif op == "Gather":
@@ -552,6 +709,9 @@ class GraphLowering:
             if self.g.kinds[name] != og.ACT:
                 lw.warnings.append(f"graph output '{name}' is computed by the host only; it has no op")
                 continue
+            if name in self.channel_maps:
+                raise og.ImportError_(f"{self.g.path}: graph output '{name}' is a map whose channels are shuffled "
+                                      "across stored maps: the problem's outputs are whole tensors")
             view = self.views[name]
             shape = list(view.shape)
             if len(shape) == 4 and map_levels(view, shape) is not None:

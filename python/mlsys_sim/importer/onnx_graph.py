@@ -56,6 +56,9 @@ class Graph:
     float_inputs: Set[str] = field(default_factory=set)
     row_stats: Set[str] = field(default_factory=set)
     padding_refused: str = ""  # why pad_odd_maps left the odd maps alone, if it did
+    # Flattens of a map computed larger (pad_odd_maps): the flatten's output -> the map's real (H, W), the
+    # pixels it reads (AlexNet's classifier reads the 6x6 of a map computed 7x7).
+    real_sides: Dict[str, Tuple[int, int]] = field(default_factory=dict)
     float_params: Set[str] = field(default_factory=set)  # float initializers: the model's learned parameters
     # Values whose shapes nothing could derive, each as a sentence naming its node (listed with every other
     # blocker in one error by the lowerings, not raised at the first).
@@ -645,18 +648,24 @@ def pad_odd_maps(graph: Graph) -> Dict[int, int]:
     if not padded:
         return padded
     # Only where every reader of a grown map takes any size: windows, elementwise ops, concats and pooling
-    # over the whole map. A map flattened into a classifier (AlexNet) would need its extra pixels cut off.
+    # over the whole map; and a flatten into a classifier (AlexNet), which reads the real pixels only.
+    real_sides: Dict[str, Tuple[int, int]] = {}
     for name, shape in graph.shapes.items():
         if len(shape) != 4 or graph.kinds.get(name) != ACT or (side(shape[2]), side(shape[3])) == shape[2:]:
             continue
         for reader in graph.consumers.get(name, []):
             pads = graph.consts.get(reader.input[1]) if reader.op_type == "Pad" and len(reader.input) > 1 else None
             empty_pad = reader.op_type == "Pad" and pads is not None and not pads.any()
-            if not empty_pad and reader.op_type not in WINDOW_OPS | ELEMENTWISE_OPS | {
+            flatten = reader.op_type in ("Flatten", "Reshape") and reader.input[0] == name and tuple(
+                graph.shapes.get(reader.output[0], ())) == (shape[0], prod(shape[1:]))
+            if flatten:
+                real_sides[reader.output[0]] = (shape[2], shape[3])
+            elif not empty_pad and reader.op_type not in WINDOW_OPS | ELEMENTWISE_OPS | {
                     "Concat", "GlobalAveragePool", "Identity", "Dropout", "Split"}:
                 graph.padding_refused = (f"{node_label(reader)} reads the {shape[2]}x{shape[3]} map "
                                          f"'{name}' as it is, so it cannot be computed one pixel larger")
                 return {}
+    graph.real_sides.update(real_sides)
     for name, shape in list(graph.shapes.items()):
         if len(shape) == 4 and graph.kinds.get(name) == ACT:
             graph.shapes[name] = (shape[0], shape[1], side(shape[2]), side(shape[3]))

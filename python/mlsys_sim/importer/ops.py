@@ -7,7 +7,8 @@ from math import gcd
 from typing import List, Optional, Sequence, Tuple
 
 from .bases import Base, Lowering, Operand, gcd_of, region_label, sum_partials
-from .views import LayoutError, Region, View, locate, map_levels, pixel_map, split_range
+from .views import (LayoutError, Region, View, column_range, locate, map_columns, map_levels, pixel_map,
+                    split_range)
 
 
 class GroupBase(Base):
@@ -102,15 +103,21 @@ def _map_operand(lw: Lowering, x_view: View, shape: Sequence[int], phases, label
     size and keeps the remaining levels."""
     n, c, h, w = shape
     rows = n * h * w
-    levels = map_levels(x_view, shape)
+    st = x_view.storage
+    levels, c0 = map_levels(x_view, shape), 0
+    if levels is None:  # a run of a map's columns (a part of a shuffled map) reads like the whole map
+        found = map_columns(x_view, shape)
+        if found and column_range(found[1]):
+            levels, c0 = found[0], found[1][0]
     if phases is None:
         if levels is None:  # a map reached through a layout op: read through its view, plain order out
             return Operand((rows, c), view=x_view.transpose([0, 2, 3, 1]).reshape([rows, c])), 0
-        return Operand((rows, c), view=View.row_major(x_view.storage, [rows, c])), levels
+        return Operand((rows, c), view=View.row_major(st, [rows, st.cols]).slice(1, c0, c0 + c)), levels
     if not levels:
         raise LayoutError(f"{label}: a stride-2 window over a {h}x{w} map that is not stored in space-to-depth "
                           "phases (it is reached through a layout op)")
-    return Operand((4, rows // 4, c), view=View.row_major(x_view.storage, [4, rows // 4, c])), levels - 1
+    return Operand((4, rows // 4, c), view=View.row_major(st, [4, rows // 4, st.cols]).slice(2, c0, c0 + c)), \
+        levels - 1
 
 
 def _operand_units(lw: Lowering, x: Operand) -> Tuple[int, int]:
@@ -130,25 +137,36 @@ class ConvBase(Base):
     block reads only its group's input columns."""
 
     def __init__(self, lw: Lowering, x_view: Optional[View], x_name: str, w_name: str, shapes, phases,
-                 host_levels: int, label: str, groups: int = 1):
+                 host_levels: int, label: str, groups: int = 1, x_parts: Sequence[View] = ()):
+        """x_parts, instead of x_view: the input's channels as runs of stored maps' columns, in the order the
+        host lays out the weight's input rows (a shuffled map, ChannelMap.runs): each run is its own share of
+        the reduction, summed like the kernel offsets."""
         (n, c, h, w), (cout, cin, r, s), (_, _, oh, ow) = shapes
         self.label_text, self.w_name = label, w_name
         self.offsets = r * s
         self.cin, self.cout = c, cout
         self.groups, self.cin_g, self.cout_g = groups, c // groups, cout // groups
-        self.host = x_view is None
+        self.host = x_view is None and not x_parts
         self.phases = phases
         rows = n * oh * ow
         row_unit = lw.row_unit(rows)
+        # (operand, first input channel, channels, reduction chunk) per part of the input
+        self.parts: List[Tuple[Operand, int, int, int]] = []
         if self.host:
             self.x = Operand((n * oh * ow, c * r * s), data=f"im2col({x_name})")
             levels = host_levels  # the host lays the im2col rows out in the order the map is stored
-            self.chunk = None
         else:
-            self.x, levels = _map_operand(lw, x_view, (n, c, h, w), phases, label)
-            x_rows, self.chunk = _operand_units(lw, self.x)
-            self.chunk = gcd(self.chunk, self.cin_g)
-            row_unit = gcd(row_unit, x_rows)
+            first, levels_seen = 0, set()
+            for part in (x_parts or [x_view]):
+                width = part.shape[1]
+                x, levels = _map_operand(lw, part, (n, width, h, w), phases, label)
+                x_rows, chunk = _operand_units(lw, x)
+                self.parts.append((x, first, width, gcd(chunk, self.cin_g)))
+                row_unit = gcd(row_unit, x_rows)
+                levels_seen.add(levels)
+                first += width
+            if len(levels_seen) != 1:
+                raise LayoutError(f"{label}: the parts of its input store their pixels in different orders")
         super().__init__(lw, lw.storage(1, rows, cout), label, row_unit, self.cout_g if groups > 1 else None)
         self.view = pixel_map(self.storage, [n, cout, oh, ow], levels)
 
@@ -166,16 +184,20 @@ class ConvBase(Base):
         group = region.c0 // self.cout_g
         if (region.c1 - 1) // self.cout_g != group:
             raise LayoutError(f"{self.label_text}: a block across its groups of {self.cout_g} output channels")
-        first = group * self.cin_g  # the group's input channels
         for offset in range(self.offsets):
             phase = () if self.phases is None else (self.phases[offset][0] * 2 + self.phases[offset][1],)
-            for k0, k1 in split_range(self.cin_g, self.chunk):
-                lhs = self.x.block(lw, phase, rows, (first + k0, first + k1))
-                rhs = lw.data_block(self.w_name, (offset,), (k0, k1), cols, f"{self.w_name} offset")
-                out = b.tensor(*region.shape, f"{self.label(region)}/offset{offset}/k{k0}:{k1}")
-                b.op("MatMul", "Conv", [lhs, rhs], [out], lw.profile.matmul_cost(k1 - k0),
-                     f"{self.label(region)} kernel offset {offset}")
-                partials.append(out)
+            for x, first, width, chunk in self.parts:
+                # a grouped convolution has one part and reads its group's input channels
+                lo, hi = (group * self.cin_g, (group + 1) * self.cin_g) if self.groups > 1 else (0, width)
+                for k0, k1 in split_range(hi - lo, chunk):
+                    k0, k1 = lo + k0, lo + k1
+                    lhs = x.block(lw, phase, rows, (k0, k1))
+                    w0, w1 = (k0 - lo, k1 - lo) if self.groups > 1 else (first + k0, first + k1)
+                    rhs = lw.data_block(self.w_name, (offset,), (w0, w1), cols, f"{self.w_name} offset")
+                    out = b.tensor(*region.shape, f"{self.label(region)}/offset{offset}/k{w0}:{w1}")
+                    b.op("MatMul", "Conv", [lhs, rhs], [out], lw.profile.matmul_cost(k1 - k0),
+                         f"{self.label(region)} kernel offset {offset}")
+                    partials.append(out)
         return sum_partials(lw, partials, self.label(region), self.label(region))
 
 
@@ -293,12 +315,13 @@ class FlattenedMapBase(Base):
     """A feature map's pixel rows read as one row (a flatten into a classifier, VGG's): each block of that row is
     one pixel's columns, copied by a selection MatMul (a 1 x R one-hot the host provides) from the block of the
     map that holds the pixel, so that the map keeps its own row blocks instead of being cut to single pixel
-    rows all the way up (one MAC per element per row of the block: a stated extra, docs/import.md#ops)."""
+    rows all the way up (one MAC per element per row of the block: a stated extra, docs/import.md#ops). The
+    pixels read may be some of the map's rows (the real ones of a map computed larger: AlexNet's)."""
 
-    def __init__(self, lw: Lowering, source: View, name: str, label: str):
-        self.source, self.label_text = source, label
-        rows, cols = source.shape
-        super().__init__(lw, lw.storage(1, 1, rows * cols), name, 1, cols)
+    def __init__(self, lw: Lowering, source: View, pixel_rows: Sequence[int], name: str, label: str):
+        self.source, self.pixel_rows, self.label_text = source, list(pixel_rows), label
+        cols = source.shape[1]
+        super().__init__(lw, lw.storage(1, 1, len(self.pixel_rows) * cols), name, 1, cols)
 
     def _emit(self, region: Region) -> int:
         lw, b = self.lw, self.lw.builder
@@ -306,12 +329,13 @@ class FlattenedMapBase(Base):
         pixel = region.c0 // cols
         if region.c1 > (pixel + 1) * cols:
             raise LayoutError(f"{self.label_text}: a block across two pixels of the flattened map")
+        row = self.pixel_rows[pixel]
         part = Operand((rows, cols), view=self.source)
         unit = part.unit(lw, 0) or rows
-        r0 = pixel - pixel % unit
+        r0 = row - row % unit
         r1 = min(r0 + unit, rows)
         rhs = part.block(lw, (), (r0, r1), (region.c0 - pixel * cols, region.c1 - pixel * cols))
-        select = f"selection of {self.label_text} pixel {pixel}"
+        select = f"selection of {self.label_text} pixel {row}"
         lhs = lw.data_block(select, (), (0, 1), (0, r1 - r0), select)
         out = b.tensor(1, region.c1 - region.c0, self.label(region))
         b.op("MatMul", "Flatten", [lhs, rhs], [out], lw.profile.matmul_cost(r1 - r0),

@@ -280,3 +280,29 @@ def map_levels(view: View, shape: Sequence[int]) -> Optional[int]:
         if pixel_map(st, shape, levels).dims == view.dims:
             return levels
     return None
+
+
+def map_columns(view: View, shape: Sequence[int]) -> Optional[Tuple[int, List[int]]]:
+    """For a view whose pixels are the rows of a pixel-major map in their stored order and whose channels are
+    columns of that storage in any order (a channel shuffle, a split of one): the map's space-to-depth levels
+    and the storage column of each channel. Otherwise None. A whole map is (levels, [0, 1, ..., C-1])."""
+    n, c, h, w = shape
+    st = view.storage
+    if st.batches != 1 or st.rows != n * h * w or not 0 <= view.offset < st.cols:
+        return None
+    for levels in range(0, 16):
+        if (h >> levels) << levels != h or (w >> levels) << levels != w:
+            return None
+        whole = pixel_map(st, [n, st.cols, h, w], levels)
+        if all(whole.dims[d] == view.dims[d] for d in (0, 2, 3)):
+            columns = [view.offset + view._position(1, i) for i in range(c)]
+            if max(columns) >= st.cols or len(set(columns)) != c:
+                return None
+            return levels, columns
+    return None
+
+
+def column_range(columns: Sequence[int]) -> Optional[Tuple[int, int]]:
+    """[c0, c1) when the columns are consecutive and in order, else None."""
+    c0 = columns[0]
+    return (c0, c0 + len(columns)) if list(columns) == list(range(c0, c0 + len(columns))) else None
