@@ -29,6 +29,14 @@ import torchvision.models as tvm  # noqa: E402
 MARKER = "<!-- torchvision all -->"
 
 
+def _zero(g, self):
+    """aten::zero (Swin V2 zeroes the key's bias in place), which torch 1.13's exporter lacks: a product by 0."""
+    return g.op("Mul", self, g.op("Constant", value_t=torch.tensor(0.0)))
+
+
+torch.onnx.register_custom_op_symbolic("aten::zero", _zero, 17)
+
+
 def dense_macs(model, example):
     """Multiply-adds of the module calls the graph lowering turns into MatMuls: ungrouped convolutions and
     Linear layers, from forward hooks (attention's products inside nn.MultiheadAttention are not module calls;
