@@ -53,6 +53,9 @@ def problem_counts(problem):
     outputs = sum(size(t) for t in produced - consumed)
     weights = {ins[1] for op, ins, kind in zip(problem["op_types"], problem["inputs"], problem["names"]["op_kinds"])
                if op == "MatMul" and kind in ("MatMul", "Conv") and ins[1] not in produced}
+    # a weight multiplied from the left (token mixing read transposed) is named as the weight transposed
+    weights |= {ins[0] for op, ins in zip(problem["op_types"], problem["inputs"])
+                if op == "MatMul" and ins[0] not in produced and "ᵀ[" in problem["names"]["tensors"][ins[0]]}
     return mac_count(problem), outputs, sum(size(t) for t in weights)
 
 
@@ -246,6 +249,26 @@ def test_a_channel_shuffle_reads_the_runs_of_stored_columns_it_holds(tmp_path):
     producers = Counter(op.split("[")[0] for op, kind in zip(names["ops"], names["op_kinds"]) if kind == "Conv")
     assert producers["/a/Conv"] == 3  # columns 0:2, 2:4, 4:8: each computed once
     solve_and_verify(problem, tmp_path)
+
+
+def test_token_mixing_at_196_tokens_multiplies_by_the_weight_on_the_left(tmp_path):
+    """MLP-Mixer's token mixing reads the activations transposed. At 256 tokens by 512 channels the squares are
+    whole 256 x 256 blocks (two Transpose ops per transposed read). At 196 they would be 4 x 4 (18,816 of them),
+    so the products are computed as W1·LN(x) and W2·GELU(...), weights on the left, and the results are read
+    transposed: no Transpose op at all. MACs by hand, the model's: 512·196·256 twice, 196·512·2048 twice."""
+    sys.path.insert(0, os.path.join(SOURCE, "examples"))
+    from models.transformers import MixerBlock
+    reports = {}
+    for tokens in (196, 256):
+        path = str(tmp_path / f"mixer{tokens}.onnx")
+        torch.onnx.export(MixerBlock(tokens, 512, 256, 2048).eval(), torch.randn(1, tokens, 512), path,
+                          opset_version=17)
+        reports[tokens] = import_onnx(path, "tpu-like-core", report=True)
+    kinds = {t: Counter(r.problem["names"]["op_kinds"]) for t, r in reports.items()}
+    assert reports[196].macs == reports[196].model_macs == 2 * 512 * 196 * 256 + 2 * 196 * 512 * 2048
+    assert kinds[196]["Transpose"] == 0 and reports[196].ops < 20
+    assert kinds[256]["Transpose"] == 4  # two 256 x 256 squares of each of the two transposed reads
+    solve_and_verify(reports[196].problem, tmp_path)
 
 
 def test_a_network_computed_in_part_says_so(tmp_path):

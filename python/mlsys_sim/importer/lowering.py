@@ -354,6 +354,9 @@ class GraphLowering:
             rows = tuple(tuple((e, s_ // st.cols * cols) for e, s_ in d) for d in a.view.dims[:-1])
             self.views[node.output[0]] = View(base.storage, 0, rows + (((b.shape[-1], 1),),))
             return
+        if b.view is None and len(b.shape) == 2 and len(out_shape) == len(a.shape) and self._weight_on_the_left(
+                node, a, b, out_shape):
+            return
         if b.view is None and len(b.shape) == 2 and len(a.shape) >= 3:
             # A weight: leading dimensions collapse into rows, (batch*seq) x K @ K x N.
             if len(out_shape) == len(a.shape) - 1:  # the rows of a class-token block (lower_gather)
@@ -367,6 +370,59 @@ class GraphLowering:
         except LayoutError as e:
             self.fail(node, str(e))
         self.views[node.output[0]] = stored_view(base.storage, out_shape)
+
+    def _weight_on_the_left(self, node, a: Operand, b: Operand, out_shape: List[int]) -> bool:
+        """An activation read transposed times a weight (MLP-Mixer's token mixing, LN(x)ᵀ·W1ᵀ). The format can
+        transpose a computed tensor only in square blocks, one op each, so the product is computed the other way
+        round: Wᵀ·LN(x), a weight the host lays out times the activation as it is stored, and the result is read
+        transposed in turn (the Transpose back to tokens is then a view). Same MACs, no Transpose op. Only where
+        the squares of the operand, or of the result read back, would be smaller than the native tile (196
+        tokens by 512 channels: squares of 4, 18,816 Transpose ops); squares of a whole tile (256 by 512) stay
+        transposes, which the search fuses well; and only where the result is read back transposed (by a
+        Transpose, or by such a product again), else its reader would need the squares instead. Returns False,
+        doing nothing, for any other operand."""
+        try:
+            a2 = a.view.reshape([prod(a.shape[:-1]), a.shape[-1]])
+        except LayoutError:
+            return False
+        m, k = a2.shape
+        n = b.shape[-1]
+        if a2.orientation() != "transposed" or m == 1 or k == 1 or min(gcd(m, k), gcd(m, n)) >= min(
+                self.profile.native_tile) or not self._read_back_transposed(node.output[0]):
+            return False
+        try:
+            base = MatMulBase(self.lw, Operand((n, k), data=b.data + "ᵀ"), Operand((k, m), view=a2.transpose([1, 0])),
+                              [], node.output[0], node.name or node.output[0])
+            self.views[node.output[0]] = stored_view(base.storage, [n, m]).transpose([1, 0]).reshape(out_shape)
+        except LayoutError as e:
+            self.fail(node, str(e))
+        return True
+
+    def _read_back_transposed(self, name: str, depth: int = 0) -> bool:
+        """Whether every reader of a product's result, past elementwise groups, swaps its last two axes back:
+        a Transpose, or a product by a weight that is itself read back transposed."""
+        g = self.g
+        readers = g.consumers.get(name, [])
+        if not readers or depth > 16 or name in g.graph_outputs:
+            return False
+        rank = len(g.shapes[name])
+        for reader in readers:
+            out = reader.output[0]
+            if reader.op_type == "Transpose":
+                perm = list(og.attribute(reader, "perm") or reversed(range(rank)))
+                if perm[-2:] != [rank - 1, rank - 2]:
+                    return False
+            elif reader.op_type in ("MatMul", "Gemm") and reader.input[0] == name and (
+                    g.kinds.get(reader.input[1]) == og.CONST):
+                if not self._read_back_transposed(out, depth + 1):
+                    return False
+            elif out in self.elementwise and out not in g.row_stats and g.shapes.get(out) == g.shapes[name]:
+                sink = self.sink.get(out, out)
+                if sink != name and not self._read_back_transposed(sink, depth + 1):
+                    return False
+            else:
+                return False
+        return True
 
     @staticmethod
     def _flattened_map(a: Operand) -> Optional[Tuple[View, List[int]]]:
