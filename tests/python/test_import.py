@@ -271,6 +271,24 @@ def test_token_mixing_at_196_tokens_multiplies_by_the_weight_on_the_left(tmp_pat
     solve_and_verify(reports[196].problem, tmp_path)
 
 
+def test_a_cyclic_shift_of_pixels_is_refused_naming_what_it_needs(tmp_path):
+    """Swin's shifted windows roll an NHWC map along its pixels (a Concat of two Slices along H). The format has
+    no gather: the refusal says so, names the node and does not call it a channel concat."""
+    class Roll(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv, self.fc = torch.nn.Conv2d(3, 8, 4, stride=4), torch.nn.Linear(8, 8)
+
+        def forward(self, x):
+            return self.fc(torch.roll(self.conv(x).permute(0, 2, 3, 1), shifts=1, dims=1))
+
+    path = str(tmp_path / "roll.onnx")
+    torch.onnx.export(Roll().eval(), torch.zeros(1, 3, 16, 16), path, opset_version=17)
+    with pytest.raises(ModelImportError, match=r"Concat node .*: a Concat along axis 1 of \[1, 4, 4, 8\], the "
+                       r"pixels of a map .*cyclic shift.* no gather"):
+        import_onnx(path, "tpu-like-core")
+
+
 def test_a_network_computed_in_part_says_so(tmp_path):
     """A BERT-like classifier on its first token (an embedding, one encoder layer of d = 64, 4 heads, FFN 128,
     128 tokens): after attention only token 0's block of rows is needed, so the import computes less than

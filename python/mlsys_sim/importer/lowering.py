@@ -95,6 +95,13 @@ class GraphLowering:
         axis = og.attribute(node, "axis", 0) % len(shape)
         names = [n for n in node.input if n]
         levels = None
+        if len(shape) == 4 and axis != 3 and any(
+                n in self.views and self.views[n].storage_axis(axis) == "rows" for n in names) and not all(
+                g.shapes[n][axis] == shape[axis] for n in names if n in self.views):
+            self.fail(node, f"a Concat along axis {axis} of {shape}, the pixels of a map stored as rows "
+                      "(torch.roll's cyclic shift of an NHWC map: Swin's shifted windows): its blocks would take "
+                      "rows from two places of one tensor, and the problem format has no gather (a copy by "
+                      "selection products over the map's blocks is not lowered)")
         if len(shape) == 4 and axis == 1:
             levels = {map_levels(self.views[n], g.shapes[n]) if n in self.views else None for n in names}
             if len(levels) != 1 or None in levels:
