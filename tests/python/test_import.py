@@ -289,6 +289,29 @@ def test_a_cyclic_shift_of_pixels_is_refused_naming_what_it_needs(tmp_path):
         import_onnx(path, "tpu-like-core")
 
 
+def test_an_l2_normalization_is_one_row_wise_op(tmp_path):
+    """F.normalize over the features (Swin V2's cosine attention): ReduceL2 per row, clipped, expanded to the
+    row and divided by, all one row-wise Pointwise op between the two products. MACs by hand: 8·16·32 + 8·32·4."""
+    class Normalized(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = torch.nn.Linear(16, 32), torch.nn.Linear(32, 4)
+
+        def forward(self, x):
+            return self.b(torch.nn.functional.normalize(self.a(x), dim=-1))
+
+    path = str(tmp_path / "normalize.onnx")
+    torch.onnx.export(Normalized().eval(), torch.zeros(8, 16), path, opset_version=17)
+    report = import_onnx(path, "tpu-like-core", report=True)
+    problem = report.problem
+    assert report.macs == report.model_macs == 8 * 16 * 32 + 8 * 32 * 4
+    kinds = problem["names"]["op_kinds"]
+    normalizing = [i for i, kind in enumerate(kinds) if "ReduceL2" in kind]
+    assert [kinds[i] for i in normalizing] == ["ReduceL2+Clip+Expand+Div"]
+    assert problem["names"]["row_wise_ops"] == normalizing
+    solve_and_verify(problem, tmp_path)
+
+
 def test_a_network_computed_in_part_says_so(tmp_path):
     """A BERT-like classifier on its first token (an embedding, one encoder layer of d = 64, 4 heads, FFN 128,
     128 tokens): after attention only token 0's block of rows is needed, so the import computes less than

@@ -25,9 +25,9 @@ VIEW_OPS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout",
 ELEMENTWISE_OPS = {"Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Reciprocal", "Neg", "Abs", "Exp", "Log", "Erf",
                    "Tanh", "Sigmoid", "Relu", "LeakyRelu", "Elu", "Selu", "Gelu", "HardSigmoid", "HardSwish",
                    "Softplus", "Clip", "Max", "Min", "Where", "BatchNormalization", "Softmax", "LogSoftmax",
-                   "LayerNormalization"}
+                   "LayerNormalization", "Expand"}  # Expand: a broadcast (F.normalize's norm over its row)
 # Reductions over the last axis (with keepdims): per-row statistics, folded into the op that uses them.
-ROW_REDUCTIONS = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin"}
+ROW_REDUCTIONS = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceL2", "ReduceL1", "ReduceSumSquare"}
 ROW_WISE_OPS = {"Softmax", "LogSoftmax", "LayerNormalization"} | ROW_REDUCTIONS
 MATRIX_OPS = {"MatMul", "Gemm", "Conv", "GlobalAveragePool", "MaxPool", "AveragePool", "Concat"}
 # Ops whose output is shape data, whatever their input: static once shapes are inferred.

@@ -28,6 +28,7 @@ DEFAULT_OP_WEIGHTS: Dict[str, float] = {
     "HardSigmoid": 2.0, "HardSwish": 3.0, "Softplus": 5.0, "BatchNormalization": 2.0,
     "Softmax": 5.0, "LogSoftmax": 6.0, "LayerNormalization": 8.0,
     "ReduceMean": 1.0, "ReduceSum": 1.0, "ReduceMax": 1.0, "ReduceMin": 1.0,
+    "ReduceL2": 2.0, "ReduceL1": 2.0, "ReduceSumSquare": 2.0, "Expand": 0.0,
 }
 
 REQUIRED = ("name", "native_tile", "matrix_macs_per_cycle", "vector_elements_per_cycle", "fast_memory_bytes",
