@@ -250,6 +250,21 @@ def test_a_channel_shuffle_reads_the_runs_of_stored_columns_it_holds(tmp_path):
     assert producers["/a/Conv"] == 3  # columns 0:2, 2:4, 4:8: each computed once
     solve_and_verify(problem, tmp_path)
 
+    class Strided(Shuffle):  # a stage's first unit concatenates two whole maps (one stored block), then shuffles
+        def __init__(self):
+            super().__init__()
+            self.p, self.q = torch.nn.Conv2d(3, 4, 1), torch.nn.Conv2d(3, 4, 1)
+
+        def forward(self, x):
+            first = torch.cat((torch.relu(self.p(x)), torch.relu(self.q(x))), 1)
+            n, c, h, w = first.shape
+            first = first.view(n, 2, c // 2, h, w).transpose(1, 2).reshape(n, c, h, w)
+            return self.head(self.unit(first, self.b2))
+
+    torch.onnx.export(Strided().eval(), torch.zeros(1, 3, 8, 8), path, opset_version=17)
+    report = import_onnx(path, "tpu-like-core", report=True)
+    assert report.macs == report.model_macs == 64 * (3 * 4 + 3 * 4 + 4 * 4 + 8 * 6)
+
 
 def test_token_mixing_at_196_tokens_multiplies_by_the_weight_on_the_left(tmp_path):
     """MLP-Mixer's token mixing reads the activations transposed. At 256 tokens by 512 channels the squares are

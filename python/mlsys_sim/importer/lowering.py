@@ -95,8 +95,9 @@ class GraphLowering:
         axis = og.attribute(node, "axis", 0) % len(shape)
         names = [n for n in node.input if n]
         levels = None
-        if len(shape) == 4 and axis != 3 and any(
-                n in self.views and self.views[n].storage_axis(axis) == "rows" for n in names) and not all(
+        along_rows = lambda v: bool(v.dims[axis]) and all(  # noqa: E731
+            stride % v.storage.cols == 0 for _, stride in v.dims[axis])
+        if len(shape) == 4 and axis != 3 and any(n in self.views and along_rows(self.views[n]) for n in names) and not all(
                 g.shapes[n][axis] == shape[axis] for n in names if n in self.views):
             self.fail(node, f"a Concat along axis {axis} of {shape}, the pixels of a map stored as rows "
                       "(torch.roll's cyclic shift of an NHWC map: Swin's shifted windows): its blocks would take "
@@ -166,43 +167,14 @@ class GraphLowering:
         return cm if cm is not None and cm.as_view() is None else None
 
     def lower_on_channel_map(self, node) -> None:
-        """A layout op over a shuffled map, followed on its channel table; or a window op over one, once per
-        run of stored columns (its output is a shuffled map too)."""
-        g, op, out = self.g, node.op_type, node.output[0]
+        """A window op over a shuffled map, once per run of stored columns (its output is a shuffled map too);
+        layout ops over one are lower_view's."""
         cm = self.channel_maps[node.input[0]]
+        if node.op_type not in ("Conv", "MaxPool", "AveragePool"):
+            self.fail(node, f"a {node.op_type} of a map whose channels are shuffled (runs of {len(cm.sources)} "
+                      "stored maps): only layout ops, concats, convolutions and window ops read such maps")
         try:
-            if op in ("Reshape", "Flatten", "Squeeze", "Unsqueeze"):
-                self._store_map(out, cm.reshape(g.shapes[out]))
-            elif op == "Transpose":
-                perm = og.attribute(node, "perm") or list(reversed(range(len(cm.shape))))
-                self._store_map(out, cm.transpose(list(perm)))
-            elif op in ("Identity", "Dropout", "Cast") or (op == "Pad" and not any(
-                    self._const_ints(node, 1, "pads") or og.attribute(node, "pads") or [])):
-                self._store_map(out, cm)
-            elif op == "Slice":
-                starts = self._const_ints(node, 1, "starts") or og.attribute(node, "starts")
-                ends = self._const_ints(node, 2, "ends") or og.attribute(node, "ends")
-                axes = self._const_ints(node, 3, "axes") or og.attribute(node, "axes") or list(range(len(starts)))
-                steps = self._const_ints(node, 4, "steps") or [1] * len(starts)
-                for s_, e, a, st in zip(starts, ends, axes, steps):
-                    if st != 1:
-                        self.fail(node, f"a step of {st}: strided slices are not lowered")
-                    s_, e = og.clamp_slice(s_, e, cm.shape[a])
-                    cm = cm.slice(a % len(cm.shape), s_, e)
-                self._store_map(out, cm)
-            elif op == "Split":
-                axis = og.attribute(node, "axis", 0) % len(cm.shape)
-                sizes = self._const_ints(node, 1, "split") or og.attribute(node, "split") or [
-                    cm.shape[axis] // len(node.output)] * len(node.output)
-                start = 0
-                for name, size in zip(node.output, sizes):
-                    self._store_map(name, cm.slice(axis, start, start + size))
-                    start += size
-            elif op in ("Conv", "MaxPool", "AveragePool"):
-                self.lower_window_runs(node, cm)
-            else:
-                self.fail(node, f"a {op} of a map whose channels are shuffled (runs of {len(cm.sources)} stored "
-                          "maps): only layout ops, concats, convolutions and window ops read such maps")
+            self.lower_window_runs(node, cm)
         except LayoutError as e:
             self.fail(node, str(e))
 
@@ -276,24 +248,27 @@ class GraphLowering:
         return [int(v) for v in self.g.consts[name].reshape(-1)]
 
     def lower_view(self, node) -> None:
+        """A layout op, followed on the value's view, or on the channel table of a shuffled map (both have
+        shape, reshape, transpose and slice)."""
         g, op = self.g, node.op_type
-        src = self.views[node.input[0]]
+        src = self.channel_maps.get(node.input[0]) or self.views[node.input[0]]
+        store = self._store_map if isinstance(src, ChannelMap) else self.views.__setitem__
         out_shape = list(g.shapes[node.output[0]]) if node.output[0] in g.shapes else None
         if op == "Transpose":
             perm = og.attribute(node, "perm") or list(reversed(range(len(src.shape))))
-            self.views[node.output[0]] = src.transpose(list(perm))
+            store(node.output[0], src.transpose(list(perm)))
         elif op in ("Reshape", "Flatten", "Squeeze", "Unsqueeze"):
             if node.output[0] in g.real_sides:  # a map computed larger: its real pixels are flattened
                 h, w = g.real_sides[node.output[0]]
                 src = src.slice(2, 0, h).slice(3, 0, w)
-            self.views[node.output[0]] = src.reshape(out_shape)
+            store(node.output[0], src.reshape(out_shape))
         elif op == "Pad":
             pads = self._const_ints(node, 1, "pads") or og.attribute(node, "pads") or []
             if any(pads):
                 self.fail(node, f"padding {pads}: the problem format cannot place a tensor inside a larger one")
-            self.views[node.output[0]] = src
+            store(node.output[0], src)
         elif op in ("Identity", "Dropout", "Cast"):
-            self.views[node.output[0]] = src
+            store(node.output[0], src)
             if op == "Dropout" and len(node.output) > 1 and node.output[1] and g.consumers.get(node.output[1]):
                 self.fail(node, "its mask output is used (export in eval mode)")
         elif op == "Slice":
@@ -301,13 +276,12 @@ class GraphLowering:
             ends = self._const_ints(node, 2, "ends") or og.attribute(node, "ends")
             axes = self._const_ints(node, 3, "axes") or og.attribute(node, "axes") or list(range(len(starts)))
             steps = self._const_ints(node, 4, "steps") or [1] * len(starts)
-            view = src
             for s, e, a, st in zip(starts, ends, axes, steps):
                 if st != 1:
                     self.fail(node, f"a step of {st}: strided slices are not lowered")
-                s, e = og.clamp_slice(s, e, view.shape[a])
-                view = view.slice(a % len(view.shape), s, e)
-            self.views[node.output[0]] = view
+                s, e = og.clamp_slice(s, e, src.shape[a])
+                src = src.slice(a % len(src.shape), s, e)
+            store(node.output[0], src)
         elif op == "Split":
             axis = og.attribute(node, "axis", 0) % len(src.shape)
             sizes = self._const_ints(node, 1, "split") or og.attribute(node, "split")
@@ -315,11 +289,12 @@ class GraphLowering:
                 sizes = [src.shape[axis] // len(node.output)] * len(node.output)
             start = 0
             for name, size in zip(node.output, sizes):
-                self.views[name] = src.slice(axis, start, start + size)
+                store(name, src.slice(axis, start, start + size))
                 start += size
         for name in node.output:
-            if name in self.views and name in g.shapes and list(self.views[name].shape) != list(g.shapes[name]):
-                self.fail(node, f"the view of '{name}' has shape {list(self.views[name].shape)}, the model says "
+            value = self.channel_maps.get(name) or self.views.get(name)
+            if value is not None and name in g.shapes and list(value.shape) != list(g.shapes[name]):
+                self.fail(node, f"the view of '{name}' has shape {list(value.shape)}, the model says "
                           f"{list(g.shapes[name])}")
 
     # ---- compute ops ------------------------------------------------------------------------------------
@@ -679,7 +654,8 @@ class GraphLowering:
             if g.kinds.get(out) != og.ACT:
                 continue
             op = node.op_type
-            if op != "Concat" and out not in self.elementwise and any(n in self.channel_maps for n in node.input):
+            if op != "Concat" and op not in og.VIEW_OPS and out not in self.elementwise and any(
+                    n in self.channel_maps for n in node.input):
                 self.lower_on_channel_map(node)
                 continue
             if op in ("Conv", "MaxPool", "AveragePool") and self._shuffled(node.input[0]) is not None:
