@@ -453,6 +453,31 @@ def test_pad_amounts_computed_with_mod_are_constants(tmp_path, size, padded):
     assert problem_counts(problem)[0] == padded * padded * 8 * 16
 
 
+def test_a_deep_stack_of_computed_pads_has_all_its_shapes(tmp_path):
+    """Swin-S has 18 blocks, each padding its map to a multiple of its window with amounts computed from the
+    shape of the block before: every block's shapes wait for the previous block's. 24 such blocks import (the
+    first pads 12 to 14, the others nothing), each convolution over 14 x 14 pixels."""
+    seven = numpy_helper.from_array(np.array([7], dtype=np.int64), "seven")
+    zeros = numpy_helper.from_array(np.zeros(6, dtype=np.int64), "zeros")
+    w = numpy_helper.from_array(np.ones([8, 8, 1, 1], dtype="float32"), "W")
+    x = helper.make_tensor_value_info("x0", TensorProto.FLOAT, [1, 8, 12, 12])
+    y = helper.make_tensor_value_info("x24", TensorProto.FLOAT, None)
+    nodes = []
+    for i in range(24):
+        nodes += [helper.make_node("Shape", [f"x{i}"], [f"shape{i}"], start=3),
+                  helper.make_node("Mod", [f"shape{i}", "seven"], [f"rest{i}"]),
+                  helper.make_node("Sub", ["seven", f"rest{i}"], [f"short{i}"]),
+                  helper.make_node("Mod", [f"short{i}", "seven"], [f"pad{i}"]),
+                  helper.make_node("Concat", ["zeros", f"pad{i}", f"pad{i}"], [f"pads{i}"], axis=0),
+                  helper.make_node("Pad", [f"x{i}", f"pads{i}"], [f"padded{i}"]),
+                  helper.make_node("Conv", [f"padded{i}", "W"], [f"x{i + 1}"])]
+    path = str(tmp_path / "pads.onnx")
+    onnx.save(helper.make_model(helper.make_graph(nodes, "g", [x], [y], [seven, zeros, w]),
+                                opset_imports=[helper.make_opsetid("", 17)]), path)
+    problem = import_onnx(path, "gpu-sm-like")
+    assert problem_counts(problem)[0] == 24 * 14 * 14 * 8 * 8
+
+
 @pytest.mark.parametrize("trans_a,trans_b", [(0, 0), (0, 1), (1, 0), (1, 1)])
 def test_gemm_transposes(tmp_path, trans_a, trans_b):
     path = str(tmp_path / "gemm.onnx")

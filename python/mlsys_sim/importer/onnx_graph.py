@@ -185,6 +185,11 @@ def _static_shape(value_info) -> Optional[tuple]:
     return tuple(shape)
 
 
+# Shape inference and the importer's shape arithmetic take turns until nothing changes: each turn can get one
+# computed Reshape or Pad further, so a deep stack of them (Swin-S's 18 blocks of shifted windows) needs many.
+SHAPE_PASSES = 64
+
+
 def load(path: str, dims: Optional[Dict[str, int]] = None, max_nodes: int = MAX_NODES,
          dim_syntax: str = "python") -> Graph:
     try:
@@ -214,7 +219,7 @@ def load(path: str, dims: Optional[Dict[str, int]] = None, max_nodes: int = MAX_
     _pin_dimensions(model, path, dict(dims or {}), dim_syntax)
     # ONNX's inference stops at a Slice whose bounds are computed from shapes (exports with symbolic
     # dimensions); the shapes found by evaluating that arithmetic are fed back until nothing changes.
-    for _ in range(16):
+    for _ in range(SHAPE_PASSES):
         try:
             inferred = shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
         except Exception as e:
