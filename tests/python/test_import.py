@@ -845,8 +845,9 @@ def _torch_counts(module, image):
 
     hooks = [m.register_forward_hook(hook) for m in module.modules()]
     if not any(isinstance(m, torch.nn.AdaptiveAvgPool2d) for m in module.modules()):
-        # MobileNetV2 pools with the functional call, after its `features`
-        hooks.append(module.features.register_forward_hook(lambda m, i, out: counts.update(pooled=out.numel())))
+        # MobileNetV2 pools with the functional call after its `features`, ShuffleNetV2 after its `conv5`
+        last = module.features if hasattr(module, "features") else module.conv5
+        hooks.append(last.register_forward_hook(lambda m, i, out: counts.update(pooled=out.numel())))
     with torch.no_grad():
         module(image)
     for h in hooks:
@@ -854,10 +855,11 @@ def _torch_counts(module, image):
     return counts
 
 
-@pytest.mark.parametrize("name", ["resnet18", "resnet50", "mobilenet_v2"])
+@pytest.mark.parametrize("name", ["resnet18", "resnet50", "mobilenet_v2", "shufflenet_v2_x0_5"])
 def test_torchvision_networks_import_solve_and_verify(name, tmp_path):
-    """torchvision's ResNet-18, ResNet-50 and MobileNetV2 (224x224, random weights): stride-2 convolutions and
-    MaxPool read space-to-depth phases, depthwise convolutions are vector ops; MatMul MACs are the network's dense
+    """torchvision's ResNet-18, ResNet-50, MobileNetV2 and ShuffleNetV2 x0.5 (224x224, random weights): stride-2
+    convolutions and MaxPool read space-to-depth phases, depthwise convolutions are vector ops, channel shuffles
+    move no data; MatMul MACs are the network's dense
     convolution and Linear MACs plus the pooled elements, each element of the window ops' outputs is produced
     once, nothing is computed twice, and the schedule verifies --strict (ViT-B/16 and the timings are in
     bench/zoo; its padding is checked on a small ViT below)."""
