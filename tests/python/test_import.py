@@ -478,6 +478,23 @@ def test_a_deep_stack_of_computed_pads_has_all_its_shapes(tmp_path):
     assert problem_counts(problem)[0] == 24 * 14 * 14 * 8 * 8
 
 
+def test_a_deep_chain_imports(tmp_path):
+    """A block's request recurses through every producer above it: 600 products and ReLUs in a row (ViT-H/14's 32
+    layers at 1,440 tokens went deeper than Python's default 1,000 calls). MACs by hand: 600 x 16·32·32."""
+    w = numpy_helper.from_array(np.ones([32, 32], dtype="float32"), "W")
+    x = helper.make_tensor_value_info("x0", TensorProto.FLOAT, [16, 32])
+    y = helper.make_tensor_value_info("x600", TensorProto.FLOAT, [16, 32])
+    nodes = []
+    for i in range(600):
+        nodes += [helper.make_node("MatMul", [f"x{i}", "W"], [f"p{i}"]),
+                  helper.make_node("Relu", [f"p{i}"], [f"x{i + 1}"])]
+    path = str(tmp_path / "deep.onnx")
+    onnx.save(helper.make_model(helper.make_graph(nodes, "g", [x], [y], [w]),
+                                opset_imports=[helper.make_opsetid("", 17)]), path)
+    report = import_onnx(path, "tpu-like-core", report=True)
+    assert report.macs == 600 * 16 * 32 * 32 and report.ops == 1200
+
+
 @pytest.mark.parametrize("trans_a,trans_b", [(0, 0), (0, 1), (1, 0), (1, 1)])
 def test_gemm_transposes(tmp_path, trans_a, trans_b):
     path = str(tmp_path / "gemm.onnx")

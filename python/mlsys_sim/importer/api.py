@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
+import threading
 import tempfile
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
@@ -39,6 +41,36 @@ def mac_count(problem: dict) -> int:
             lhs, rhs = ins
             total += problem["heights"][lhs] * problem["widths"][lhs] * problem["widths"][rhs]
     return total
+
+
+DEEP_CALLS = 1_000_000  # Python calls the lowering may nest (ViT-H/14's 32 layers at 1,440 tokens need more than
+DEEP_STACK = 1 << 30  # the default 1,000); in a thread with a 1 GiB stack for the interpreter's own frames
+
+
+def _deep(work):
+    """Runs work() where a block's request may recurse through every layer's blocks: in a thread with a large
+    stack and recursion limit. Returns its result or raises its exception."""
+    result: dict = {}
+
+    def run():
+        try:
+            result["value"] = work()
+        except BaseException as e:  # handed to the caller, as raised
+            result["error"] = e
+
+    limit, stack = sys.getrecursionlimit(), threading.stack_size()
+    sys.setrecursionlimit(max(limit, DEEP_CALLS))
+    threading.stack_size(DEEP_STACK)
+    try:
+        thread = threading.Thread(target=run, name="mlsys-import lowering", daemon=True)
+        thread.start()
+    finally:
+        threading.stack_size(stack)
+    thread.join()
+    sys.setrecursionlimit(limit)
+    if "error" in result:
+        raise result["error"]
+    return result["value"]
 
 
 def import_onnx(model, hardware, dims: Optional[Dict[str, int]] = None,
@@ -91,9 +123,12 @@ def import_onnx(model, hardware, dims: Optional[Dict[str, int]] = None,
                 raise og.ImportError_(f"{path}: {og.node_label(consumer)} reads the per-row statistic '{name}'; "
                                       "only elementwise ops may")
     try:
-        lowering = GraphLowering.run(graph, profile, passthrough, max_ops)
+        lowering = _deep(lambda: GraphLowering.run(graph, profile, passthrough, max_ops))
     except LayoutError as e:
         raise og.ImportError_(f"{path}: {e}") from e
+    except RecursionError as e:
+        raise og.ImportError_(f"{path}: a chain of blocks, each waiting for the one before, deeper than "
+                              f"{DEEP_CALLS:,} calls") from e
     b = lowering.builder
     if not b.op_types:
         raise og.ImportError_(f"{path}: the model computes nothing on the device")
