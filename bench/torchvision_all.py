@@ -41,14 +41,15 @@ torch.onnx.register_custom_op_symbolic("aten::zero", _zero, 17)
 
 
 def dense_macs(model, example):
-    """Multiply-adds of the module calls the graph lowering turns into MatMuls: ungrouped convolutions and
-    Linear layers, from forward hooks (attention's products inside nn.MultiheadAttention are not module calls;
-    the ONNX graph's own count, `model_macs`, has them)."""
+    """Multiply-adds of the module calls the graph lowering turns into MatMuls: convolutions but depthwise ones
+    (a grouped one counts C_in / groups per output) and Linear layers, from forward hooks (attention's products
+    inside nn.MultiheadAttention are not module calls; the ONNX graph's own count, `model_macs`, has them)."""
     total = [0]
 
     def conv(module, inputs, output):
-        if module.groups == 1:
-            total[0] += output.numel() * module.in_channels * module.kernel_size[0] * module.kernel_size[1]
+        if not (module.groups != 1 and module.groups == module.in_channels == module.out_channels):
+            total[0] += (output.numel() * module.in_channels // module.groups * module.kernel_size[0] *
+                         module.kernel_size[1])
 
     def linear(module, inputs, output):
         total[0] += output.numel() * module.in_features
@@ -142,9 +143,10 @@ def table(rows):
              "classification model of the installed torchvision, random weights, batch 1 at the resolution of "
              "its default weights, exported by torch.onnx (opset 17), imported with the default profile and "
              f"`--max-ops`, solved by `mlsys --timeout {args.timeout:g}` and checked by `verify --strict`. "
-             "MACs / PyTorch is the problem's matrix multiply-adds over the ungrouped convolutions' and Linear "
+             "MACs / PyTorch is the problem's matrix multiply-adds over the convolutions' (depthwise ones are vector "
+             "work) and Linear "
              "layers' (forward hooks; attention products are not module calls, so transformers show more); "
-             "MACs / ONNX is over the ONNX graph's own MatMul, Gemm and dense Conv count.", "",
+             "MACs / ONNX is over the ONNX graph's own MatMul, Gemm and non-depthwise Conv count.", "",
              "| model | params M | size | ops | MACs / PyTorch | MACs / ONNX | import s | import MiB | result |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in sorted(rows, key=lambda r: r["model"]):

@@ -480,7 +480,7 @@ class GraphLowering:
         label = node.name or node.output[0]
         host = isinstance(self.lw.bases.get(self.views[x].storage.key), InputBase)
         try:
-            if group != 1 and (group != x_shape[1] or w_shape[0] != x_shape[1]):
+            if group != 1 and not og.is_depthwise(g, node):
                 if host or x_shape[1] % group or w_shape[0] % group:
                     self.fail(node, f"grouped convolution, group={group}, on the image or not dividing its "
                               f"{x_shape[1]} input and {w_shape[0]} output channels")

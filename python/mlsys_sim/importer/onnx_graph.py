@@ -587,10 +587,18 @@ def fuse_elementwise(graph: Graph, elementwise: Set[str]) -> Dict[str, str]:
     return sink
 
 
+def is_depthwise(graph: Graph, node) -> bool:
+    """A convolution with one input and one output channel per group: vector work, not a product."""
+    group = attribute(node, "group", 1)
+    x, w = graph.shapes.get(node.input[0], ()), graph.shapes.get(node.input[1], ())
+    return group != 1 and len(x) > 1 and len(w) > 0 and group == x[1] == w[0]
+
+
 def dense_macs(graph: Graph) -> int:
-    """The multiply-adds of the graph's MatMul, Gemm and dense (ungrouped) Conv nodes that compute on device
-    values, from the inferred shapes: what the model computes in matrix products, counted without the
-    lowering (depthwise convolutions are lowered without products and are not counted)."""
+    """The multiply-adds of the graph's MatMul, Gemm and Conv nodes that compute on device values, from the
+    inferred shapes: what the model computes in matrix products, counted without the lowering. A grouped
+    convolution counts its groups' products (C_in / group per output); a depthwise one (group = C_in = C_out)
+    is lowered without products and is not counted."""
     total = 0
     for node in graph.nodes:
         out = node.output[0] if node.output else ""
@@ -602,7 +610,7 @@ def dense_macs(graph: Graph) -> int:
         elif node.op_type == "Gemm" and len(graph.shapes.get(node.input[0], ())) == 2:
             a = graph.shapes[node.input[0]]
             total += prod(shape_out) * (a[0] if attribute(node, "transA", 0) else a[1])
-        elif node.op_type == "Conv" and attribute(node, "group", 1) == 1 and graph.shapes.get(node.input[1]):
+        elif node.op_type == "Conv" and graph.shapes.get(node.input[1]) and not is_depthwise(graph, node):
             total += prod(shape_out) * prod(graph.shapes[node.input[1]][1:])
     return total
 
