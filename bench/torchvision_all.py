@@ -23,6 +23,8 @@ parser.add_argument("--bound", type=float, default=0,
 parser.add_argument("--results", default="bench/results/torchvision-all.jsonl",
                     help="one JSON line per model, kept between runs (a model run again replaces its line)")
 parser.add_argument("--no-docs", action="store_true", help="do not rewrite the table in docs/import.md")
+parser.add_argument("--docs-only", action="store_true",
+                    help="run nothing: rewrite the tables from the results file (after merging runs)")
 args = parser.parse_args()
 build = os.path.abspath(args.build)
 
@@ -203,6 +205,9 @@ if os.path.exists(args.results):
         if line.strip():
             r = json.loads(line)
             results[r["model"]] = r
+if args.docs_only:
+    write_docs(list(results.values()))
+    sys.exit(0)
 with tempfile.TemporaryDirectory() as work:
     for i, name in enumerate(names):
         print(f"torchvision-all: {i + 1}/{len(names)} {name}", file=sys.stderr, flush=True)
