@@ -17,6 +17,10 @@ constexpr size_t kLongestMerge = 32;
 // many scans per input on any graph (an attention head's three ops lie a level of heads apart: 16 subgraphs
 // on gpt2-medium).
 constexpr size_t kMergeWindow = 256;
+// The pass stops this many times the last whole-schedule verification before the deadline, so that what it
+// merged so far is verified and offered in time (DenseNet-169's 34,338 ops: the pass takes about 20 s, and
+// cut by a 10 s deadline it used to be discarded whole). Three times, for a verification slowed by load.
+constexpr double kOfferReserve = 3.0;
 
 class MergePass {
  public:
@@ -26,17 +30,21 @@ class MergePass {
         g_(inc.graph),
         oracle_(inc.problem, inc.graph, inc.options.model, &inc.evaluations, &cache),
         s_(std::move(schedule)),
-        latency_(s_.reported_latencies.value_or(std::vector<double>{})) {
-    oracle_.set_expired([&inc] { return inc.expired(); });
+        latency_(s_.reported_latencies.value_or(std::vector<double>{})),
+        stop_at_(inc.deadline - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                                    kOfferReserve * inc.verify_seconds.load() + 0.01))) {
+    oracle_.set_expired([this] { return over(); });
   }
+  // Past the pass's own end (before the deadline) or the search's.
+  bool over() const { return inc_.expired() || Clock::now() >= stop_at_; }
 
   // Merges until no pair gains; returns how many merges were made.
   int run() {
     int merges = 0;
     if (latency_.size() != s_.subgraphs.size()) return 0;  // only a verified schedule has them
-    for (bool merged = true; merged && !inc_.expired();) {
+    for (bool merged = true; merged && !over();) {
       merged = false;
-      for (size_t j = 1; j < s_.subgraphs.size() && !inc_.expired(); ++j)
+      for (size_t j = 1; j < s_.subgraphs.size() && !over(); ++j)
         for (size_t i : producers_of(j))
           if (try_merge(i, j)) {
             ++merges;
@@ -132,6 +140,7 @@ class MergePass {
   SubgraphOracle oracle_;
   Schedule s_;
   std::vector<double> latency_;
+  Clock::time_point stop_at_;
 };
 
 }  // namespace
@@ -146,7 +155,9 @@ void run_merge_search(Incumbent& inc, OracleCache& cache) {
   }
   MergePass pass(inc, cache, std::move(start));
   const int merges = pass.run();
-  if (merges == 0 || inc.expired()) return;  // verifying a whole schedule past the deadline would overrun it
+  // Cut short by its own end, the merges made so far are offered; past the deadline (or stopped), verifying a
+  // whole schedule would overrun it.
+  if (merges == 0 || inc.expired()) return;
   // The order the local search walks from: the merged schedule's ops, first instances only.
   std::vector<int> order;
   std::vector<bool> seen(inc.problem.num_ops(), false);

@@ -110,6 +110,10 @@ struct Incumbent {
     merge_running = false;
   }
 
+  // How long the last offer took to verify its whole schedule: a pass that offers one at its end stops early
+  // enough to verify it before the deadline (merge_search.cpp).
+  std::atomic<double> verify_seconds{0};
+
   // Set when an exhaustive search has finished: the helper jobs beside it stop too.
   std::atomic<bool> exhaustive_done{false};
   bool expired() const { return stop.load() || exhaustive_done.load() || Clock::now() >= deadline; }
@@ -126,7 +130,9 @@ struct Incumbent {
              const std::string& strategy) {
     VerifyOptions vo;
     vo.model = options.model;
+    const Clock::time_point verify_start = Clock::now();
     const ScheduleReport report = verify_schedule(problem, graph, s, vo);
+    verify_seconds.store(std::chrono::duration<double>(Clock::now() - verify_start).count());
     if (!report.valid) return;  // the oracle's per-subgraph view missed a schedule-level rule: not published
     std::vector<double> latencies;
     for (const auto& sg : report.subgraphs) latencies.push_back(sg.latency);
