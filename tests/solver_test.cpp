@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -92,16 +93,24 @@ TEST(SolverQuality, RowBlocksOfOneLayerLoadTheirWeightOnce) {
   EXPECT_EQ(stats.stopped_by, "certified bound");
 }
 
+// Solves a built problem on one thread, `configure` setting the other options.
+std::optional<Schedule> solve_on_one_thread(const nlohmann::json& problem,
+                                            const std::function<void(SolveOptions&)>& configure, SolveStats& stats,
+                                            const ImprovementCallback& on_improvement = nullptr) {
+  const Problem p = parse_problem(problem, "built");
+  const Graph g = analyze_graph(p, "built");
+  SolveOptions options;
+  options.threads = 1;
+  configure(options);
+  std::atomic<bool> stop{false};
+  return solve(p, g, options, stop, on_improvement, &stats);
+}
+
 // Capacity 10^6, bandwidth 1024, native [128, 128]; one thread and an order budget of one job (the index
 // order cut into one-op segments): what the merge pass between jobs adds is then all that changes.
 std::optional<Schedule> solve_with_one_job(const ProblemBuilder& b, SolveStats& stats) {
-  const Problem p = parse_problem(b.problem(1000000, 1024, 128, 128), "one-job");
-  const Graph g = analyze_graph(p, "one-job");
-  SolveOptions options;
-  options.threads = 1;
-  options.max_orders = 1;
-  std::atomic<bool> stop{false};
-  return solve(p, g, options, stop, nullptr, &stats);
+  return solve_on_one_thread(b.problem(1000000, 1024, 128, 128), [](SolveOptions& o) { o.max_orders = 1; },
+                             stats);
 }
 
 TEST(SolverQuality, TheMergePassFusesAttentionHeadsThatNoOrderLinesUp) {
@@ -158,20 +167,13 @@ TEST(SolverQuality, AMergePassCutByTheDeadlineOffersWhatItMerged) {
     b.op("Pointwise", {y}, z, 8);
     x = z;
   }
-  const Problem p = parse_problem(b.problem(300000, 100, 128, 128), "cut-merge");
-  const Graph g = analyze_graph(p, "cut-merge");
-  SolveOptions options;
-  options.threads = 1;
-  options.timeout_seconds = 3;
-  std::atomic<bool> stop{false};
   std::vector<std::pair<std::string, double>> improvements;
   SolveStats stats;
-  const std::optional<Schedule> best =
-      solve(p, g, options, stop,
-            [&](const Schedule&, double cost, const std::string& strategy, int64_t) {
-              improvements.emplace_back(strategy, cost);
-            },
-            &stats);
+  const std::optional<Schedule> best = solve_on_one_thread(
+      b.problem(300000, 100, 128, 128), [](SolveOptions& o) { o.timeout_seconds = 3; }, stats,
+      [&](const Schedule&, double cost, const std::string& strategy, int64_t) {
+        improvements.emplace_back(strategy, cost);
+      });
   ASSERT_TRUE(best);
   ASSERT_GE(improvements.size(), 2u);
   EXPECT_EQ(improvements.front().first, "first (every op alone)");
