@@ -219,7 +219,16 @@ class Base:
             self.lw.warnings.append(
                 f"{self.name}: block {region_label(region, st) or '[all]'} overlaps "
                 f"{region_label(overlapping[0], st) or '[all]'}, computed twice (its consumers cut it differently)")
-        tensor = self._emit(region)
+        try:
+            tensor = self._emit(region)
+        except LayoutError as e:
+            if isinstance(e, OpLimit) or getattr(e, "names_its_op", False):
+                raise
+            # Raised while reading an operand's blocks, far from the walk that knows the node: name the op
+            # whose block could not be read (the innermost one).
+            named = LayoutError(f"the op computing {self.label(region)} cannot read its operand's block: {e}")
+            named.names_its_op = True
+            raise named from None
         self.memo[region] = tensor
         self.record(region)
         return tensor
@@ -341,15 +350,16 @@ class MatMulBase(Base):
         bidx = unravel(region.batch, self.out_batch)
         rows, cols = (region.r0, region.r1), (region.c0, region.c1)
         partials = []
+        where = region_label(region, self.storage)
         for k0, k1 in split_range(self.k, self.chunk):
             lhs = self.a.block(lw, bidx, rows, (k0, k1))
             rhs = self.b.block(lw, bidx, (k0, k1), cols)
             suffix = f"/k{k0}:{k1}" if k1 - k0 < self.k else ""
-            out = b.tensor(*region.shape, self.label(region) + suffix)
+            out = b.tensor(*region.shape, self.name + where + suffix)
             b.op("MatMul", "MatMul", [lhs, rhs], [out], lw.profile.matmul_cost(k1 - k0),
-                 self.label_text + region_label(region, self.storage) + suffix)
+                 self.label_text + where + suffix)
             partials.append(out)
-        return sum_partials(lw, partials, self.label(region), self.label_text)
+        return sum_partials(lw, partials, self.name + where, self.label_text)
 
 
 def sum_partials(lw: Lowering, partials: List[int], label: str, op_label: str) -> int:
