@@ -14,6 +14,7 @@ storage region it covers, and whether it is read transposed, or says why the blo
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from math import prod
 from typing import List, Optional, Sequence, Tuple
 
@@ -100,8 +101,9 @@ class View:
             step *= extent
         return View.of_strides(storage, shape, strides)
 
-    @property
+    @cached_property
     def shape(self) -> Tuple[int, ...]:
+        # asked for twice per block read: computed once per view (a frozen dataclass's fields never change)
         return tuple(prod(e for e, _ in d) for d in self.dims)
 
     def reshape(self, shape: Sequence[int]) -> "View":
