@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 from math import prod
-from typing import List, Optional, Sequence, Tuple
+from typing import List, NamedTuple, Optional, Sequence, Tuple
 
 SubDim = Tuple[int, int]  # (extent, stride)
 
@@ -43,9 +43,9 @@ class Storage:
         return full if real and end == real else end
 
 
-@dataclass(frozen=True)
-class Region:
-    """A rectangle of one matrix of a storage: batch `batch`, rows [r0, r1), columns [c0, c1)."""
+class Region(NamedTuple):
+    """A rectangle of one matrix of a storage: batch `batch`, rows [r0, r1), columns [c0, c1). A tuple: hashed
+    and compared in C, as the key of every block emitted."""
 
     batch: int
     r0: int
@@ -193,13 +193,20 @@ class View:
 
     def block(self, batch_index: Sequence[int], rows: Tuple[int, int], cols: Tuple[int, int]) -> Tuple[Region, bool]:
         """The storage region of a 2-D block of the last two dimensions, and whether it is read transposed."""
-        if len(self.dims) < 2:
+        n = len(self.dims)
+        if n < 2:
             raise LayoutError("a matrix operand needs two dimensions")
-        base = self.offset + sum(self._position(d, i) for d, i in enumerate(batch_index))
-        base += self._position(len(self.dims) - 2, rows[0]) + self._position(len(self.dims) - 1, cols[0])
+        base = self.offset
+        for d, i in enumerate(batch_index):
+            if i:  # index 0 is at offset 0 (most batch indices and block starts: skipped, this runs per op)
+                base += self._position(d, i)
+        if rows[0]:
+            base += self._position(n - 2, rows[0])
+        if cols[0]:
+            base += self._position(n - 1, cols[0])
         nr, nc = rows[1] - rows[0], cols[1] - cols[0]
-        sr = self._stride_over(len(self.dims) - 2, *rows)
-        sc = self._stride_over(len(self.dims) - 1, *cols)
+        sr = self._stride_over(n - 2, *rows)
+        sc = self._stride_over(n - 1, *cols)
         st = self.storage
         b, rest = divmod(base, st.rows * st.cols)
         r, c = divmod(rest, st.cols)
@@ -245,6 +252,8 @@ def unravel(index: int, shape: Sequence[int]) -> Tuple[int, ...]:
 
 def broadcast_index(index: Sequence[int], shape: Sequence[int]) -> Tuple[int, ...]:
     """The index into an operand of `shape` that numpy broadcasting pairs with `index` of the result."""
+    if not shape:
+        return ()
     lead = len(index) - len(shape)
     return tuple(0 if extent == 1 else index[lead + i] for i, extent in enumerate(shape))
 
