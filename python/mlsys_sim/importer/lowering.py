@@ -714,7 +714,7 @@ class GraphLowering:
         return lowering
 
     PREDICTION_FACTOR = 5
-    PREDICTION_SECONDS = 2.0  # the refusal comes soon after the limit is hit, not after a second long walk
+    PREDICTION_SECONDS = 1.0  # the refusal comes soon after the limit is hit, not after a second long walk
 
     @classmethod
     def _too_many_ops(cls, graph: og.Graph, profile, passthrough: Dict[str, float], max_ops: int,
