@@ -310,7 +310,8 @@ def test_a_block_that_cannot_be_read_names_the_op_that_reads_it(tmp_path):
     """Swin's window partition without its shift: 7x7 windows of a computed NHWC map, attention within each
     window. The 49 tokens are padded to 56 for the square transposes of K, but the windows are a gather of the
     map's rows, not a padded storage: the refusal comes while the ops are emitted, far from the walk over the
-    nodes, and still names the op (the scores' MatMul) whose operand block is not a rectangle."""
+    nodes, and still names the op (the scores' MatMul) whose operand block lies in padding its storage lacks,
+    and what would work."""
     class Windows(torch.nn.Module):
         def __init__(self):
             super().__init__()
@@ -324,7 +325,8 @@ def test_a_block_that_cannot_be_read_names_the_op_that_reads_it(tmp_path):
     path = str(tmp_path / "windows.onnx")
     torch.onnx.export(Windows().eval(), torch.zeros(1, 14, 14, 8), path, opset_version=17)
     with pytest.raises(ModelImportError, match=r"windows.onnx: the op computing /MatMul_output_0\[b0,.*\] cannot "
-                       r"read its operand's block: .* is not a rectangle"):
+                       r"read its operand's block: it reads only padding .* of 49 tokens is padded to 56 .* What "
+                       r"would work: a storage padded per sequence"):
         import_onnx(path, "tpu-like-core")
 
 

@@ -156,8 +156,18 @@ class Lowering:
     def block_of(self, view: View, batch_index: Sequence[int], rows: Tuple[int, int],
                  cols: Tuple[int, int]) -> int:
         # A consumer's block may run into the padding; the view knows the real extents only.
+        asked = rows, cols
         rows = (rows[0], min(rows[1], view.shape[-2]))
         cols = (cols[0], min(cols[1], view.shape[-1]))
+        if (rows[0] >= rows[1] or cols[0] >= cols[1]) and self.tokens[0]:
+            st, (rows, cols) = view.storage, asked
+            raise LayoutError(
+                f"it reads only padding (rows {rows[0]}:{rows[1]}, columns {cols[0]}:{cols[1]} of a "
+                f"{view.shape[-2]} x {view.shape[-1]} operand): the sequence of {self.tokens[0]} tokens is padded "
+                f"to {self.tokens[1]} for the square transposes of attention's keys, but this operand is a layout "
+                f"of a {st.rows} x {st.cols} value that has no padding rows. What would work: a storage "
+                "padded per sequence for the value the layout reads (Swin's and MaxViT's window partitions need "
+                "a window-by-window storage order; docs/import.md, what stops)")
         region, transposed = view.block(batch_index, rows, cols)
         st = view.storage
         if st.real_rows or st.real_cols:
