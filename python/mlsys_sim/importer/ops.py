@@ -254,6 +254,21 @@ class PoolBase(Base):
         return sum_partials(lw, partials, self.label(region), self.label_text)
 
 
+def selection_product(lw: Lowering, names: Tuple[str, str, str], window: Tuple[Tuple[int, int], Tuple[int, int]],
+                      data: int, picks_rows: bool, kind: str, shape: Tuple[int, int]) -> int:
+    """A copy the format can express: a 0/1 matrix the host provides (names[0], its rows and columns `window`)
+    times a computed block, on the left of it when the copy picks rows, on the right when it picks columns.
+    One MAC per output element per row or column picked from: a stated extra (docs/import.md#concat). Returns
+    the output tensor (names[1]); the op is names[2]."""
+    b = lw.builder
+    (r0, r1), (c0, c1) = window
+    selection = lw.data_block(names[0], (), (r0, r1), (c0, c1), names[0])
+    out = b.tensor(*shape, names[1])
+    b.op("MatMul", kind, [selection, data] if picks_rows else [data, selection], [out],
+         lw.profile.matmul_cost(c1 - c0 if picks_rows else r1 - r0), names[2])
+    return out
+
+
 class ConcatBase(Base):
     """A Concat along the rows (tokens) or the columns (features) of matrix-like values.
 
@@ -283,7 +298,7 @@ class ConcatBase(Base):
         return lo % unit == 0 and (hi % unit == 0 or hi == extent)
 
     def _emit(self, region: Region) -> int:
-        lw, b, st = self.lw, self.lw.builder, self.storage
+        lw, st = self.lw, self.storage
         rows = (region.r0, min(region.r1, st.real_rows or st.rows))
         cols = (region.c0, min(region.c1, st.real_cols or st.cols))
         lo, hi = rows if self.axis == "rows" else cols
@@ -297,17 +312,14 @@ class ConcatBase(Base):
             return part.block(lw, (), rows, (lo - off, hi - off))
         partials = []
         for i, part, off, ext in touching:
-            select = f"selection of {self.label_text} part {i}"
+            names = (f"selection of {self.label_text} part {i}", f"{self.label(region)}/part{i}",
+                     f"{self.label_text}{region_label(region, st)} part {i}")
             if self.axis == "rows":
-                lhs = lw.data_block(select, (), (region.r0, region.r1), (0, ext), select)
-                rhs = part.block(lw, (), (0, ext), cols)
+                partials.append(selection_product(lw, names, ((region.r0, region.r1), (0, ext)),
+                                                  part.block(lw, (), (0, ext), cols), True, "Concat", region.shape))
             else:
-                lhs = part.block(lw, (), rows, (0, ext))
-                rhs = lw.data_block(select, (), (0, ext), (region.c0, region.c1), select)
-            out = b.tensor(*region.shape, f"{self.label(region)}/part{i}")
-            b.op("MatMul", "Concat", [lhs, rhs], [out], lw.profile.matmul_cost(ext),
-                 f"{self.label_text}{region_label(region, st)} part {i}")
-            partials.append(out)
+                partials.append(selection_product(lw, names, ((0, ext), (region.c0, region.c1)),
+                                                  part.block(lw, (), rows, (0, ext)), False, "Concat", region.shape))
         return sum_partials(lw, partials, self.label(region), self.label_text)
 
 
@@ -324,7 +336,7 @@ class FlattenedMapBase(Base):
         super().__init__(lw, lw.storage(1, 1, len(self.pixel_rows) * cols), name, 1, cols)
 
     def _emit(self, region: Region) -> int:
-        lw, b = self.lw, self.lw.builder
+        lw = self.lw
         rows, cols = self.source.shape
         pixel = region.c0 // cols
         if region.c1 > (pixel + 1) * cols:
@@ -335,12 +347,9 @@ class FlattenedMapBase(Base):
         r0 = row - row % unit
         r1 = min(r0 + unit, rows)
         rhs = part.block(lw, (), (r0, r1), (region.c0 - pixel * cols, region.c1 - pixel * cols))
-        select = f"selection of {self.label_text} pixel {row}"
-        lhs = lw.data_block(select, (), (0, 1), (0, r1 - r0), select)
-        out = b.tensor(1, region.c1 - region.c0, self.label(region))
-        b.op("MatMul", "Flatten", [lhs, rhs], [out], lw.profile.matmul_cost(r1 - r0),
-             f"{self.label_text}{region_label(region, self.storage)}")
-        return out
+        names = (f"selection of {self.label_text} pixel {row}", self.label(region),
+                 f"{self.label_text}{region_label(region, self.storage)}")
+        return selection_product(lw, names, ((0, 1), (0, r1 - r0)), rhs, True, "Flatten", region.shape)
 
 
 class BroadcastBase(Base):
