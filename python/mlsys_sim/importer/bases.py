@@ -23,6 +23,10 @@ class OpLimit(LayoutError):
     """The problem outgrew --max-ops (GraphLowering.run then predicts its size)."""
 
 
+class UnreadableOperand(LayoutError):
+    """A block an op needs cannot be read, said with the op's name (raised once, by the innermost op)."""
+
+
 class ProblemBuilder:
     """The problem file's lists, with the names section that travels beside them."""
 
@@ -231,14 +235,13 @@ class Base:
                 f"{region_label(overlapping[0], st) or '[all]'}, computed twice (its consumers cut it differently)")
         try:
             tensor = self._emit(region)
+        except (OpLimit, UnreadableOperand):
+            raise
         except LayoutError as e:
-            if isinstance(e, OpLimit) or getattr(e, "names_its_op", False):
-                raise
             # Raised while reading an operand's blocks, far from the walk that knows the node: name the op
             # whose block could not be read (the innermost one).
-            named = LayoutError(f"the op computing {self.label(region)} cannot read its operand's block: {e}")
-            named.names_its_op = True
-            raise named from None
+            raise UnreadableOperand(
+                f"the op computing {self.label(region)} cannot read its operand's block: {e}") from None
         self.memo[region] = tensor
         self.record(region)
         return tensor
