@@ -288,9 +288,29 @@ def test_token_mixing_at_196_tokens_multiplies_by_the_weight_on_the_left(tmp_pat
     solve_and_verify(reports[196].problem, tmp_path)
 
 
-def test_a_cyclic_shift_of_pixels_is_refused_naming_what_it_needs(tmp_path):
-    """Swin's shifted windows roll an NHWC map along its pixels (a Concat of two Slices along H). The format has
-    no gather: the refusal says so, names the node and does not call it a channel concat."""
+def test_rolled_and_strided_pixels_are_tables_of_source_pixels():
+    """torch.roll along H is a Concat of two Slices; Patch Merging's x[:, 0::2, 1::2] a Slice with steps. Both
+    are followed as a table of which stored row each output pixel takes (gathers.py): for a map stored pixel by
+    pixel, numpy's own roll and strided slice of the pixel numbers."""
+    from mlsys_sim.importer.gathers import PixelSelection
+    from mlsys_sim.importer.views import Storage, View
+
+    pixels = np.arange(16).reshape(4, 4)
+    whole = PixelSelection.of_view(View.row_major(Storage(1, 1, 16, 8), [1, 4, 4, 8]))
+    rolled = PixelSelection.concat([whole.slice(1, 3, 4, 1), whole.slice(1, 0, 3, 1)], 1)
+    assert np.array_equal(rolled.parts[0].row, np.roll(pixels, 1, axis=0)) and not rolled.parts[0].matrix.any()
+    strided = whole.slice(1, 0, 4, 2).slice(2, 1, 4, 2)
+    assert np.array_equal(strided.parts[0].row, pixels[0::2, 1::2])
+    merged = PixelSelection.concat([strided, whole.slice(1, 1, 4, 2).slice(2, 0, 4, 2)], 3)
+    assert merged.shape == (1, 2, 2, 16) and [p.width for p in merged.parts] == [8, 8]
+    assert PixelSelection.of_view(View.row_major(Storage(2, 1, 8, 16), [1, 8, 4, 4])) is None  # NCHW
+
+
+def test_a_cyclic_shift_of_pixels_is_a_copy_by_selection_products(tmp_path):
+    """A roll of a computed NHWC map along its pixels (Swin's shifted windows) is a copy the format can express:
+    selection products of the map's block, one MAC per output element per source row read (docs/import.md#windows).
+    By hand: the 4x4 map of 8 channels is one 16-row block, so the copy is 16·16·8 MACs on top of the
+    convolution's 16·48·8 and the Linear's 16·8·8."""
     class Roll(torch.nn.Module):
         def __init__(self):
             super().__init__()
@@ -301,17 +321,18 @@ def test_a_cyclic_shift_of_pixels_is_refused_naming_what_it_needs(tmp_path):
 
     path = str(tmp_path / "roll.onnx")
     torch.onnx.export(Roll().eval(), torch.zeros(1, 3, 16, 16), path, opset_version=17)
-    with pytest.raises(ModelImportError, match=r"Concat node .*: a Concat along axis 1 of \[1, 4, 4, 8\], the "
-                       r"pixels of a map .*cyclic shift.* no gather"):
-        import_onnx(path, "tpu-like-core")
+    report = import_onnx(path, "tpu-like-core", report=True)
+    assert report.model_macs == 16 * 48 * 8 + 16 * 8 * 8
+    assert report.macs == report.model_macs + 16 * 16 * 8
+    assert "Gather" in report.problem["names"]["op_kinds"]
+    solve_and_verify(report.problem, tmp_path)
 
 
-def test_a_block_that_cannot_be_read_names_the_op_that_reads_it(tmp_path):
-    """Swin's window partition without its shift: 7x7 windows of a computed NHWC map, attention within each
-    window. The 49 tokens are padded to 56 for the square transposes of K, but the windows are a gather of the
-    map's rows, not a padded storage: the refusal comes while the ops are emitted, far from the walk over the
-    nodes, and still names the op (the scores' MatMul) whose operand block lies in padding its storage lacks,
-    and what would work."""
+def test_window_attention_reads_a_map_stored_window_by_window(tmp_path):
+    """Swin's window partition: 7x7 windows of a 14x14 NHWC map, attention within each window. The 49 tokens
+    are padded to 56 (gcd(49, 8) = 1: docs/import.md#attention) and the map is stored window by window, each
+    window a 56-row matrix, so that the partition is a view and every product runs per window with its
+    padding. MACs by hand: the two Linears 4·56·8·(8 + 24), the two attention products 2·4·56·56·8."""
     class Windows(torch.nn.Module):
         def __init__(self):
             super().__init__()
@@ -324,10 +345,47 @@ def test_a_block_that_cannot_be_read_names_the_op_that_reads_it(tmp_path):
 
     path = str(tmp_path / "windows.onnx")
     torch.onnx.export(Windows().eval(), torch.zeros(1, 14, 14, 8), path, opset_version=17)
-    with pytest.raises(ModelImportError, match=r"windows.onnx: the op computing /MatMul_output_0\[b0,.*\] cannot "
-                       r"read its operand's block: it reads only padding .* of 49 tokens is padded to 56 .* What "
-                       r"would work: a storage padded per sequence"):
-        import_onnx(path, "tpu-like-core")
+    report = import_onnx(path, "tpu-like-core", report=True)
+    assert report.model_macs == 196 * 8 * (8 + 24) + 2 * 4 * 49 * 49 * 8
+    assert report.macs == 4 * 56 * 8 * (8 + 24) + 2 * 4 * 56 * 56 * 8
+    solve_and_verify(report.problem, tmp_path)
+
+
+def test_a_shifted_window_block_with_patch_merging_solves_and_verifies(tmp_path):
+    """A Swin stage in miniature: patch embedding, a window block whose windows are shifted by torch.roll and
+    shifted back, a residual, then Patch Merging (four strided slices concatenated along the channels). Every
+    product but the copies is the model's own, padded per window; the copies are Gather ops."""
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = torch.nn.Conv2d(3, 8, 2, stride=2)
+            self.norm, self.qkv, self.proj = torch.nn.LayerNorm(8), torch.nn.Linear(8, 24), torch.nn.Linear(8, 8)
+            self.merge = torch.nn.Linear(32, 16)
+
+        def forward(self, image):
+            x = self.embed(image).permute(0, 2, 3, 1)
+            y = torch.roll(self.norm(x), shifts=(-3, -3), dims=(1, 2))
+            w = y.view(1, 2, 7, 2, 7, 8).permute(0, 1, 3, 2, 4, 5).reshape(4, 49, 8)
+            q, k, v = self.qkv(w).chunk(3, dim=-1)
+            a = self.proj((q @ k.transpose(-2, -1)).softmax(-1) @ v)
+            a = a.view(1, 2, 2, 7, 7, 8).permute(0, 1, 3, 2, 4, 5).reshape(1, 14, 14, 8)
+            x = x + torch.roll(a, shifts=(3, 3), dims=(1, 2))
+            merged = torch.cat([x[:, 0::2, 0::2], x[:, 1::2, 0::2], x[:, 0::2, 1::2], x[:, 1::2, 1::2]], -1)
+            return self.merge(merged)
+
+    path = str(tmp_path / "swin_block.onnx")
+    torch.onnx.export(Block().eval(), torch.zeros(1, 3, 28, 28), path, opset_version=17)
+    report = import_onnx(path, "tpu-like-core", report=True)
+    problem = report.problem
+    kinds = problem["names"]["op_kinds"]
+    widths, heights = problem["widths"], problem["heights"]
+    own = sum(heights[ins[0]] * widths[ins[0]] * widths[ins[1]]
+              for ins, kind, op in zip(problem["inputs"], kinds, problem["op_types"]) if op == "MatMul" and kind != "Gather")
+    # the model's products per window padded to 56 rows (4 windows of 14x14, 49 merged pixels of 7x7 padded
+    # likewise, as one window)
+    assert own == (4 * 56 * 12 * 8 + 4 * 56 * 8 * (24 + 8) + 2 * 4 * 56 * 56 * 8 + 56 * 32 * 16)
+    assert report.macs > own and "Gather" in kinds
+    solve_and_verify(problem, tmp_path)
 
 
 def test_an_l2_normalization_is_one_row_wise_op(tmp_path):

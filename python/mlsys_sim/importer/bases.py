@@ -170,8 +170,9 @@ class Lowering:
                 f"{view.shape[-2]} x {view.shape[-1]} operand): the sequence of {self.tokens[0]} tokens is padded "
                 f"to {self.tokens[1]} for the square transposes of attention's keys, but this operand is a layout "
                 f"of a {st.rows} x {st.cols} value that has no padding rows. What would work: a storage "
-                "padded per sequence for the value the layout reads (Swin's and MaxViT's window partitions need "
-                "a window-by-window storage order; docs/import.md, what stops)")
+                "padded per sequence for the value the layout reads: an NHWC map that a window partition "
+                "reads is stored window by window (docs/import.md#windows), a map read otherwise (MaxViT's "
+                "NCHW block and grid partitions) is not")
         region, transposed = view.block(batch_index, rows, cols)
         st = view.storage
         if st.real_rows or st.real_cols:

@@ -11,11 +11,14 @@ from math import gcd, prod
 import time
 from typing import Dict, List, Optional, Tuple
 
+import numpy as np
+
 from . import onnx_graph as og
 from .channel_maps import ChannelMap
 from .bases import InputBase, Lowering, MatMulBase, OpLimit, Operand, ProblemBuilder
+from .gathers import GatherBase, PixelSelection
 from .ops import BroadcastBase, ConcatBase, ConvBase, FlattenedMapBase, GroupBase, PoolBase, WindowBase
-from .views import LayoutError, View, _merge, map_levels, pixel_map, split_range, unravel
+from .views import LayoutError, View, _merge, map_levels, pixel_map, split_range, unravel, window_map
 
 
 def _group_kind(op_types: List[str]) -> str:
@@ -54,6 +57,8 @@ class GraphLowering:
         row_block, tokens = self._row_block()
         self.lw = Lowering(self.builder, profile, row_block, forced_units, tokens)
         self.levels = og.phase_levels(graph)  # space-to-depth levels by map size, for stride-2 windows
+        self.windows = og.window_sizes(graph)  # window side by NHWC map size, for window partitions
+        self.selections: Dict[str, PixelSelection] = {}  # rearranged pixels not yet copied (gathers.py)
 
     def _row_block(self) -> Tuple[Optional[int], Tuple[int, int]]:
         """Attention's K^T is transposed in square blocks: every token-row tensor is cut into blocks of
@@ -95,14 +100,25 @@ class GraphLowering:
         axis = og.attribute(node, "axis", 0) % len(shape)
         names = [n for n in node.input if n]
         levels = None
+        if len(shape) == 4 and axis != 0 and any(n in self.selections for n in names) or (
+                axis in (1, 2) and all(self._selection(n) is not None for n in names)):
+            parts = [self._selection(n) for n in names]
+            if None in parts:
+                self.fail(node, f"a Concat along axis {axis} of {shape} of rearranged pixels with a tensor that "
+                          "is not an NHWC map stored pixel by pixel")
+            try:
+                self.selections[out] = PixelSelection.concat(parts, axis)
+            except LayoutError as e:
+                self.fail(node, str(e))
+            return
         along_rows = lambda v: bool(v.dims[axis]) and all(  # noqa: E731
             stride % v.storage.cols == 0 for _, stride in v.dims[axis])
         if len(shape) == 4 and axis != 3 and any(n in self.views and along_rows(self.views[n]) for n in names) and not all(
                 g.shapes[n][axis] == shape[axis] for n in names if n in self.views):
-            self.fail(node, f"a Concat along axis {axis} of {shape}, the pixels of a map stored as rows "
-                      "(torch.roll's cyclic shift of an NHWC map: Swin's shifted windows): its blocks would take "
-                      "rows from two places of one tensor, and the problem format has no gather (a copy by "
-                      "selection products over the map's blocks is not lowered)")
+            self.fail(node, f"a Concat along axis {axis} of {shape}, the pixels of a map stored as rows: its "
+                      "blocks would take rows from two places of one tensor, a copy (by selection products) that "
+                      "is lowered only for NHWC maps whose channels are storage columns (torch.roll of Swin's "
+                      "shifted windows: docs/import.md#windows); permute the map to NHWC before the shift")
         if len(shape) == 4 and axis == 1:
             levels = {map_levels(self.views[n], g.shapes[n]) if n in self.views else None for n in names}
             if len(levels) != 1 or None in levels:
@@ -230,8 +246,46 @@ class GraphLowering:
         self.lw.warnings.append(f"{og.node_label(node)}: index {index} is read as rows {start}:{start + unit} "
                                 f"(its block), so what follows computes {unit} rows, {unit - 1} of them extra")
 
+    def _slice_cuts(self, node, shape) -> List[Tuple[int, int, int, int]]:
+        """A Slice's (axis, start, end, step) per axis, clamped to the shape."""
+        starts = self._const_ints(node, 1, "starts") or og.attribute(node, "starts")
+        ends = self._const_ints(node, 2, "ends") or og.attribute(node, "ends")
+        axes = self._const_ints(node, 3, "axes") or og.attribute(node, "axes") or list(range(len(starts)))
+        steps = self._const_ints(node, 4, "steps") or [1] * len(starts)
+        cuts = []
+        for s, e, a, st in zip(starts, ends, axes, steps):
+            if st < 1:
+                self.fail(node, f"a step of {st}: only forward slices are lowered")
+            cuts.append((a % len(shape), *og.clamp_slice(s, e, shape[a]), st))
+        return cuts
+
+    def _selection(self, name: str) -> Optional[PixelSelection]:
+        """The pixels of a value as a table (gathers.py): a rearranged one, or an NHWC map stored pixel by
+        pixel; None for anything else."""
+        if name in self.selections:
+            return self.selections[name]
+        view = self.views.get(name)
+        return PixelSelection.of_view(view) if view is not None else None
+
+    def materialize(self, node, name: str) -> None:
+        """Rearranged pixels read by anything but a slice or a concat: copied into a map of their own, stored
+        window by window where a window partition reads maps of that size."""
+        selection = self.selections.pop(name)
+        _, h, w, _ = selection.shape
+        try:
+            base = GatherBase(self.lw, selection, self.windows.get((h, w)), name, f"{og.node_label(node)} input "
+                              f"{name} gathered")
+        except LayoutError as e:
+            self.fail(node, str(e))
+        self.views[name] = base.view
+
     def input_view(self, name: str) -> View:
         shape = list(self.g.shapes[name]) or [1]
+        window = self.windows.get(tuple(shape[1:3])) if len(shape) == 4 and shape[0] == 1 else None
+        if window:  # an NHWC map a window partition reads: the host lays it out window by window
+            storage = self.lw.storage((shape[1] // window) * (shape[2] // window), window * window, shape[3])
+            InputBase(self.lw, storage, name)
+            return window_map(storage, shape, window)
         cols = shape[-1]
         storage = self.lw.storage(1, prod(shape[:-1]), cols)
         InputBase(self.lw, storage, name)
@@ -251,6 +305,12 @@ class GraphLowering:
         """A layout op, followed on the value's view, or on the channel table of a shuffled map (both have
         shape, reshape, transpose and slice)."""
         g, op = self.g, node.op_type
+        if op == "Slice" and node.input[0] in self.selections:
+            src = self.selections[node.input[0]]
+            for a, s, e, st in self._slice_cuts(node, src.shape):
+                src = src.slice(a, s, e, st)
+            self.selections[node.output[0]] = src
+            return
         src = self.channel_maps.get(node.input[0]) or self.views[node.input[0]]
         store = self._store_map if isinstance(src, ChannelMap) else self.views.__setitem__
         out_shape = list(g.shapes[node.output[0]]) if node.output[0] in g.shapes else None
@@ -272,16 +332,23 @@ class GraphLowering:
             if op == "Dropout" and len(node.output) > 1 and node.output[1] and g.consumers.get(node.output[1]):
                 self.fail(node, "its mask output is used (export in eval mode)")
         elif op == "Slice":
-            starts = self._const_ints(node, 1, "starts") or og.attribute(node, "starts")
-            ends = self._const_ints(node, 2, "ends") or og.attribute(node, "ends")
-            axes = self._const_ints(node, 3, "axes") or og.attribute(node, "axes") or list(range(len(starts)))
-            steps = self._const_ints(node, 4, "steps") or [1] * len(starts)
-            for s, e, a, st in zip(starts, ends, axes, steps):
-                if st != 1:
-                    self.fail(node, f"a step of {st}: strided slices are not lowered")
-                s, e = og.clamp_slice(s, e, src.shape[a])
-                src = src.slice(a % len(src.shape), s, e)
-            store(node.output[0], src)
+            cuts = self._slice_cuts(node, src.shape)
+            try:
+                for a, s, e, st in cuts:
+                    if st != 1:
+                        raise LayoutError(f"a step of {st}")
+                    src = src.slice(a, s, e)
+                store(node.output[0], src)
+            except LayoutError as e:
+                # pixels no strided view holds (a roll's, every other pixel): followed as a table of them
+                selection = self._selection(node.input[0])
+                if selection is None:
+                    raise LayoutError(f"{e}: strided slices and slices across a stride are lowered only on "
+                                      "NHWC maps stored pixel by pixel (as copies)") from None
+                for a, s, e, st in cuts:
+                    selection = selection.slice(a, s, e, st)
+                self.selections[node.output[0]] = selection
+                return
         elif op == "Split":
             axis = og.attribute(node, "axis", 0) % len(src.shape)
             sizes = self._const_ints(node, 1, "split") or og.attribute(node, "split")
@@ -326,10 +393,11 @@ class GraphLowering:
             # phases, read as NHWC by a LayerNorm and a Linear: ConvNeXt): against a weight every row is
             # independent, so the product runs over the storage's rows in their order, and its output keeps
             # the activation's row order (docs/import.md#ops).
+            # (a map stored window by window: each window's matrix, its padding rows computed with it)
             st = a.view.storage
             try:
-                base = MatMulBase(self.lw, Operand((st.rows, a.shape[-1]), view=permuted), b, [], node.output[0],
-                                  node.name or node.output[0])
+                base = MatMulBase(self.lw, Operand(permuted.shape, view=permuted), b, permuted.shape[:-2],
+                                  node.output[0], node.name or node.output[0])
             except LayoutError as e:
                 self.fail(node, str(e))
             cols = base.storage.cols
@@ -339,7 +407,13 @@ class GraphLowering:
         if b.view is None and len(b.shape) == 2 and len(out_shape) == len(a.shape) and self._weight_on_the_left(
                 node, a, b, out_shape):
             return
-        if b.view is None and len(b.shape) == 2 and len(a.shape) >= 3:
+        st = a.view.storage if a.view is not None else None
+        if b.view is None and len(b.shape) == 2 and len(a.shape) >= 3 and st.batches > 1 and (
+                a.shape[-2] in {ws * ws for ws in self.windows.values()} and prod(a.shape[:-2]) > 1):
+            # The windows of a partition (Swin's): one product per window, stored as the windows' map is, with
+            # the padding of a padded sequence kept.
+            out_batch = list(a.shape[:-2])
+        elif b.view is None and len(b.shape) == 2 and len(a.shape) >= 3:
             # A weight: leading dimensions collapse into rows, (batch*seq) x K @ K x N.
             if len(out_shape) == len(a.shape) - 1:  # the rows of a class-token block (lower_gather)
                 out_shape = list(a.shape[:-1]) + [b.shape[-1]]
@@ -434,17 +508,30 @@ class GraphLowering:
     @staticmethod
     def _rows_permuted(a: Operand) -> Optional[View]:
         """For an activation whose view covers its storage's rows once each, columns in place, but not in the
-        rows' stored order: the storage's rows as a matrix, in stored order. Otherwise None."""
+        rows' stored order: the storage's rows as a matrix, in stored order. Of a storage of several matrices
+        whose real rows it covers once each (a map stored window by window): those matrices, [B, rows, C].
+        Otherwise None."""
         v = a.view
         if v is None or len(a.shape) < 3 or v.offset:
             return None
         st = v.storage
-        if st.batches != 1 or prod(a.shape[:-1]) != st.rows or a.shape[-1] != st.cols or v.dims[-1] not in (
+        real = st.real_rows or st.rows
+        if st.real_cols or prod(a.shape[:-1]) != st.batches * real or a.shape[-1] != st.cols or v.dims[-1] not in (
                 ((st.cols, 1),), ()):
             return None
         subdims = [sd for d in v.dims[:-1] for sd in d]
         if any(stride % st.cols for _, stride in subdims):
             return None
+        if st.batches > 1 or st.real_rows:
+            if st.batches == 1 and _merge(subdims) == [(real, st.cols)]:
+                return None  # a padded sequence in stored order: the plain path
+            rows = np.zeros(1, dtype=np.int64)
+            for extent, stride in subdims:
+                rows = (rows[:, None] + np.arange(extent, dtype=np.int64) * (stride // st.cols)).reshape(-1)
+            expected = (np.arange(st.batches, dtype=np.int64)[:, None] * st.rows + np.arange(real)).reshape(-1)
+            if not np.array_equal(np.sort(rows), expected):
+                return None
+            return View.of_storage(st, [st.batches, real, st.cols])
         if _merge(subdims) == [(st.rows, st.cols)]:
             return None  # in stored order already: the plain path
         # Every row once: the strides, in units of rows, are a mixed radix of the row count.
@@ -492,7 +579,8 @@ class GraphLowering:
                                   ["Mul", "Add"] * (r * s), label)
             elif host:
                 base = ConvBase(self.lw, None, x, w, (x_shape, w_shape, y_shape), None,
-                                self.levels.get(tuple(y_shape[2:]), 0), label)
+                                self.levels.get(tuple(y_shape[2:]), 0), label,
+                                window=self.windows.get(tuple(y_shape[2:]), 0))
             else:
                 _, phases = self._window(node)
                 base = ConvBase(self.lw, self.views[x], x, w, (x_shape, w_shape, y_shape), phases, 0, label)
@@ -654,6 +742,9 @@ class GraphLowering:
             if g.kinds.get(out) != og.ACT:
                 continue
             op = node.op_type
+            if op not in ("Slice", "Concat"):
+                for name in dict.fromkeys(n for n in node.input if n in self.selections):
+                    self.materialize(node, name)
             if op != "Concat" and op not in og.VIEW_OPS and out not in self.elementwise and any(
                     n in self.channel_maps for n in node.input):
                 self.lower_on_channel_map(node)

@@ -492,6 +492,27 @@ def phase_levels(graph: Graph) -> Dict[Tuple[int, int], int]:
     return levels
 
 
+def window_sizes(graph: Graph) -> Dict[Tuple[int, int], int]:
+    """The window side of each NHWC map size that a window partition reads (Swin's
+    `x.view(1, H/ws, ws, W/ws, ws, C).permute(0, 1, 3, 2, 4, 5)`): such maps are stored window by window
+    (docs/import.md#windows)."""
+    sizes: Dict[Tuple[int, int], int] = {}
+    for node in graph.nodes:
+        if node.op_type != "Reshape" or graph.kinds.get(node.output[0]) != ACT:
+            continue
+        x, y = graph.shapes.get(node.input[0]), graph.shapes.get(node.output[0])
+        if not x or not y or len(x) != 4 or len(y) != 6 or x[0] != 1:
+            continue
+        _, h, w, c = x
+        ws = y[2]
+        if list(y) != [1, h // ws, ws, w // ws, ws, c] or h % ws or w % ws or y[4] != ws:
+            continue
+        if any(r.op_type == "Transpose" and list(attribute(r, "perm") or []) == [0, 1, 3, 2, 4, 5]
+               for r in graph.consumers.get(node.output[0], [])):
+            sizes[(h, w)] = ws
+    return sizes
+
+
 def unsupported_nodes(graph: Graph) -> List[str]:
     """Every node computing on device values that the graph lowering has no rule for, by name."""
     supported = VIEW_OPS | ELEMENTWISE_OPS | ROW_REDUCTIONS | MATRIX_OPS | SHAPE_OPS | {"Constant"}

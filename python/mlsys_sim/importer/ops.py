@@ -8,7 +8,7 @@ from typing import List, Optional, Sequence, Tuple
 
 from .bases import Base, Lowering, Operand, gcd_of, region_label, sum_partials
 from .views import (LayoutError, Region, View, column_range, locate, map_columns, map_levels, pixel_map,
-                    split_range)
+                    split_range, window_map)
 
 
 class GroupBase(Base):
@@ -72,6 +72,10 @@ class GroupBase(Base):
         lw, b = self.lw, self.lw.builder
         if self.row_wise:
             c_lo, c_hi = self.row_span
+            # rows that are a run of their storage's columns (a head's part of a normalized query, Swin V2's):
+            # the run holding this block, not the first one
+            shift = (region.c0 - c_lo) // (c_hi - c_lo) * (c_hi - c_lo)
+            c_lo, c_hi = c_lo + shift, c_hi + shift
             unit = self.col_unit
             if (region.c0 - c_lo) % unit or (region.c1 - region.c0 != unit and region.c1 != c_hi):
                 unit = region.c1 - region.c0  # a reader cutting the rows otherwise gets rows of its own
@@ -137,10 +141,11 @@ class ConvBase(Base):
     block reads only its group's input columns."""
 
     def __init__(self, lw: Lowering, x_view: Optional[View], x_name: str, w_name: str, shapes, phases,
-                 host_levels: int, label: str, groups: int = 1, x_parts: Sequence[View] = ()):
+                 host_levels: int, label: str, groups: int = 1, x_parts: Sequence[View] = (), window: int = 0):
         """x_parts, instead of x_view: the input's channels as runs of stored maps' columns, in the order the
         host lays out the weight's input rows (a shuffled map, ChannelMap.runs): each run is its own share of
-        the reduction, summed like the kernel offsets."""
+        the reduction, summed like the kernel offsets. window: on the image, the output stored window by
+        window (views.window_map; the host lays the im2col rows out in that order, padding rows included)."""
         (n, c, h, w), (cout, cin, r, s), (_, _, oh, ow) = shapes
         self.label_text, self.w_name = label, w_name
         self.offsets = r * s
@@ -152,6 +157,13 @@ class ConvBase(Base):
         row_unit = lw.row_unit(rows)
         # (operand, first input channel, channels, reduction chunk) per part of the input
         self.parts: List[Tuple[Operand, int, int, int]] = []
+        self.window = window if self.host and n == 1 and oh % max(window, 1) == 0 and ow % max(window, 1) == 0 else 0
+        if self.window:
+            tokens = window * window
+            self.x = Operand(((oh // window) * (ow // window), tokens, c * r * s), data=f"im2col({x_name})")
+            super().__init__(lw, lw.storage(self.x.shape[0], tokens, cout), label, lw.row_unit(tokens), None)
+            self.view = window_map(self.storage, [n, oh, ow, cout], window).transpose([0, 3, 1, 2])
+            return
         if self.host:
             self.x = Operand((n * oh * ow, c * r * s), data=f"im2col({x_name})")
             levels = host_levels  # the host lays the im2col rows out in the order the map is stored
@@ -175,8 +187,11 @@ class ConvBase(Base):
         rows, cols = (region.r0, region.r1), (region.c0, region.c1)
         partials = []
         if self.host:
-            k = self.x.shape[1]
-            lhs = self.x.block(lw, (), rows, (0, k))
+            k = self.x.shape[-1]
+            if self.window:  # the block's real rows: the host pads the window's matrix
+                lhs = self.x.block(lw, (region.batch,), (rows[0], min(rows[1], self.x.shape[1])), (0, k))
+            else:
+                lhs = self.x.block(lw, (), rows, (0, k))
             rhs = lw.data_block(self.w_name, (), (0, k), cols, f"{self.w_name} as [C*R*S, C_out]")
             out = b.tensor(*region.shape, self.label(region))
             b.op("MatMul", "Conv", [lhs, rhs], [out], lw.profile.matmul_cost(k), self.label(region))
@@ -246,8 +261,11 @@ class PoolBase(Base):
             raise LayoutError(f"{self.label_text}: a block of several pooled rows")
         partials = []
         for k0, k1 in split_range(self.red, self.chunk):
+            st = self.x3.storage
+            if k1 == self.red and st.real_rows == self.red:  # padded tokens (Swin's windows): read with the padding
+                k1 = st.rows
             lhs = lw.data_block(f"mean over {self.red}", (), (0, 1), (k0, k1), f"averaging vector of {self.red}")
-            rhs = lw.block_of(self.x3, (region.r0,), (k0, k1), (region.c0, region.c1))
+            rhs = lw.block_of(self.x3, (region.r0,), (k0, min(k1, self.red)), (region.c0, region.c1))
             out = b.tensor(1, region.c1 - region.c0, f"{self.label(region)}/k{k0}:{k1}")
             b.op("MatMul", "Pool", [lhs, rhs], [out], lw.profile.matmul_cost(k1 - k0), self.label(region))
             partials.append(out)

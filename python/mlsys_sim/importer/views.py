@@ -279,6 +279,18 @@ def pixel_map(storage: Storage, shape: Sequence[int], levels: int) -> View:
     return View(storage, 0, tuple(tuple(_merge(d)) for d in dims))
 
 
+def window_map(storage: Storage, shape: Sequence[int], window: int) -> View:
+    """An NHWC map [1, H, W, C] stored window by window: matrix a*(W/ws) + b holds window (a, b), its pixel
+    (i, j) in row i*ws + j (rows past ws*ws are the padding of a padded sequence), so that a window partition
+    is a view with each window one matrix (docs/import.md#windows)."""
+    _, h, w, c = shape
+    cols = storage.cols
+    per_window = storage.rows * cols
+    dims = (((h // window, (w // window) * per_window), (window, window * cols)),
+            ((w // window, per_window), (window, cols)), ((c, 1),))
+    return View(storage, 0, ((),) + tuple(tuple(_merge(d)) for d in dims))
+
+
 def map_levels(view: View, shape: Sequence[int]) -> Optional[int]:
     """The space-to-depth levels of a view that is a whole pixel-major map of `shape`, else None."""
     n, c, h, w = shape

@@ -1,0 +1,167 @@
+"""Pixels of NHWC maps rearranged: torch.roll's cyclic shifts and strided slices (Swin's shifted windows and
+Patch Merging).
+
+A slice that no strided view expresses (a roll cuts a window of 7 pixels at pixel 3; `x[:, 0::2]` takes every
+other pixel of a window of 7) and the concats of such slices are followed lazily as a table: for each output
+pixel, which source pixel it takes, per run of channels (`PixelSelection`). The first reader that is not another
+slice or concat materializes the table as a copy the format can express (`GatherBase`): per output block and
+source block it reads from, a MatMul of a 0/1 matrix the host provides by the source block, summed. One MAC per
+output element per source row read: a stated extra (docs/import.md#windows).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .bases import Base, Lowering, gcd_of, region_label, sum_partials
+from .ops import selection_product
+from .views import LayoutError, Region, Storage, View, split_range, window_map
+
+
+@dataclass(frozen=True)
+class SelectionPart:
+    storage: Storage  # the source's storage: its pixels are rows of its matrices, its channels columns
+    column: int  # the storage column of the first channel read
+    width: int  # channels read
+    matrix: np.ndarray  # [H, W]: the matrix of the storage each output pixel is taken from
+    row: np.ndarray  # [H, W]: and its row there
+
+    def runs(self) -> Tuple[int, int, int]:
+        return (self.storage.key, self.column, self.width)
+
+    def taken(self, index) -> "SelectionPart":
+        return SelectionPart(self.storage, self.column, self.width, self.matrix[index], self.row[index])
+
+
+@dataclass(frozen=True)
+class PixelSelection:
+    height: int
+    width: int
+    parts: Tuple[SelectionPart, ...]
+
+    @property
+    def shape(self) -> Tuple[int, int, int, int]:
+        return (1, self.height, self.width, sum(p.width for p in self.parts))
+
+    @staticmethod
+    def of_view(view: View) -> Optional["PixelSelection"]:
+        """An NHWC map of batch 1 whose pixels are rows of its storage and whose channels are a run of columns,
+        as a table of itself; None for any other view."""
+        shape = view.shape
+        st = view.storage
+        if len(shape) != 4 or shape[0] != 1 or view.dims[3] not in (((shape[3], 1),), ()) or any(
+                s % st.cols for d in view.dims[1:3] for _, s in d) or view.offset % st.cols + shape[3] > st.cols:
+            return None
+        _, h, w, c = shape
+        positions = (view.offset + np.array([view._position(1, i) for i in range(h)])[:, None] +
+                     np.array([view._position(2, j) for j in range(w)])[None, :])
+        matrix, within = np.divmod(positions, st.rows * st.cols)
+        return PixelSelection(h, w, (SelectionPart(st, int(view.offset % st.cols), c, matrix, within // st.cols),))
+
+    def slice(self, axis: int, start: int, end: int, step: int) -> "PixelSelection":
+        if axis in (1, 2):
+            index = [slice(None), slice(None)]
+            index[axis - 1] = slice(start, end, step)
+            parts = tuple(p.taken(tuple(index)) for p in self.parts)
+            h, w = parts[0].matrix.shape
+            return PixelSelection(h, w, parts)
+        if axis != 3 or step != 1:
+            raise LayoutError(f"a slice of axis {axis} of an NHWC map with step {step}")
+        parts, first = [], 0
+        for p in self.parts:
+            lo, hi = max(start, first), min(end, first + p.width)
+            if lo < hi:
+                parts.append(SelectionPart(p.storage, p.column + lo - first, hi - lo, p.matrix, p.row))
+            first += p.width
+        return PixelSelection(self.height, self.width, tuple(parts))
+
+    @staticmethod
+    def concat(selections: Sequence["PixelSelection"], axis: int) -> "PixelSelection":
+        if axis == 3:
+            if len({(s.height, s.width) for s in selections}) != 1:
+                raise LayoutError("a channel concat of maps of different sizes")
+            return PixelSelection(selections[0].height, selections[0].width,
+                                  tuple(p for s in selections for p in s.parts))
+        if axis not in (1, 2):
+            raise LayoutError(f"a concat along axis {axis} of NHWC maps")
+        runs = [p.runs() for p in selections[0].parts]
+        if any([p.runs() for p in s.parts] != runs for s in selections[1:]):
+            raise LayoutError("a concat of pixels whose channels are stored in different tensors (only pixels of "
+                              "the same stored channels are concatenated)")
+        parts = tuple(SelectionPart(p.storage, p.column, p.width,
+                                    np.concatenate([s.parts[i].matrix for s in selections], axis - 1),
+                                    np.concatenate([s.parts[i].row for s in selections], axis - 1))
+                      for i, p in enumerate(selections[0].parts))
+        h, w = parts[0].matrix.shape
+        return PixelSelection(h, w, parts)
+
+
+class GatherBase(Base):
+    """A PixelSelection materialized: a map stored window by window (the windows of `window` pixels a
+    partition reads) or pixel by pixel, each block a sum of selection products, one per source block read."""
+
+    def __init__(self, lw: Lowering, selection: PixelSelection, window: Optional[int], name: str, label: str):
+        _, h, w, c = selection.shape
+        self.label_text, self.window, self.map_width = label, window, w
+        if window:
+            self.windows_across = w // window
+            storage = lw.storage((h // window) * (w // window), window * window, c)
+            self.view = window_map(storage, [1, h, w, c], window)
+            self.real_rows = window * window
+        else:
+            storage = lw.storage(1, h * w, c)
+            self.view = View.row_major(storage, [1, h, w, c])
+            self.real_rows = h * w
+        # per part: its first output column, the source as [matrices, rows, columns] and the table
+        self.parts: List[Tuple[int, View, SelectionPart]] = []
+        first = 0
+        for p in selection.parts:
+            st = p.storage
+            matrices = View.of_storage(st, [st.batches, st.real_rows or st.rows, st.cols])
+            self.parts.append((first, matrices, p))
+            first += p.width
+        col_unit = gcd_of(c, *(f for f, _, _ in self.parts), *(lw.unit(m, 2) for _, m, _ in self.parts))
+        super().__init__(lw, storage, name, lw.row_unit(self.real_rows), col_unit)
+
+    def _pixels(self, batch: int, r0: int, r1: int) -> Tuple[np.ndarray, np.ndarray]:
+        rows = np.arange(r0, min(r1, self.real_rows))
+        if not self.window:
+            return np.divmod(rows, self.map_width)
+        a, b = divmod(batch, self.windows_across)
+        i, j = np.divmod(rows, self.window)
+        return a * self.window + i, b * self.window + j
+
+    def _emit(self, region: Region) -> int:
+        lw = self.lw
+        index = max(i for i, part in enumerate(self.parts) if part[0] <= region.c0)
+        first, matrices, part = self.parts[index]
+        end = self.parts[index + 1][0] if index + 1 < len(self.parts) else self.storage.cols
+        if region.c1 > end:
+            raise LayoutError(f"{self.label_text}: a block across two runs of channels")
+        hs, ws = self._pixels(region.batch, region.r0, region.r1)
+        flat = hs * self.map_width + ws
+        cols = (part.column + region.c0 - first, part.column + region.c1 - first)
+        unit = lw.unit(matrices, 1) or matrices.shape[1]
+        sources: Dict[int, List[int]] = {}
+        for m, r in zip(part.matrix.reshape(-1)[flat], part.row.reshape(-1)[flat]):
+            sources.setdefault(int(m), []).append(int(r))
+        partials = []
+        st = matrices.storage
+        for m in sorted(sources):
+            wanted = sources[m]
+            for k0, k1 in split_range(matrices.shape[1], unit):
+                if not any(k0 <= r < k1 for r in wanted):
+                    continue
+                data = lw.block_of(matrices, (m,), (k0, k1), cols)
+                names = (f"selection of {self.label_text} part {index} block {region.batch}:{region.r0} from "
+                         f"{m}:{k0}", f"{self.label(region)}/from{m}:{k0}",
+                         f"{self.label_text}{region_label(region, self.storage)} from matrix {m} rows {k0}:{k1}")
+                partials.append(selection_product(lw, names, ((region.r0, region.r1),
+                                                              (k0, st.padded_end(k1, "rows"))),
+                                                  data, True, "Gather", region.shape))
+        if not partials:
+            raise LayoutError(f"{self.label_text}: block {region_label(region, self.storage)} takes no pixel")
+        return sum_partials(lw, partials, self.label(region), self.label_text)
