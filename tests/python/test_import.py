@@ -388,6 +388,27 @@ def test_a_shifted_window_block_with_patch_merging_solves_and_verifies(tmp_path)
     solve_and_verify(problem, tmp_path)
 
 
+def test_a_row_wise_op_per_head_reads_each_heads_columns(tmp_path):
+    """Swin V2 normalizes each head's query: a row-wise op whose rows are one head's run of the projection's
+    columns. Each head's block must read its own columns (it once read the first head's for every head, and
+    the other heads' projection columns were never computed). MACs by hand: 8·64·64 + 2·8·8·32."""
+    class PerHead(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.q = torch.nn.Linear(64, 64)
+
+        def forward(self, x):
+            q = torch.nn.functional.normalize(self.q(x).view(8, 2, 32).transpose(0, 1), dim=-1)
+            return q @ q.transpose(-2, -1)
+
+    path = str(tmp_path / "per_head.onnx")
+    torch.onnx.export(PerHead().eval(), torch.zeros(8, 64), path, opset_version=17)
+    report = import_onnx(path, "tpu-like-core", report=True)
+    assert report.macs == report.model_macs == 8 * 64 * 64 + 2 * 8 * 8 * 32
+    assert not report.problem["names"]["warnings"]
+    solve_and_verify(report.problem, tmp_path)
+
+
 def test_an_l2_normalization_is_one_row_wise_op(tmp_path):
     """F.normalize over the features (Swin V2's cosine attention): ReduceL2 per row, clipped, expanded to the
     row and divided by, all one row-wise Pointwise op between the two products. MACs by hand: 8·16·32 + 8·32·4."""
