@@ -388,6 +388,27 @@ def test_a_shifted_window_block_with_patch_merging_solves_and_verifies(tmp_path)
     solve_and_verify(problem, tmp_path)
 
 
+def test_a_partition_of_an_nchw_map_is_refused_saying_what_would_work(tmp_path):
+    """MaxViT partitions its NCHW map into 7x7 windows, and also reads it with a stride-2 window op, so its
+    convolutions store the map in space-to-depth phases: no view of that storage is a partition. The refusal
+    names the node, the pattern and what would work."""
+    class Blocks(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv, self.fc = torch.nn.Conv2d(8, 8, 1), torch.nn.Linear(8, 8)
+
+        def forward(self, x):
+            m = self.conv(x)
+            y = m.view(1, 8, 2, 7, 2, 7).permute(0, 2, 4, 3, 5, 1).reshape(1, 4, 49, 8)
+            return self.fc(y), torch.nn.functional.max_pool2d(m, 2)
+
+    path = str(tmp_path / "blocks.onnx")
+    torch.onnx.export(Blocks().eval(), torch.zeros(1, 8, 14, 14), path, opset_version=17)
+    with pytest.raises(ModelImportError, match=r"Reshape node .*: reshape of \[1, 8, 14, 14\] to \[1, 8, 2, 7, 2, 7\] "
+                       r".*a window partition of an NCHW map .* What would work: the map stored window by window"):
+        import_onnx(path, "tpu-like-core")
+
+
 def test_a_row_wise_op_per_head_reads_each_heads_columns(tmp_path):
     """Swin V2 normalizes each head's query: a row-wise op whose rows are one head's run of the projection's
     columns. Each head's block must read its own columns (it once read the first head's for every head, and

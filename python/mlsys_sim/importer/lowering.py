@@ -321,7 +321,19 @@ class GraphLowering:
             if node.output[0] in g.real_sides:  # a map computed larger: its real pixels are flattened
                 h, w = g.real_sides[node.output[0]]
                 src = src.slice(2, 0, h).slice(3, 0, w)
-            store(node.output[0], src.reshape(out_shape))
+            try:
+                store(node.output[0], src.reshape(out_shape))
+            except LayoutError as e:
+                x = list(src.shape)
+                if len(x) == 4 and len(out_shape) == 6 and out_shape[:2] == x[:2] and (
+                        out_shape[2] * out_shape[3], out_shape[4] * out_shape[5]) == (x[2], x[3]):
+                    raise LayoutError(
+                        f"{e}: a window partition of an NCHW map (MaxViT's block and grid partitions), whose "
+                        "pixels its convolutions store in space-to-depth phases. What would work: the map stored "
+                        "window by window, as for a partition of an NHWC map (Swin's `x.view(1, H/p, p, W/p, p, "
+                        "C)`: docs/import.md#windows), with copies by selection products between that order, the "
+                        "grid partition's and the convolutions' (not lowered)") from None
+                raise
         elif op == "Pad":
             pads = self._const_ints(node, 1, "pads") or og.attribute(node, "pads") or []
             if any(pads):
