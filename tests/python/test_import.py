@@ -388,25 +388,49 @@ def test_a_shifted_window_block_with_patch_merging_solves_and_verifies(tmp_path)
     solve_and_verify(problem, tmp_path)
 
 
-def test_a_partition_of_an_nchw_map_is_refused_saying_what_would_work(tmp_path):
-    """MaxViT partitions its NCHW map into 7x7 windows, and also reads it with a stride-2 window op, so its
-    convolutions store the map in space-to-depth phases: no view of that storage is a partition. The refusal
-    names the node, the pattern and what would work."""
-    class Blocks(torch.nn.Module):
+def test_block_and_grid_partitions_of_an_nchw_map_solve_and_verify(tmp_path):
+    """MaxViT in miniature: a 14x14 map stored by its convolutions in space-to-depth phases (a stride-2 pooling
+    reads it), partitioned into 7x7 windows of neighbours, then into a 7x7 grid of pixels 2 apart, attention
+    within each, and a 1x1 convolution after. The map is copied into each partition's order and back into the
+    convolutions' (Gather ops). Every other product is the model's own, per window padded from 49 tokens to
+    56 (gcd(49, 8) = 1). By hand: the image's convolution 196·12·8, per partition the qkv and output
+    projections 4·56·8·(24 + 8) and the two attention products 2·4·56·56·8, and the 1x1 convolution 196·8·8."""
+    def partition(x, p, grid):
+        b, c, h, w = x.shape
+        x = x.reshape(b, c, h // p, p, w // p, p).permute(0, 2, 4, 3, 5, 1).reshape(b, (h // p) * (w // p), p * p, c)
+        return x.transpose(1, 2) if grid else x
+
+    def departition(x, p, grid, h, w):
+        x = x.transpose(1, 2) if grid else x
+        b, _, _, c = x.shape
+        return x.reshape(b, h // p, w // p, p, p, c).permute(0, 5, 1, 3, 2, 4).reshape(b, c, h, w)
+
+    class MaxVitLike(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            self.conv, self.fc = torch.nn.Conv2d(8, 8, 1), torch.nn.Linear(8, 8)
+            self.stem, self.mix = torch.nn.Conv2d(3, 8, 2, stride=2), torch.nn.Conv2d(8, 8, 1)
+            self.qkv = torch.nn.ModuleList([torch.nn.Linear(8, 24) for _ in range(2)])
+            self.proj = torch.nn.ModuleList([torch.nn.Linear(8, 8) for _ in range(2)])
 
-        def forward(self, x):
-            m = self.conv(x)
-            y = m.view(1, 8, 2, 7, 2, 7).permute(0, 2, 4, 3, 5, 1).reshape(1, 4, 49, 8)
-            return self.fc(y), torch.nn.functional.max_pool2d(m, 2)
+        def forward(self, image):
+            x = self.stem(image)
+            for i, (p, grid) in enumerate(((7, False), (2, True))):
+                w = partition(x, p, grid)
+                q, k, v = self.qkv[i](w).chunk(3, dim=-1)
+                w = w + self.proj[i]((q @ k.transpose(-2, -1)).softmax(-1) @ v)
+                x = departition(w, p, grid, 14, 14)
+            return torch.nn.functional.max_pool2d(self.mix(x), 2)
 
-    path = str(tmp_path / "blocks.onnx")
-    torch.onnx.export(Blocks().eval(), torch.zeros(1, 8, 14, 14), path, opset_version=17)
-    with pytest.raises(ModelImportError, match=r"Reshape node .*: reshape of \[1, 8, 14, 14\] to \[1, 8, 2, 7, 2, 7\] "
-                       r".*a window partition of an NCHW map .* What would work: the map stored window by window"):
-        import_onnx(path, "tpu-like-core")
+    path = str(tmp_path / "maxvit_like.onnx")
+    torch.onnx.export(MaxVitLike().eval(), torch.zeros(1, 3, 28, 28), path, opset_version=17)
+    report = import_onnx(path, "tpu-like-core", report=True)
+    problem = report.problem
+    kinds, widths, heights = problem["names"]["op_kinds"], problem["widths"], problem["heights"]
+    own = sum(heights[ins[0]] * widths[ins[0]] * widths[ins[1]]
+              for ins, kind, op in zip(problem["inputs"], kinds, problem["op_types"]) if op == "MatMul" and kind != "Gather")
+    assert own == 196 * 12 * 8 + 2 * (4 * 56 * 8 * (24 + 8) + 2 * 4 * 56 * 56 * 8) + 196 * 8 * 8
+    assert "Gather" in kinds and report.macs > own
+    solve_and_verify(problem, tmp_path)
 
 
 def test_a_row_wise_op_per_head_reads_each_heads_columns(tmp_path):

@@ -119,10 +119,11 @@ class Lowering:
     def padded(self, extent: int) -> int:
         return self.tokens[1] if self.tokens[0] and extent == self.tokens[0] else extent
 
-    def storage(self, batches: int, rows: int, cols: int) -> Storage:
-        """A new storage; a token axis (the padded sequence's length) is stored padded."""
+    def storage(self, batches: int, rows: int, cols: int, padded: bool = True) -> Storage:
+        """A new storage; a token axis (the padded sequence's length) is stored padded, unless its rows are a
+        feature map's pixels (a 7x7 map of a network whose windows have 49 tokens)."""
         self._next_key += 1
-        pr, pc = self.padded(rows), self.padded(cols)
+        pr, pc = (self.padded(rows), self.padded(cols)) if padded else (rows, cols)
         return Storage(self._next_key, batches, pr, pc, rows if pr != rows else 0, cols if pc != cols else 0)
 
     def storage_like(self, other: Storage) -> Storage:

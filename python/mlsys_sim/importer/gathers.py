@@ -18,7 +18,7 @@ import numpy as np
 
 from .bases import Base, Lowering, gcd_of, region_label, sum_partials
 from .ops import selection_product
-from .views import LayoutError, Region, Storage, View, split_range, window_map
+from .views import LayoutError, Region, Storage, View, grid_map, pixel_map, split_range, window_map
 
 
 @dataclass(frozen=True)
@@ -99,22 +99,56 @@ class PixelSelection:
         return PixelSelection(h, w, parts)
 
 
-class GatherBase(Base):
-    """A PixelSelection materialized: a map stored window by window (the windows of `window` pixels a
-    partition reads) or pixel by pixel, each block a sum of selection products, one per source block read."""
+@dataclass(frozen=True)
+class MapLayout:
+    """How a materialized NHWC map stores its pixels: "rows" (pixel by pixel, row-major), "windows" (window by
+    window, `size` the window side), "grid" (grid by grid, `size` the patch side) or "phases" (pixel by pixel
+    in `size` space-to-depth levels, as convolutions read maps)."""
 
-    def __init__(self, lw: Lowering, selection: PixelSelection, window: Optional[int], name: str, label: str):
-        _, h, w, c = selection.shape
-        self.label_text, self.window, self.map_width = label, window, w
-        if window:
-            self.windows_across = w // window
-            storage = lw.storage((h // window) * (w // window), window * window, c)
-            self.view = window_map(storage, [1, h, w, c], window)
-            self.real_rows = window * window
+    kind: str
+    size: int = 0
+
+    def store(self, lw: Lowering, shape: Sequence[int]) -> Tuple[Storage, View]:
+        _, h, w, c = shape
+        p = self.size
+        if self.kind == "windows":
+            storage = lw.storage((h // p) * (w // p), p * p, c)
+            return storage, window_map(storage, shape, p)
+        if self.kind == "grid":
+            storage = lw.storage(p * p, (h // p) * (w // p), c)
+            return storage, grid_map(storage, shape, p)
+        if self.kind == "phases":
+            storage = lw.storage(1, h * w, c, padded=False)
+            return storage, pixel_map(storage, [1, c, h, w], p).transpose([0, 2, 3, 1])
+        storage = lw.storage(1, h * w, c)
+        return storage, View.row_major(storage, shape)
+
+    def holds(self, view: View, padded_rows: int) -> bool:
+        """Whether an NHWC view already is a map stored in this layout (windows or grid)."""
+        _, h, w, _ = view.shape
+        p, st = self.size, view.storage
+        if self.kind == "windows":
+            matrices, rows, expected = (h // p) * (w // p), p * p, window_map
+        elif self.kind == "grid":
+            matrices, rows, expected = p * p, (h // p) * (w // p), grid_map
         else:
-            storage = lw.storage(1, h * w, c)
-            self.view = View.row_major(storage, [1, h, w, c])
-            self.real_rows = h * w
+            return False
+        return (st.batches, st.real_rows or st.rows) == (matrices, rows) and st.rows == padded_rows and (
+            view.offset == 0 and view.dims == expected(st, view.shape, p).dims)
+
+
+class GatherBase(Base):
+    """A PixelSelection materialized in a layout (MapLayout), each block a sum of selection products, one per
+    source block read."""
+
+    def __init__(self, lw: Lowering, selection: PixelSelection, layout: MapLayout, name: str, label: str):
+        _, h, w, c = selection.shape
+        self.label_text = label
+        storage, self.view = layout.store(lw, selection.shape)
+        # which pixel each stored row holds (-1: a padding row), from the layout's own view
+        placed = PixelSelection.of_view(self.view).parts[0]
+        self.pixel_of = np.full((storage.batches, storage.rows), -1, dtype=np.int64)
+        self.pixel_of[placed.matrix.reshape(-1), placed.row.reshape(-1)] = np.arange(h * w)
         # per part: its first output column, the source as [matrices, rows, columns] and the table
         self.parts: List[Tuple[int, View, SelectionPart]] = []
         first = 0
@@ -124,15 +158,7 @@ class GatherBase(Base):
             self.parts.append((first, matrices, p))
             first += p.width
         col_unit = gcd_of(c, *(f for f, _, _ in self.parts), *(lw.unit(m, 2) for _, m, _ in self.parts))
-        super().__init__(lw, storage, name, lw.row_unit(self.real_rows), col_unit)
-
-    def _pixels(self, batch: int, r0: int, r1: int) -> Tuple[np.ndarray, np.ndarray]:
-        rows = np.arange(r0, min(r1, self.real_rows))
-        if not self.window:
-            return np.divmod(rows, self.map_width)
-        a, b = divmod(batch, self.windows_across)
-        i, j = np.divmod(rows, self.window)
-        return a * self.window + i, b * self.window + j
+        super().__init__(lw, storage, name, lw.row_unit(storage.real_rows or storage.rows), col_unit)
 
     def _emit(self, region: Region) -> int:
         lw = self.lw
@@ -141,8 +167,8 @@ class GatherBase(Base):
         end = self.parts[index + 1][0] if index + 1 < len(self.parts) else self.storage.cols
         if region.c1 > end:
             raise LayoutError(f"{self.label_text}: a block across two runs of channels")
-        hs, ws = self._pixels(region.batch, region.r0, region.r1)
-        flat = hs * self.map_width + ws
+        flat = self.pixel_of[region.batch, region.r0:region.r1]
+        flat = flat[flat >= 0]
         cols = (part.column + region.c0 - first, part.column + region.c1 - first)
         unit = lw.unit(matrices, 1) or matrices.shape[1]
         sources: Dict[int, List[int]] = {}

@@ -16,7 +16,7 @@ import numpy as np
 from . import onnx_graph as og
 from .channel_maps import ChannelMap
 from .bases import InputBase, Lowering, MatMulBase, OpLimit, Operand, ProblemBuilder
-from .gathers import GatherBase, PixelSelection
+from .gathers import GatherBase, MapLayout, PixelSelection
 from .ops import BroadcastBase, ConcatBase, ConvBase, FlattenedMapBase, GroupBase, PoolBase, WindowBase
 from .views import LayoutError, View, _merge, map_levels, pixel_map, split_range, unravel, window_map
 
@@ -58,7 +58,9 @@ class GraphLowering:
         self.lw = Lowering(self.builder, profile, row_block, forced_units, tokens)
         self.levels = og.phase_levels(graph)  # space-to-depth levels by map size, for stride-2 windows
         self.windows = og.window_sizes(graph)  # window side by NHWC map size, for window partitions
+        self.partition_tokens = og.partition_tokens(graph)
         self.selections: Dict[str, PixelSelection] = {}  # rearranged pixels not yet copied (gathers.py)
+        self.relayouts: Dict[Tuple[str, MapLayout], View] = {}  # maps copied into another storage order
 
     def _row_block(self) -> Tuple[Optional[int], Tuple[int, int]]:
         """Attention's K^T is transposed in square blocks: every token-row tensor is cut into blocks of
@@ -246,6 +248,48 @@ class GraphLowering:
         self.lw.warnings.append(f"{og.node_label(node)}: index {index} is read as rows {start}:{start + unit} "
                                 f"(its block), so what follows computes {unit} rows, {unit - 1} of them extra")
 
+    def _partition_layout(self, node, x: List[int], y: List[int]) -> Optional[MapLayout]:
+        """MaxViT's partitions of an NCHW map: `x.reshape(1, C, H/p, p, W/p, p).permute(0, 2, 4, 3, 5, 1)`, then
+        `reshape(1, (H/p)·(W/p), p², C)`. Window by window when attention runs over a window's p² pixels, grid
+        by grid when the result is swapped (`transpose(1, 2)`) so that it runs over the (H/p)·(W/p) pixels p
+        apart. None for any other reshape."""
+        g = self.g
+        if len(x) != 4 or len(y) != 6 or x[0] != 1 or y[:2] != x[:2] or y[3] != y[5] or [
+                y[2] * y[3], y[4] * y[5]] != x[2:]:
+            return None
+        permuted = [r for r in g.consumers.get(node.output[0], []) if r.op_type == "Transpose" and list(
+            og.attribute(r, "perm") or []) == [0, 2, 4, 3, 5, 1]]
+        merged = [r for t in permuted for r in g.consumers.get(t.output[0], []) if r.op_type == "Reshape"]
+        if not permuted or not merged:
+            return None
+        swapped = any(r.op_type == "Transpose" and list(og.attribute(r, "perm") or []) == [0, 2, 1, 3]
+                      for m in merged for r in g.consumers.get(m.output[0], []))
+        return MapLayout("grid" if swapped else "windows", y[3])
+
+    def _stored_as(self, node, name: str, view: View, layout: MapLayout) -> View:
+        """An NCHW map copied (by selection products) into another storage order; once per map and order."""
+        key = (name, layout)
+        if key not in self.relayouts:
+            selection = PixelSelection.of_view(view.transpose([0, 2, 3, 1]))
+            if selection is None:
+                self.fail(node, f"'{name}' is not a map whose channels are storage columns: it cannot be copied "
+                          f"into {layout.kind} order")
+            base = GatherBase(self.lw, selection, layout, f"{name} in {layout.kind} order",
+                              f"{og.node_label(node)} input {name} copied into {layout.kind} order")
+            self.relayouts[key] = base.view.transpose([0, 3, 1, 2])
+        return self.relayouts[key]
+
+    def _as_pixel_map(self, node, name: str) -> None:
+        """A map stored window by window or grid by grid (MaxViT's, after its partitions) read by a convolution,
+        a pooling or beside a map stored pixel by pixel: copied into the convolutions' order (space-to-depth
+        phases), which then stands for the map."""
+        view, shape = self.views.get(name), self.g.shapes.get(name)
+        if view is None or shape is None or len(shape) != 4 or (
+                view.storage.batches == 1 and not view.storage.real_rows) or map_levels(view, shape) is not None:
+            return
+        self.views[name] = self._stored_as(node, name, view, MapLayout("phases", self.levels.get(
+            tuple(shape[2:]), 0)))
+
     def _slice_cuts(self, node, shape) -> List[Tuple[int, int, int, int]]:
         """A Slice's (axis, start, end, step) per axis, clamped to the shape."""
         starts = self._const_ints(node, 1, "starts") or og.attribute(node, "starts")
@@ -272,9 +316,10 @@ class GraphLowering:
         window by window where a window partition reads maps of that size."""
         selection = self.selections.pop(name)
         _, h, w, _ = selection.shape
+        window = self.windows.get((h, w))
         try:
-            base = GatherBase(self.lw, selection, self.windows.get((h, w)), name, f"{og.node_label(node)} input "
-                              f"{name} gathered")
+            base = GatherBase(self.lw, selection, MapLayout("windows", window) if window else MapLayout("rows"),
+                              name, f"{og.node_label(node)} input {name} gathered")
         except LayoutError as e:
             self.fail(node, str(e))
         self.views[name] = base.view
@@ -321,6 +366,15 @@ class GraphLowering:
             if node.output[0] in g.real_sides:  # a map computed larger: its real pixels are flattened
                 h, w = g.real_sides[node.output[0]]
                 src = src.slice(2, 0, h).slice(3, 0, w)
+            layout = self._partition_layout(node, list(src.shape), out_shape) if isinstance(src, View) else None
+            if layout is not None:
+                # MaxViT's: the map stored in the partition's order (copied there unless it is), then a view
+                tokens = layout.size ** 2 if layout.kind == "windows" else src.shape[2] * src.shape[3] // (
+                    layout.size ** 2)
+                if not layout.holds(src.transpose([0, 2, 3, 1]), self.lw.padded(tokens)):
+                    src = self._stored_as(node, node.input[0], src, layout)
+                store(node.output[0], src.reshape(out_shape))
+                return
             try:
                 store(node.output[0], src.reshape(out_shape))
             except LayoutError as e:
@@ -328,11 +382,10 @@ class GraphLowering:
                 if len(x) == 4 and len(out_shape) == 6 and out_shape[:2] == x[:2] and (
                         out_shape[2] * out_shape[3], out_shape[4] * out_shape[5]) == (x[2], x[3]):
                     raise LayoutError(
-                        f"{e}: a window partition of an NCHW map (MaxViT's block and grid partitions), whose "
-                        "pixels its convolutions store in space-to-depth phases. What would work: the map stored "
-                        "window by window, as for a partition of an NHWC map (Swin's `x.view(1, H/p, p, W/p, p, "
-                        "C)`: docs/import.md#windows), with copies by selection products between that order, the "
-                        "grid partition's and the convolutions' (not lowered)") from None
+                        f"{e}: a window partition of an NCHW map stored in space-to-depth phases, not followed by "
+                        "a partition's permute. What would work: MaxViT's form, `reshape(1, C, H/p, p, W/p, p)."
+                        "permute(0, 2, 4, 3, 5, 1).reshape(1, (H/p)*(W/p), p*p, C)`, whose map is copied into "
+                        "window or grid order (docs/import.md#windows)") from None
                 raise
         elif op == "Pad":
             pads = self._const_ints(node, 1, "pads") or og.attribute(node, "pads") or []
@@ -421,7 +474,7 @@ class GraphLowering:
             return
         st = a.view.storage if a.view is not None else None
         if b.view is None and len(b.shape) == 2 and len(a.shape) >= 3 and st.batches > 1 and (
-                a.shape[-2] in {ws * ws for ws in self.windows.values()} and prod(a.shape[:-2]) > 1):
+                a.shape[-2] in self.partition_tokens and prod(a.shape[:-2]) > 1):
             # The windows of a partition (Swin's): one product per window, stored as the windows' map is, with
             # the padding of a padded sequence kept.
             out_batch = list(a.shape[:-2])
@@ -689,6 +742,9 @@ class GraphLowering:
         if any(a in self.channel_maps for a in acts):
             self._lower_group_runs(node, acts, kind, op_types, row_wise or bool(data) or bool(broadcasts), label)
             return
+        if any(len(g.shapes[a]) == 4 and map_levels(self.views[a], g.shapes[a]) is not None for a in acts):
+            for a in acts:  # beside a map stored as convolutions store them, maps stored otherwise are copied
+                self._as_pixel_map(node, a)
         views = [self.views[a] for a in acts]
         whole = [v for a, v in zip(acts, views) if a not in broadcasts]
         for i, name in enumerate(acts):
@@ -761,6 +817,8 @@ class GraphLowering:
                     n in self.channel_maps for n in node.input):
                 self.lower_on_channel_map(node)
                 continue
+            if op in ("Conv", "MaxPool", "AveragePool") and node.input[0] in self.views:
+                self._as_pixel_map(node, node.input[0])
             if op in ("Conv", "MaxPool", "AveragePool") and self._shuffled(node.input[0]) is not None:
                 try:
                     self.lower_window_runs(node, self._shuffled(node.input[0]))

@@ -513,6 +513,20 @@ def window_sizes(graph: Graph) -> Dict[Tuple[int, int], int]:
     return sizes
 
 
+def partition_tokens(graph: Graph) -> Set[int]:
+    """The token counts of window partitions: ws² for Swin's (window_sizes), and for a partition of an NCHW
+    map (MaxViT's `x.reshape(1, C, H/p, p, W/p, p)`) both p² (its windows) and (H/p)·(W/p) (its grid)."""
+    tokens = {ws * ws for ws in window_sizes(graph).values()}
+    for node in graph.nodes:
+        if node.op_type != "Reshape" or graph.kinds.get(node.output[0]) != ACT:
+            continue
+        x, y = graph.shapes.get(node.input[0]), graph.shapes.get(node.output[0])
+        if x and y and len(x) == 4 and len(y) == 6 and x[0] == 1 and list(y[:2]) == list(x[:2]) and (
+                y[3] == y[5] and y[2] * y[3] == x[2] and y[4] * y[5] == x[3]):
+            tokens |= {y[3] * y[5], y[2] * y[4]}
+    return {t for t in tokens if t > 1}
+
+
 def unsupported_nodes(graph: Graph) -> List[str]:
     """Every node computing on device values that the graph lowering has no rule for, by name."""
     supported = VIEW_OPS | ELEMENTWISE_OPS | ROW_REDUCTIONS | MATRIX_OPS | SHAPE_OPS | {"Constant"}

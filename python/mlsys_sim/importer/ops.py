@@ -179,7 +179,8 @@ class ConvBase(Base):
                 first += width
             if len(levels_seen) != 1:
                 raise LayoutError(f"{label}: the parts of its input store their pixels in different orders")
-        super().__init__(lw, lw.storage(1, rows, cout), label, row_unit, self.cout_g if groups > 1 else None)
+        super().__init__(lw, lw.storage(1, rows, cout, padded=False), label, row_unit,
+                         self.cout_g if groups > 1 else None)
         self.view = pixel_map(self.storage, [n, cout, oh, ow], levels)
 
     def _emit(self, region: Region) -> int:
@@ -230,7 +231,7 @@ class WindowBase(Base):
         self.reads = sorted({p * 2 + q for p, q in phases}) if phases is not None else [None]
         x_rows, x_cols = _operand_units(lw, self.x)
         rows = n * oh * ow
-        super().__init__(lw, lw.storage(1, rows, c), label, gcd(lw.row_unit(rows), x_rows), x_cols)
+        super().__init__(lw, lw.storage(1, rows, c, padded=False), label, gcd(lw.row_unit(rows), x_rows), x_cols)
         self.view = pixel_map(self.storage, [n, c, oh, ow], levels)
 
     def _emit(self, region: Region) -> int:

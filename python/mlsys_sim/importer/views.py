@@ -291,6 +291,18 @@ def window_map(storage: Storage, shape: Sequence[int], window: int) -> View:
     return View(storage, 0, ((),) + tuple(tuple(_merge(d)) for d in dims))
 
 
+def grid_map(storage: Storage, shape: Sequence[int], patch: int) -> View:
+    """An NHWC map [1, H, W, C] stored grid by grid (MaxViT's grid partition: the pixels `patch` apart): matrix
+    a*patch + b holds the pixels (i*patch + a, j*patch + b), pixel (i, j) in row i*(W/patch) + j (rows past
+    them are the padding of a padded sequence)."""
+    _, h, w, c = shape
+    cols = storage.cols
+    per_matrix = storage.rows * cols
+    dims = (((h // patch, (w // patch) * cols), (patch, patch * per_matrix)),
+            ((w // patch, cols), (patch, per_matrix)), ((c, 1),))
+    return View(storage, 0, ((),) + tuple(tuple(_merge(d)) for d in dims))
+
+
 def map_levels(view: View, shape: Sequence[int]) -> Optional[int]:
     """The space-to-depth levels of a view that is a whole pixel-major map of `shape`, else None."""
     n, c, h, w = shape
