@@ -353,7 +353,8 @@ def test_window_attention_reads_a_map_stored_window_by_window(tmp_path):
 
 def test_a_shifted_window_block_with_patch_merging_solves_and_verifies(tmp_path):
     """A Swin stage in miniature: patch embedding, a window block whose windows are shifted by torch.roll and
-    shifted back, a residual, then Patch Merging (four strided slices concatenated along the channels). Every
+    shifted back, with a mask added to the scores (a host tensor of their shape, padded per window like
+    them), a residual, then Patch Merging (four strided slices concatenated along the channels). Every
     product but the copies is the model's own, padded per window; the copies are Gather ops."""
     class Block(torch.nn.Module):
         def __init__(self):
@@ -361,13 +362,14 @@ def test_a_shifted_window_block_with_patch_merging_solves_and_verifies(tmp_path)
             self.embed = torch.nn.Conv2d(3, 8, 2, stride=2)
             self.norm, self.qkv, self.proj = torch.nn.LayerNorm(8), torch.nn.Linear(8, 24), torch.nn.Linear(8, 8)
             self.merge = torch.nn.Linear(32, 16)
+            self.register_buffer("mask", torch.randn(4, 49, 49))
 
         def forward(self, image):
             x = self.embed(image).permute(0, 2, 3, 1)
             y = torch.roll(self.norm(x), shifts=(-3, -3), dims=(1, 2))
             w = y.view(1, 2, 7, 2, 7, 8).permute(0, 1, 3, 2, 4, 5).reshape(4, 49, 8)
             q, k, v = self.qkv(w).chunk(3, dim=-1)
-            a = self.proj((q @ k.transpose(-2, -1)).softmax(-1) @ v)
+            a = self.proj((q @ k.transpose(-2, -1) + self.mask).softmax(-1) @ v)
             a = a.view(1, 2, 2, 7, 7, 8).permute(0, 1, 3, 2, 4, 5).reshape(1, 14, 14, 8)
             x = x + torch.roll(a, shifts=(3, 3), dims=(1, 2))
             merged = torch.cat([x[:, 0::2, 0::2], x[:, 1::2, 0::2], x[:, 0::2, 1::2], x[:, 1::2, 1::2]], -1)
