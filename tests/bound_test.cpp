@@ -217,14 +217,15 @@ TEST(CertifiedBound, NeverAboveTheExactOptimumOfRandomStreamedHeads) {
 }
 
 TEST(CertifiedBound, NeverAboveTheExactOptimumOfRandomSharedTails) {
-  // Theorem 14's own campaign.
-  int charged = 0, binding = 0, tight = 0, passed = 0;
+  // Theorem 14's and Theorem 16's own campaign.
+  int charged = 0, binding = 0, tight = 0, passed = 0, joined = 0;
   auto check = [&](const Problem& p, const Graph& g, double optimum) {
     const CertifiedBound bound = certified_bound(p, g, ModelOptions{});
     const TailRunBound& tails = bound.tail_runs;
-    ASSERT_LE(tails.bound, optimum * (1 + 1e-9)) << "Theorem 14's " << tails.bound << " above the optimum "
+    ASSERT_LE(tails.bound, optimum * (1 + 1e-9)) << "Theorems 14 and 16's " << tails.bound << " above the optimum "
                                                  << optimum << " of problem " << problem_to_json(p).dump();
     if (tails.applies) ++charged;
+    if (tails.join_charges > 0) ++joined;
     if (std::any_of(tails.tails.begin(), tails.tails.end(), [](const auto& t) { return !t.passed.empty(); }))
       ++passed;
     const double others = std::max({bound.lambda_bound, bound.inner_k_steps.bound, bound.deep_weights.bound,
@@ -235,20 +236,49 @@ TEST(CertifiedBound, NeverAboveTheExactOptimumOfRandomSharedTails) {
   const Campaign c = run_campaign("TAIL", 300, 20261128u, testing::random_shared_tails, check);
   EXPECT_GT(binding, c.checked / 20) << "of " << c.checked;
   EXPECT_GT(passed, c.checked / 20) << "of " << c.checked;
+  EXPECT_GT(joined, c.checked / 20) << "of " << c.checked;
   std::cout << "[ tails    ] " << c.checked << " shared tails (and " << c.infeasible
             << " without a schedule): "
-            << "Theorem 14 charged on " << charged << " (ops every path passes on " << passed
-            << "), the largest bound on " << binding << ", equal to the optimum on " << tight << "\n";
+            << "Theorems 14 and 16 charged on " << charged << " (ops every path passes on " << passed
+            << ", joins on " << joined << "), the largest bound on " << binding << ", equal to the optimum on "
+            << tight << "\n";
 }
 
-TEST(CertifiedBound, Theorem14ChargesHeadsStreamedOneAtATimeTheirTailsRuns) {
+TEST(CertifiedBound, NeverAboveTheExactOptimumOfRandomJoinedHeads) {
+  // Theorem 16's own campaign, with MatMuls of the heads' depth beyond a tail of another depth.
+  int joined = 0, binding = 0, tight = 0;
+  auto check = [&](const Problem& p, const Graph& g, double optimum) {
+    const CertifiedBound bound = certified_bound(p, g, ModelOptions{});
+    const TailRunBound& tails = bound.tail_runs;
+    ASSERT_LE(tails.bound, optimum * (1 + 1e-9)) << "Theorems 14 and 16's " << tails.bound
+                                                 << " above the optimum " << optimum << " of problem "
+                                                 << problem_to_json(p).dump();
+    ASSERT_LE(bound.bound, optimum * (1 + 1e-9)) << "the certified bound " << bound.bound
+                                                 << " above the optimum " << optimum << " of problem "
+                                                 << problem_to_json(p).dump();
+    if (tails.join_charges > 0) ++joined;
+    const double others = std::max({bound.lambda_bound, bound.inner_k_steps.bound, bound.deep_weights.bound,
+                                    bound.head_discounts.bound});
+    if (tails.bound > others * (1 + 1e-9)) ++binding;
+    if (tails.bound >= optimum * (1 - 1e-9)) ++tight;
+  };
+  const Campaign c = run_campaign("JOIN", 150, 20261129u, testing::random_joined_heads, check);
+  EXPECT_GT(joined, c.checked / 10) << "of " << c.checked;
+  std::cout << "[ joins    ] " << c.checked << " joined heads (and " << c.infeasible
+            << " without a schedule): Theorem 16 charged on " << joined << ", the largest bound on " << binding
+            << ", equal to the optimum on " << tight << "\n";
+}
+
+TEST(CertifiedBound, Theorem16ChargesHeadsThatJoinAllButOneDiscount) {
   // Native [2, 1] (n_k = 2), bandwidth 10. a1: L1[1x1] @ W1[1x1] -> Y1 and a2: L2 @ W2 -> Y2, base 8 each;
   // P(Y1, Y2) -> S[1x1], base 4; b: S @ V[1x2] -> Z[1x2], base 2. Compute floor: a1, a2 streamed as heads,
   // 8 * 1/2 = 4 each; P in-chain 4 * 1/2 = 2; b 2: 12, which the lambda bound gives (memory 0.8). Beside
   // both heads, b's subgraph has three MatMuls, so w = k = K = 1 (M13): Z's 2 columns are 2 tiles, and each
-  // head pays 4 per tile, its padded 8. So a head saves 4 only as b's one head, in a run of b and P (which
-  // every path to b passes) costing at least 2 + 2; one head takes their first run: 12 + 4 + 4 - 4 = 16.
-  // The optimum is 16: a1 alone (8), then a2, P and b at [2, 1, 1] (4 + 2 + 2).
+  // head pays 4 per tile, its padded 8. Both heads reach b only through P, which merges them: when P first
+  // runs, one of them is already made, where it is no head and pays its padded 8 (Theorem 16): 12 + 4 = 16.
+  // (Theorem 14 gave 16 too: a head saves 4 only as b's one head, in a run of b and P costing 2 + 2, and one
+  // head takes their first run: 12 + 4 + 4 - 4.) The optimum is 16: a1 alone (8), then a2, P and b at
+  // [2, 1, 1] (4 + 2 + 2).
   auto problem = [](int z_width) {
     const std::string w = std::to_string(z_width);
     return parse_problem(nlohmann::json::parse(R"({"widths": [1, 1, 1, 1, 1, 1, 1, )" + w + ", " + w + R"(],
@@ -263,11 +293,11 @@ TEST(CertifiedBound, Theorem14ChargesHeadsStreamedOneAtATimeTheirTailsRuns) {
   const CertifiedBound bound = certified_bound(p, g, ModelOptions{});
   EXPECT_DOUBLE_EQ(bound.lambda_bound, 12.0);
   ASSERT_TRUE(bound.tail_runs.applies) << bound.tail_runs.status;
-  ASSERT_EQ(bound.tail_runs.heads.size(), 2u);
-  EXPECT_DOUBLE_EQ(bound.tail_runs.heads[0].shared_price, 8.0);
-  ASSERT_EQ(bound.tail_runs.tails.size(), 1u);
-  EXPECT_EQ(bound.tail_runs.tails[0].passed, (std::vector<int>{2}));
-  EXPECT_DOUBLE_EQ(bound.tail_runs.tails[0].rerun, 4.0);
+  ASSERT_EQ(bound.tail_runs.joins.size(), 1u);
+  EXPECT_EQ(bound.tail_runs.joins[0].op, 2);
+  EXPECT_EQ(bound.tail_runs.joins[0].heads, (std::vector<int>{0, 1}));
+  EXPECT_DOUBLE_EQ(bound.tail_runs.joins[0].charge, 4.0);
+  EXPECT_TRUE(bound.tail_runs.heads.empty());  // joined heads take no part in Theorem 14's charges
   EXPECT_DOUBLE_EQ(bound.tail_runs.bound, 16.0);
   expect_bound_named_below_optimum(bound, p, g, 16.0, "tail runs", 16.0);
   // With Z one column wide, one tile holds all four ops at [1, 1, 1] for 4 + 4 + 2 + 2 = 12: no charge.
@@ -280,6 +310,27 @@ TEST(CertifiedBound, Theorem14ChargesHeadsStreamedOneAtATimeTheirTailsRuns) {
   ModelOptions supernative;
   supernative.allow_supernative_k = true;
   EXPECT_FALSE(certified_bound(p, g, supernative).tail_runs.applies);
+}
+
+TEST(CertifiedBound, Theorem16ChargesMoreThanTailRunsWhereThreeHeadsJoin) {
+  // As above with three heads a1..a3 (base 8: padded 8, streamed 4) and a cheap join P(Y1, Y2, Y3) (base 2,
+  // in-chain 1). Compute floor 3 * 4 + 1 + b's 2 = 15. Theorem 14 alone: each head saves 4 only beside b
+  // alone, in a run of b and P costing 2 + 1 = 3, so it charges min(4, 3) = 3 per head, one head free:
+  // 15 + 9 - 3 = 21. Theorem 16: when P first runs, two of the three are made already, each padded:
+  // 15 + 4 + 4 = 23. The optimum is 23: a1 and a2 alone (8 + 8), then a3, P and b at [2, 1, 1] (4 + 1 + 2).
+  const Problem p = parse_problem(nlohmann::json::parse(R"({"widths": [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2],
+      "heights": [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], "inputs": [[0, 1], [3, 4], [6, 7], [2, 5, 8], [9, 10]],
+      "outputs": [[2], [5], [8], [9], [11]], "base_costs": [8, 8, 8, 2, 2],
+      "op_types": ["MatMul", "MatMul", "MatMul", "Pointwise", "MatMul"], "fast_memory_capacity": 100,
+      "slow_memory_bandwidth": 10, "native_granularity": [2, 1]})"),
+                                  "three-heads");
+  const Graph g = analyze_graph(p, "three-heads");
+  const CertifiedBound bound = certified_bound(p, g, ModelOptions{});
+  EXPECT_DOUBLE_EQ(bound.tail_runs.compute_floor, 15.0);
+  ASSERT_EQ(bound.tail_runs.joins.size(), 1u);
+  EXPECT_EQ(bound.tail_runs.joins[0].heads, (std::vector<int>{0, 1, 2}));
+  EXPECT_DOUBLE_EQ(bound.tail_runs.join_charges, 8.0);
+  expect_bound_named_below_optimum(bound, p, g, 23.0, "tail runs", 23.0);
 }
 
 TEST(CertifiedBound, AStreamedHeadRunsAgainOnEveryColumnOfItsTailsGrid) {

@@ -622,4 +622,38 @@ Problem random_shared_tails(std::mt19937& rng) {
   return p;
 }
 
+Problem random_joined_heads(std::mt19937& rng) {
+  // DenseNet's 3x3 convolution in miniature: two or three MatMuls of one depth (at most n_w = 2), each with a
+  // streamed side below the native tile, summed by one Pointwise op whose output a tail reads at another depth;
+  // then often a MatMul of the heads' depth after the tail, which no subgraph can share with a head whose
+  // tail it is not (Theorem 14's shared price, Theorem 16's joins).
+  TinyProblem tiny(rng);
+  Problem& p = tiny.p;
+  auto pick = [&](int lo, int hi) { return tiny.pick(lo, hi); };
+  p.native_w = 2;
+  p.native_h = pick(1, 2);
+  const int64_t depth = pick(1, 2), rows = pick(1, 2);
+  const int heads = pick(2, 3);
+  const bool cheap = pick(0, 1) == 1;
+  std::vector<int> joined;
+  for (int h = 0; h < heads; ++h) {
+    const int Y = tiny.add_tensor(rows, 1);
+    tiny.add_op(OpType::MatMul, {tiny.add_tensor(rows, depth), tiny.add_tensor(depth, 1)}, Y, pick(2, 16));
+    joined.push_back(Y);
+  }
+  const int S = tiny.add_tensor(rows, 1);
+  tiny.add_op(OpType::Pointwise, joined, S, pick(1, cheap ? 2 : 8));
+  const int64_t width = pick(1, 3);
+  const int Z = tiny.add_tensor(rows, width);
+  tiny.add_op(OpType::MatMul, {S, tiny.add_tensor(1, width)}, Z, pick(1, cheap ? 2 : 8));
+  if (pick(0, 2) > 0) {  // a MatMul of the heads' depth downstream, reading the tail's output or beside it
+    const int64_t other = pick(1, 2);
+    const int in = width == depth && pick(0, 1) == 0 ? Z : tiny.add_tensor(rows, depth);
+    tiny.add_op(OpType::MatMul, {in, tiny.add_tensor(depth, other)}, tiny.add_tensor(rows, other), pick(1, 8));
+  }
+  p.fast_memory_capacity = pick(4, 16);
+  p.slow_memory_bandwidth = std::uniform_real_distribution<double>(0.25, 2.0)(rng);
+  return p;
+}
+
 }  // namespace mlsys::testing

@@ -76,5 +76,7 @@ Problem random_streamed_heads(std::mt19937& rng);
 // Theorem 14, streamed together only when the tail's output is no wider (higher) than 1, and otherwise each
 // beside the tail alone. Sometimes with in-chain ops, a shared operand, or a compute-heavy Pointwise op.
 Problem random_shared_tails(std::mt19937& rng);
+// Theorem 16's: MatMuls summed by one Pointwise op ahead of a tail of another depth (DenseNet's 3x3 offsets).
+Problem random_joined_heads(std::mt19937& rng);
 
 }  // namespace mlsys::testing

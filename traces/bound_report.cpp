@@ -61,10 +61,15 @@ nlohmann::json tail_run_bound_to_json(const TailRunBound& b) {
                      {"charge", h.charge}});
   for (const TailRunBound::Tail& t : b.tails)
     tails.push_back({{"op", t.op}, {"heads", t.heads}, {"passed", t.passed}, {"rerun", t.rerun}});
+  nlohmann::json joins = nlohmann::json::array();
+  for (const TailRunBound::Join& j : b.joins)
+    joins.push_back({{"op", j.op}, {"heads", j.heads}, {"charge", j.charge}});
   return {{"applies", b.applies},
           {"status", b.status},
           {"bound", b.bound},
           {"compute_floor", b.compute_floor},
+          {"join_charges", b.join_charges},
+          {"joins", joins},
           {"first_runs", b.first_runs},
           {"heads", heads},
           {"tails", tails}};
@@ -223,8 +228,8 @@ void print_head_discount_bound(std::ostream& out, const HeadDiscountBound& b) {
 }
 
 void print_tail_run_bound(std::ostream& out, const TailRunBound& b) {
-  out << "tail-run bound (compute plus the tail runs of heads streamed one at a time, "
-         "docs/bounds.md#theorem-14): ";
+  out << "tail-run bound (compute plus the tail runs of heads streamed one at a time and the heads that "
+         "join, docs/bounds.md#theorem-14, #theorem-16): ";
   if (!b.applies) {
     out << format_number(b.bound) << ", the compute floor (" << b.status << ")\n";
     return;
@@ -232,8 +237,9 @@ void print_tail_run_bound(std::ostream& out, const TailRunBound& b) {
   double charges = 0;
   for (const TailRunBound::Head& h : b.heads) charges += h.charge;
   out << format_number(b.bound) << "\n  = compute floor " << format_display(b.compute_floor) << " + "
-      << format_display(charges) << " over " << b.heads.size() << " heads - " << format_display(b.first_runs)
-      << " (per tail, the head its first run may serve)\n";
+      << format_display(b.join_charges) << " over " << b.joins.size() << " joins (all their heads but one "
+      << "padded) + " << format_display(charges) << " over " << b.heads.size() << " heads - "
+      << format_display(b.first_runs) << " (per tail, the head its first run may serve)\n";
   std::vector<const TailRunBound::Tail*> largest;
   for (const TailRunBound::Tail& t : b.tails) largest.push_back(&t);
   const size_t shown = std::min<size_t>(largest.size(), 8);

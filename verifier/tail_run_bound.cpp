@@ -20,6 +20,8 @@ constexpr double kNever = std::numeric_limits<double>::infinity();
 // Per op, the fewest tiles a grid has when every MatMul of the subgraph reduces `depth` deep at w = k = depth
 // (M13) and a MatMul downstream of the op, of that depth, is its tail: ceil(W/depth) columns of at least
 // ceil(H/n_h) rows of that tail's output (M10: the grid is a tail's output shape). Infinite: no such MatMul.
+// The links followed pass Pointwise ops and MatMuls of that depth only: a MatMul of another depth cannot
+// share such a subgraph, so nothing beyond it is a tail of the op there.
 std::vector<double> fewest_tiles_downstream(const Problem& p, const Graph& g, int64_t depth,
                                             LinkWalker& walk) {
   std::vector<double> fewest(p.num_ops(), kNever);
@@ -28,8 +30,9 @@ std::vector<double> fewest_tiles_downstream(const Problem& p, const Graph& g, in
     for (int t : p.outputs[*it])
       for (const Consumer& c : g.consumers[t]) {
         walk.visit();
+        if (p.is_matmul(c.op) && g.reduction_depth[c.op] != depth) continue;
         double here = fewest[c.op];
-        if (p.is_matmul(c.op) && g.reduction_depth[c.op] == depth) {
+        if (p.is_matmul(c.op)) {
           const int y = p.outputs[c.op][0];
           const int64_t cols = (p.widths[y] + depth - 1) / depth;
           const int64_t rows = (p.heights[y] + p.native_h - 1) / p.native_h;
@@ -154,6 +157,85 @@ double first_runs(const std::vector<TailRunBound::Head>& heads, const std::vecto
   return saved;
 }
 
+// The Pointwise op where a head's output first merges with another computed tensor, following single
+// consumers through Pointwise ops of one output: then every path from the head to a MatMul passes it. -1
+// when the path forks, meets a MatMul first or never merges.
+int join_of(const Problem& p, const Graph& g, int head, LinkWalker& walk) {
+  int t = p.outputs[head][0];
+  while (!walk.out_of_budget()) {
+    walk.visit();
+    if (g.consumers[t].size() != 1) return -1;
+    const int c = g.consumers[t][0].op;
+    if (p.is_matmul(c) || p.outputs[c].size() != 1) return -1;
+    const auto made = std::count_if(p.inputs[c].begin(), p.inputs[c].end(),
+                                    [&](int in) { return g.producer[in] >= 0; });
+    if (made >= 2) return c;
+    t = p.outputs[c][0];
+  }
+  return -1;
+}
+
+// Theorem 16: groups the heads by their join; a join of two or more charges all their discounts but the
+// largest, and its heads leave the list for Theorem 14.
+void charge_joins(const Problem& p, const Graph& g, LinkWalker& walk, std::vector<TailRunBound::Head>& heads,
+                  TailRunBound& out) {
+  std::map<int, std::vector<size_t>> by_join;
+  for (size_t i = 0; i < heads.size(); ++i)
+    if (const int j = join_of(p, g, heads[i].op, walk); j >= 0) by_join[j].push_back(i);
+  std::vector<bool> joined(heads.size(), false);
+  for (const auto& [op, members] : by_join) {
+    if (members.size() < 2) continue;
+    TailRunBound::Join join;
+    join.op = op;
+    double largest = 0;
+    for (size_t i : members) {
+      join.heads.push_back(heads[i].op);
+      join.charge += heads[i].discount;
+      largest = std::max(largest, heads[i].discount);
+      joined[i] = true;
+    }
+    join.charge -= largest;
+    out.join_charges += join.charge;
+    out.joins.push_back(std::move(join));
+  }
+  std::vector<TailRunBound::Head> rest;
+  for (size_t i = 0; i < heads.size(); ++i)
+    if (!joined[i]) rest.push_back(std::move(heads[i]));
+  heads = std::move(rest);
+}
+
+// Theorem 14's charges on `heads` (copied: the caller keeps its list), added to out.bound with their tails
+// and first runs. False when the work limit stopped it.
+bool charge_tails(const Problem& p, const Graph& g, LinkWalker& walk, const std::vector<double>& floors,
+                  std::vector<TailRunBound::Head> heads, TailRunBound& out) {
+  std::map<int, int> tail_index;
+  for (const TailRunBound::Head& h : heads)
+    for (int t : h.tails)
+      if (tail_index.emplace(t, static_cast<int>(out.tails.size())).second) {
+        out.tails.emplace_back();
+        out.tails.back().op = t;
+      }
+  for (const TailRunBound::Head& h : heads)
+    for (int t : h.tails) out.tails[tail_index[t]].heads.push_back(h.op);
+  PassedOps passed(p, g, walk);
+  for (TailRunBound::Tail& t : out.tails) {
+    t.passed = passed.passed(t.op, t.heads);
+    t.rerun = floors[t.op];
+    for (int o : t.passed) t.rerun += floors[o];
+  }
+  if (walk.out_of_budget()) return false;
+  for (TailRunBound::Head& h : heads) {
+    h.rerun = kNever;
+    for (int t : h.tails) h.rerun = std::min(h.rerun, out.tails[tail_index[t]].rerun);
+    h.charge = std::min(h.discount, h.rerun);
+    out.bound += h.charge;
+  }
+  out.first_runs = first_runs(heads, out.tails, tail_index);
+  out.bound -= out.first_runs;
+  out.heads = std::move(heads);
+  return true;
+}
+
 }  // namespace
 
 TailRunBound tail_run_bound(const Problem& p, const Graph& g, const ModelOptions& options,
@@ -203,36 +285,22 @@ TailRunBound tail_run_bound(const Problem& p, const Graph& g, const ModelOptions
         "padded one";
     return out;
   }
-  std::map<int, int> tail_index;
-  for (const TailRunBound::Head& h : heads)
-    for (int t : h.tails)
-      if (tail_index.emplace(t, static_cast<int>(out.tails.size())).second) {
-        out.tails.emplace_back();
-        out.tails.back().op = t;
-      }
-  for (const TailRunBound::Head& h : heads)
-    for (int t : h.tails) out.tails[tail_index[t]].heads.push_back(h.op);
-  PassedOps passed(p, g, walk);
-  for (TailRunBound::Tail& t : out.tails) {
-    t.passed = passed.passed(t.op, t.heads);
-    t.rerun = floors[t.op];
-    for (int o : t.passed) t.rerun += floors[o];
-  }
-  if (walk.out_of_budget()) {
+  // Theorem 14 on every head, and Theorem 16 on the joins with Theorem 14 on the other heads: both sound, the
+  // larger stands (where heads of two joins share a tail, Theorem 14 alone may charge more).
+  TailRunBound alone = out, joined = out;
+  if (!charge_tails(p, g, walk, floors, heads, alone)) {
     out.status = stopped;
     return out;
   }
-  for (TailRunBound::Head& h : heads) {
-    h.rerun = kNever;
-    for (int t : h.tails) h.rerun = std::min(h.rerun, out.tails[tail_index[t]].rerun);
-    h.charge = std::min(h.discount, h.rerun);
-    out.bound += h.charge;
+  charge_joins(p, g, walk, heads, joined);
+  joined.bound += joined.join_charges;
+  if (walk.out_of_budget() || !charge_tails(p, g, walk, floors, heads, joined)) {
+    out.status = stopped;
+    return out;
   }
-  out.first_runs = first_runs(heads, out.tails, tail_index);
-  out.bound -= out.first_runs;
-  out.heads = std::move(heads);
+  out = joined.bound >= alone.bound ? std::move(joined) : std::move(alone);
   out.applies = out.bound > out.compute_floor * (1 + 1e-12);
-  if (!out.applies) out.status = "each tail's first run serves every head that needs one";
+  if (!out.applies) out.status = "each tail's first run serves every head that needs one, and no heads join";
   return out;
 }
 

@@ -4,6 +4,8 @@
 // the head gets its streamed price only as the one head beside one tail. Then every head so priced needs a
 // run of its tail of its own (and of the Pointwise ops every path to that tail passes), and the bound
 // charges each head the cheaper of the two, but for one head per tail that the tail's first run serves.
+// Theorem 16 (docs/bounds.md#theorem-16): heads that merge at one Pointwise op before any MatMul are streamed
+// at most one per first run of that op, so all of them but one pay their discount in full.
 #pragma once
 
 #include <cstdint>
@@ -34,11 +36,20 @@ struct TailRunBound {
     std::vector<int> passed;  // the Pointwise ops on every such path: every run with one of them holds them
     double rerun = 0;         // its compute floor and theirs: what one more run with a head costs at least
   };
-  std::vector<Head> heads;  // those charged
+  // Theorem 16: heads whose only way to a MatMul is one Pointwise op that merges them (nine shifted MatMuls
+  // summed): before that op first runs, all of them but one must already be made, where none is a head.
+  struct Join {
+    int op = -1;             // the Pointwise op where their paths first merge
+    std::vector<int> heads;  // the discounted heads that reach it through single-consumer Pointwise paths
+    double charge = 0;       // their discounts but the largest
+  };
+  std::vector<Join> joins;
+  double join_charges = 0;  // the joins' charges; their heads take no part in Theorem 14's charges
+  std::vector<Head> heads;  // those charged by Theorem 14 (heads in no join of two or more)
   std::vector<Tail> tails;
   double first_runs = 0;  // per group of heads joined by tails, what the heads that take each tail's first
                           // run save (at most the largest charge per tail, and one tail per head)
-  double bound = 0;       // compute_floor + the charges - first_runs
+  double bound = 0;       // compute_floor + join_charges + the heads' charges - first_runs
 };
 
 // No claim with --allow-supernative-k (the brute-force campaigns that test the bound do not lift k <= n_k).
