@@ -279,16 +279,19 @@ def pixel_map(storage: Storage, shape: Sequence[int], levels: int) -> View:
     return View(storage, 0, tuple(tuple(_merge(d)) for d in dims))
 
 
+def _nhwc_view(storage: Storage, channels: int, h_dims, w_dims) -> View:
+    """An NHWC map of batch 1 from the sub-dimensions of its H and W axes; channels are storage columns."""
+    return View(storage, 0, ((),) + tuple(tuple(_merge(d)) for d in (h_dims, w_dims, ((channels, 1),))))
+
+
 def window_map(storage: Storage, shape: Sequence[int], window: int) -> View:
     """An NHWC map [1, H, W, C] stored window by window: matrix a*(W/ws) + b holds window (a, b), its pixel
     (i, j) in row i*ws + j (rows past ws*ws are the padding of a padded sequence), so that a window partition
     is a view with each window one matrix (docs/import.md#windows)."""
     _, h, w, c = shape
-    cols = storage.cols
-    per_window = storage.rows * cols
-    dims = (((h // window, (w // window) * per_window), (window, window * cols)),
-            ((w // window, per_window), (window, cols)), ((c, 1),))
-    return View(storage, 0, ((),) + tuple(tuple(_merge(d)) for d in dims))
+    cols, per_window = storage.cols, storage.rows * storage.cols
+    return _nhwc_view(storage, c, ((h // window, (w // window) * per_window), (window, window * cols)),
+                      ((w // window, per_window), (window, cols)))
 
 
 def grid_map(storage: Storage, shape: Sequence[int], patch: int) -> View:
@@ -296,11 +299,9 @@ def grid_map(storage: Storage, shape: Sequence[int], patch: int) -> View:
     a*patch + b holds the pixels (i*patch + a, j*patch + b), pixel (i, j) in row i*(W/patch) + j (rows past
     them are the padding of a padded sequence)."""
     _, h, w, c = shape
-    cols = storage.cols
-    per_matrix = storage.rows * cols
-    dims = (((h // patch, (w // patch) * cols), (patch, patch * per_matrix)),
-            ((w // patch, cols), (patch, per_matrix)), ((c, 1),))
-    return View(storage, 0, ((),) + tuple(tuple(_merge(d)) for d in dims))
+    cols, per_matrix = storage.cols, storage.rows * storage.cols
+    return _nhwc_view(storage, c, ((h // patch, (w // patch) * cols), (patch, patch * per_matrix)),
+                      ((w // patch, cols), (patch, per_matrix)))
 
 
 def map_levels(view: View, shape: Sequence[int]) -> Optional[int]:
