@@ -328,6 +328,20 @@ def test_a_cyclic_shift_of_pixels_is_a_copy_by_selection_products(tmp_path):
     solve_and_verify(report.problem, tmp_path)
 
 
+def test_a_roll_of_a_huge_map_is_refused_not_tabled(tmp_path):
+    """The copy's tables hold one entry per pixel: a roll of a map over 2048 x 2048 pixels is refused with the
+    map's size, instead of building tables a hostile file could make arbitrarily large."""
+    class HugeRoll(torch.nn.Module):
+        def forward(self, x):
+            return torch.roll(x, shifts=1, dims=1) * 2
+
+    path = str(tmp_path / "huge_roll.onnx")
+    torch.onnx.export(HugeRoll().eval(), torch.zeros(1, 2049, 2048, 2), path, opset_version=17)
+    with pytest.raises(ModelImportError, match=r"huge_roll.onnx: .*rearranging the pixels of a 2049x2048 map: "
+                       r"over 4,194,304 pixels"):
+        import_onnx(path, "tpu-like-core")
+
+
 def test_window_attention_reads_a_map_stored_window_by_window(tmp_path):
     """Swin's window partition: 7x7 windows of a 14x14 NHWC map, attention within each window. The 49 tokens
     are padded to 56 (gcd(49, 8) = 1: docs/import.md#attention) and the map is stored window by window, each

@@ -21,6 +21,9 @@ from .ops import selection_product
 from .views import LayoutError, Region, Storage, View, grid_map, pixel_map, split_range, window_map
 
 
+MAX_PIXELS = 1 << 22  # 2048 x 2048: the largest map whose pixels are followed as tables
+
+
 @dataclass(frozen=True)
 class SelectionPart:
     storage: Storage  # the source's storage: its pixels are rows of its matrices, its channels columns
@@ -56,6 +59,8 @@ class PixelSelection:
                 s % st.cols for d in view.dims[1:3] for _, s in d) or view.offset % st.cols + shape[3] > st.cols:
             return None
         _, h, w, c = shape
+        if h * w > MAX_PIXELS:  # the tables are arrays of the map's pixels: bounded on a hostile model
+            raise LayoutError(f"rearranging the pixels of a {h}x{w} map: over {MAX_PIXELS:,} pixels")
         positions = (view.offset + np.array([view._position(1, i) for i in range(h)])[:, None] +
                      np.array([view._position(2, j) for j in range(w)])[None, :])
         matrix, within = np.divmod(positions, st.rows * st.cols)
