@@ -742,7 +742,9 @@ class GraphLowering:
         if any(a in self.channel_maps for a in acts):
             self._lower_group_runs(node, acts, kind, op_types, row_wise or bool(data) or bool(broadcasts), label)
             return
-        if any(len(g.shapes[a]) == 4 and map_levels(self.views[a], g.shapes[a]) is not None for a in acts):
+        if len(acts) > 1 and any(self.views[a].storage.batches > 1 or self.views[a].storage.real_rows
+                                 for a in acts) and any(
+                len(g.shapes[a]) == 4 and map_levels(self.views[a], g.shapes[a]) is not None for a in acts):
             for a in acts:  # beside a map stored as convolutions store them, maps stored otherwise are copied
                 self._as_pixel_map(node, a)
         views = [self.views[a] for a in acts]
