@@ -58,7 +58,7 @@ class GraphLowering:
         self.lw = Lowering(self.builder, profile, row_block, forced_units, tokens)
         self.levels = og.phase_levels(graph)  # space-to-depth levels by map size, for stride-2 windows
         self.windows = og.window_sizes(graph)  # window side by NHWC map size, for window partitions
-        self.partition_tokens = og.partition_tokens(graph)
+        self.partition_tokens = og.partition_tokens(graph, self.windows)
         self.selections: Dict[str, PixelSelection] = {}  # rearranged pixels not yet copied (gathers.py)
         self.relayouts: Dict[Tuple[str, MapLayout], View] = {}  # maps copied into another storage order
 
@@ -254,8 +254,7 @@ class GraphLowering:
         by grid when the result is swapped (`transpose(1, 2)`) so that it runs over the (H/p)·(W/p) pixels p
         apart. None for any other reshape."""
         g = self.g
-        if len(x) != 4 or len(y) != 6 or x[0] != 1 or y[:2] != x[:2] or y[3] != y[5] or [
-                y[2] * y[3], y[4] * y[5]] != x[2:]:
+        if not og.nchw_partition_side(x, y):
             return None
         permuted = [r for r in g.consumers.get(node.output[0], []) if r.op_type == "Transpose" and list(
             og.attribute(r, "perm") or []) == [0, 2, 4, 3, 5, 1]]
@@ -378,9 +377,7 @@ class GraphLowering:
             try:
                 store(node.output[0], src.reshape(out_shape))
             except LayoutError as e:
-                x = list(src.shape)
-                if len(x) == 4 and len(out_shape) == 6 and out_shape[:2] == x[:2] and (
-                        out_shape[2] * out_shape[3], out_shape[4] * out_shape[5]) == (x[2], x[3]):
+                if og.nchw_partition_side(src.shape, out_shape):
                     raise LayoutError(
                         f"{e}: a window partition of an NCHW map stored in space-to-depth phases, not followed by "
                         "a partition's permute. What would work: MaxViT's form, `reshape(1, C, H/p, p, W/p, p)."

@@ -513,16 +513,23 @@ def window_sizes(graph: Graph) -> Dict[Tuple[int, int], int]:
     return sizes
 
 
-def partition_tokens(graph: Graph) -> Set[int]:
-    """The token counts of window partitions: ws² for Swin's (window_sizes), and for a partition of an NCHW
-    map (MaxViT's `x.reshape(1, C, H/p, p, W/p, p)`) both p² (its windows) and (H/p)·(W/p) (its grid)."""
-    tokens = {ws * ws for ws in window_sizes(graph).values()}
+def nchw_partition_side(x: Optional[Sequence[int]], y: Optional[Sequence[int]]) -> int:
+    """p when a reshape of an NCHW map of batch 1, `x`, to `y` splits it into p x p patches
+    (`[1, C, H/p, p, W/p, p]`, MaxViT's partitions), else 0."""
+    if not x or not y or len(x) != 4 or len(y) != 6 or x[0] != 1 or list(y[:2]) != list(x[:2]) or y[3] != y[5]:
+        return 0
+    return y[3] if (y[2] * y[3], y[4] * y[5]) == (x[2], x[3]) else 0
+
+
+def partition_tokens(graph: Graph, windows: Dict[Tuple[int, int], int]) -> Set[int]:
+    """The token counts of window partitions: ws² for Swin's (`windows`, from window_sizes), and for a partition
+    of an NCHW map (nchw_partition_side) both p² (its windows) and (H/p)·(W/p) (its grid)."""
+    tokens = {ws * ws for ws in windows.values()}
     for node in graph.nodes:
         if node.op_type != "Reshape" or graph.kinds.get(node.output[0]) != ACT:
             continue
-        x, y = graph.shapes.get(node.input[0]), graph.shapes.get(node.output[0])
-        if x and y and len(x) == 4 and len(y) == 6 and x[0] == 1 and list(y[:2]) == list(x[:2]) and (
-                y[3] == y[5] and y[2] * y[3] == x[2] and y[4] * y[5] == x[3]):
+        y = graph.shapes.get(node.output[0])
+        if nchw_partition_side(graph.shapes.get(node.input[0]), y):
             tokens |= {y[3] * y[5], y[2] * y[4]}
     return {t for t in tokens if t > 1}
 
