@@ -293,12 +293,20 @@ TailRunBound tail_run_bound(const Problem& p, const Graph& g, const ModelOptions
     return out;
   }
   charge_joins(p, g, walk, heads, joined);
-  joined.bound += joined.join_charges;
-  if (walk.out_of_budget() || !charge_tails(p, g, walk, floors, heads, joined)) {
+  if (walk.out_of_budget()) {
     out.status = stopped;
     return out;
   }
-  out = joined.bound >= alone.bound ? std::move(joined) : std::move(alone);
+  if (joined.joins.empty()) {  // no head left Theorem 14's list: its charges stand as computed
+    out = std::move(alone);
+  } else {
+    joined.bound += joined.join_charges;
+    if (!charge_tails(p, g, walk, floors, heads, joined)) {
+      out.status = stopped;
+      return out;
+    }
+    out = joined.bound >= alone.bound ? std::move(joined) : std::move(alone);
+  }
   out.applies = out.bound > out.compute_floor * (1 + 1e-12);
   if (!out.applies) out.status = "each tail's first run serves every head that needs one, and no heads join";
   return out;
