@@ -656,4 +656,63 @@ Problem random_joined_heads(std::mt19937& rng) {
   return p;
 }
 
+Problem crowded_branches_once(std::mt19937& rng);
+
+Problem random_crowded_branches(std::mt19937& rng) {
+  // Outputs of at most 6 elements: every granularity's grid (1 x 1 tiles too) is permuted exhaustively.
+  for (;;) {
+    Problem p = crowded_branches_once(rng);
+    bool small = true;
+    for (const auto& outputs : p.outputs)
+      for (int y : outputs) small &= p.heights[y] * p.widths[y] <= 6;
+    if (small) return p;
+  }
+}
+
+Problem crowded_branches_once(std::mt19937& rng) {
+  // Benchmark 13 in miniature: one to three branches x_i -> A_i -> B_i [-> C_i], each step a MatMul reducing
+  // deeper than native, the second one's other operand a weight shared by the branches (sometimes one per
+  // branch), in a fast memory about one A_i large: A_i is stored and reloaded, made by a link, or held where
+  // its reader runs, which crowds the shared weight's slices into short tiles (Theorem 17). Sometimes A_i is
+  // a Pointwise op's output (no head), or the branch reads A_i as an RHS, or the last MatMul is shallow.
+  TinyProblem tiny(rng);
+  Problem& p = tiny.p;
+  auto pick = [&](int lo, int hi) { return tiny.pick(lo, hi); };
+  const int n = static_cast<int>(std::max(p.native_w, p.native_h));
+  auto deep = [&] { return static_cast<int64_t>(pick(n + 1, n + 2)); };
+  const bool rhs = pick(0, 3) == 0, pointwise_made = pick(0, 4) == 0, shared = pick(0, 3) > 0;
+  const int branches = pick(1, 3);
+  const bool third = branches < 3 && pick(0, 1) == 0;
+  const int64_t rows = pick(1, 2), K0 = deep(), K1 = deep(),
+                cols = third && pick(0, 1) == 0 ? deep() : pick(1, 3);
+  // LHS form: A [rows x K1] @ W1 [K1 x cols]; RHS form: W1 [rows x K1] @ A [K1 x cols].
+  const int W0 = tiny.add_tensor(rhs ? K1 : K0, rhs ? K0 : K1);
+  int W1 = rhs ? tiny.add_tensor(rows, K1) : tiny.add_tensor(K1, cols);
+  for (int b = 0; b < branches; ++b) {
+    const int A = rhs ? tiny.add_tensor(K1, cols) : tiny.add_tensor(rows, K1);
+    if (pointwise_made) {
+      tiny.add_op(OpType::Pointwise, {tiny.add_tensor(p.heights[A], p.widths[A])}, A, pick(1, 4));
+    } else {
+      const int x = rhs ? tiny.add_tensor(K0, cols) : tiny.add_tensor(rows, K0);
+      tiny.add_op(OpType::MatMul, rhs ? std::vector<int>{W0, x} : std::vector<int>{x, W0}, A, pick(2, 12));
+    }
+    if (!shared && b > 0) W1 = rhs ? tiny.add_tensor(rows, K1) : tiny.add_tensor(K1, cols);
+    const int Bt = tiny.add_tensor(rows, cols);
+    tiny.add_op(OpType::MatMul, rhs ? std::vector<int>{W1, A} : std::vector<int>{A, W1}, Bt, pick(1, 8));
+    if (third) {
+      const int64_t other = pick(1, 2);
+      if (rhs)
+        tiny.add_op(OpType::MatMul, {tiny.add_tensor(other, rows), Bt}, tiny.add_tensor(other, cols),
+                    pick(1, 4));
+      else
+        tiny.add_op(OpType::MatMul, {Bt, tiny.add_tensor(cols, other)}, tiny.add_tensor(rows, other),
+                    pick(1, 4));
+    }
+  }
+  const int a_size = static_cast<int>(rhs ? K1 * cols : rows * K1);
+  p.fast_memory_capacity = pick(a_size, 2 * a_size + 4);
+  p.slow_memory_bandwidth = std::uniform_real_distribution<double>(0.25, 2.0)(rng);
+  return p;
+}
+
 }  // namespace mlsys::testing

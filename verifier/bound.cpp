@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 
+#include "verifier/link_walks.hpp"
 #include "verifier/verify.hpp"
 
 namespace mlsys {
@@ -128,6 +129,11 @@ struct Choice {
 
 struct TensorTerm {
   int tensor = -1;
+  // Theorem 17, for a tensor small enough to be retained: `partner` (the reader's other operand, a graph
+  // input) is loaded `crowded` (time) for the reader's share of the fast memory where the tensor is held;
+  // the choice's load_traffic is the lesser of that and `load_alone` (stored and reloaded). -1: no partner.
+  int partner = -1;
+  double crowded = 0, load_alone = 0;
   double rho = 1;   // reloads forced on each element
   int reader = -1;  // the MatMul that forces them
   int side = 0;     // the input position at which every reader reads it
@@ -209,6 +215,28 @@ BaseTerms base_terms(const Problem& p, const Graph& g, const ModelOptions& optio
   return base;
 }
 
+// Theorem 2's other side of the choice: the tensor made in its reader's subgraph by a link from MatMul `a`.
+void price_link(const Problem& p, const Graph& g, const ModelOptions& options, int a,
+                const std::vector<double>& op_floor, TensorTerm& term) {
+  const double n_w = static_cast<double>(p.native_w), n_h = static_cast<double>(p.native_h);
+  const int ya = p.outputs[a][0];
+  const bool deep = options.matmul_compute == MatmulCompute::NativeK;
+  const double depth = deep ? static_cast<double>(g.reduction_depth[a]) / n_w : 1.0;
+  // The head's output once, unpadded, as a head pays for it (M24): base per native tile with the streamed
+  // side at n_k = n_w (the columns of an LHS link, the rows of an RHS link); and as a MatMul that heads
+  // nothing pays for it.
+  const double rows = static_cast<double>(p.heights[ya]), cols = static_cast<double>(p.widths[ya]);
+  term.head = a;
+  term.choice.head_base = op_floor[a];
+  term.choice.own_unpadded = p.base_costs[a] * depth * rows / n_h * cols / n_w;
+  // Every tile of a linked run makes the head compute its output across the streamed side, at least one
+  // native tile's worth of rows (M24's ceil), and tiles are no larger than the largest that fits.
+  term.linked_tiles = linked_tiles(p, g, a, term.reader, term.side);
+  term.choice.link_fits = term.linked_tiles > 0;
+  term.choice.per_coverage =
+      term.linked_tiles * head_compute_per_tail_tile(p, g, a, term.side, options.matmul_compute);
+}
+
 // Theorem 1's term for tensor t read on one side by MatMuls only, if one of them forces reloads; with
 // Theorem 2's pricing of making it in the reader's subgraph instead when one MatMul could head that link.
 std::optional<TensorTerm> reload_term(const Problem& p, const Graph& g, const ModelOptions& options, int t,
@@ -245,35 +273,73 @@ std::optional<TensorTerm> reload_term(const Problem& p, const Graph& g, const Mo
     term.choice.load_traffic = (1 + term.rho) * size / B;  // stored once, loaded rho times
     const std::set<int>& heads = link_heads[t];
     if (heads.size() > 1) return std::nullopt;  // which head would pay is unknown: no term
-    if (heads.size() == 1) {
-      const int a = *heads.begin();
-      const int ya = p.outputs[a][0];
-      const bool deep = options.matmul_compute == MatmulCompute::NativeK;
-      const double depth = deep ? static_cast<double>(g.reduction_depth[a]) / n_w : 1.0;
-      // The head's output once, unpadded, as a head pays for it (M24): base per native tile with the
-      // streamed side at n_k = n_w (the columns of an LHS link, the rows of an RHS link); and as a
-      // MatMul that heads nothing pays for it.
-      const double rows = static_cast<double>(p.heights[ya]), cols = static_cast<double>(p.widths[ya]);
-      term.head = a;
-      term.choice.head_base = op_floor[a];
-      term.choice.own_unpadded = p.base_costs[a] * depth * rows / n_h * cols / n_w;
-      // Every tile of a linked run makes the head compute its output across the streamed side, at least
-      // one native tile's worth of rows (M24's ceil), and tiles are no larger than the largest that fits.
-      term.linked_tiles = linked_tiles(p, g, a, term.reader, side);
-      term.choice.link_fits = term.linked_tiles > 0;
-      term.choice.per_coverage =
-          term.linked_tiles * head_compute_per_tail_tile(p, g, a, side, options.matmul_compute);
-    }
+    if (heads.size() == 1) price_link(p, g, options, *heads.begin(), op_floor, term);
   }
   return term;
 }
 
-// Theorem 1 for every tensor whose readers are all MatMuls reading it on one side.
+// Theorem 17 (docs/bounds.md#theorem-17): a tensor `t` made by the graph and small enough to be retained,
+// read on `side` by one MatMul `o` reducing deeper than native, whose other operand `Y` is a graph input
+// that every reader reads on the other side. A run of `o` either makes `t` (a link, priced as Theorem 2's),
+// loads it with `o` no head (Theorem 1's reloads, after a store), or holds at least a tile-row strip of it at
+// every step (retained-in whole, or kept by `o` heading a link of `t`'s side); then the strips of all such
+// readers share the capacity, so the run's tiles are short and `Y` is loaded once per tile row: at least
+// `M K / capacity` times `Y`'s size for each of them. Nullopt when a condition fails.
+std::optional<TensorTerm> crowded_term(const Problem& p, const Graph& g, const ModelOptions& options, int t,
+                                       int side, const std::vector<double>& op_floor,
+                                       const std::vector<HeadRoles>& head_roles,
+                                       const std::vector<std::set<int>>& link_heads, LinkWalker& walk) {
+  const double B = p.slow_memory_bandwidth, cap = p.fast_memory_capacity;
+  const double n = static_cast<double>(std::max(p.native_w, p.native_h));
+  if (g.consumers[t].size() != 1 || link_heads[t].size() > 1) return std::nullopt;
+  const int o = g.consumers[t].front().op;
+  const int Y = p.inputs[o][1 - side];
+  const double K = static_cast<double>(g.reduction_depth[o]);
+  const HeadRoles& roles = head_roles[o];
+  // A link of the other side would stream t and keep Y; a link of t's side must split its tail's reduction
+  // too, so that the head's slice of Y changes at every step.
+  if (!(K > n) || Y == t || !g.is_graph_input[Y] || (side == 0 ? roles.rhs : roles.lhs)) return std::nullopt;
+  for (int b : walk.tails(o))
+    if (!(static_cast<double>(g.reduction_depth[b]) > n)) return std::nullopt;
+  if (walk.out_of_budget()) return std::nullopt;
+  // Y's slices never carry over from step to step: every reader splits its reduction and reads Y on the
+  // other side only. Its readers' extents along the tile rows (columns for an RHS) give the fewest rows.
+  double extent = INFINITY;
+  for (const Consumer& c : g.consumers[Y]) {
+    if (!p.is_matmul(c.op) || c.position != 1 - side || p.inputs[c.op][0] == p.inputs[c.op][1] ||
+        !(static_cast<double>(g.reduction_depth[c.op]) > n))
+      return std::nullopt;
+    const int y = p.outputs[c.op][0];
+    extent = std::min(extent, static_cast<double>(side == 0 ? p.heights[y] : p.widths[y]));
+  }
+  const double rho = reloads_per_element(p, o, side);
+  if (rho <= 1) return std::nullopt;
+  TensorTerm term;
+  term.tensor = t;
+  term.side = side;
+  term.reader = o;
+  term.rho = rho;
+  term.partner = Y;
+  term.load_alone = (1 + rho) * static_cast<double>(p.size(t)) / B;
+  term.crowded = extent * K / cap * static_cast<double>(p.size(Y)) / B;
+  term.choice.load_traffic = std::min(term.load_alone, term.crowded);
+  if (!link_heads[t].empty()) {
+    const int a = *link_heads[t].begin();
+    term.head = a;
+    price_link(p, g, options, a, op_floor, term);
+  }
+  return term;
+}
+
+// Theorem 1 for every tensor whose readers are all MatMuls reading it on one side (Theorem 17 for those that
+// fit the fast memory).
 std::vector<TensorTerm> reload_terms(const Problem& p, const Graph& g, const ModelOptions& options,
                                      const std::vector<double>& op_floor,
                                      const std::vector<HeadRoles>& head_roles,
                                      const std::vector<std::set<int>>& link_heads) {
   std::vector<TensorTerm> terms;
+  const std::function<bool()> never = [] { return false; };
+  LinkWalker walk(p, g, 4'000'000, never);
   for (int t = 0; t < p.num_tensors(); ++t) {
     if (g.is_graph_output[t] || g.consumers[t].empty()) continue;
     const int side = g.consumers[t].front().position;
@@ -283,8 +349,13 @@ std::vector<TensorTerm> reload_terms(const Problem& p, const Graph& g, const Mod
       if (p.is_matmul(c.op) && p.inputs[c.op][0] == p.inputs[c.op][1]) one_side = false;
     }
     if (!one_side) continue;
-    // Retained-in needs the whole tensor in fast memory (M20 A).
-    if (!g.is_graph_input[t] && static_cast<double>(p.size(t)) <= p.fast_memory_capacity) continue;
+    // Retained-in needs the whole tensor in fast memory (M20 A); a tensor that fits may be retained, and then
+    // only Theorem 17 prices it.
+    if (!g.is_graph_input[t] && static_cast<double>(p.size(t)) <= p.fast_memory_capacity) {
+      if (auto term = crowded_term(p, g, options, t, side, op_floor, head_roles, link_heads, walk))
+        terms.push_back(*term);
+      continue;
+    }
     if (auto term = reload_term(p, g, options, t, side, op_floor, head_roles, link_heads))
       terms.push_back(*term);
   }
@@ -301,7 +372,8 @@ void add_head_operand_terms(const Problem& p, const Graph& g, std::vector<Tensor
   // A head's streamed operand read by it alone and reloaded by Theorem 1 for it: how many times (0 if not).
   std::vector<int> reload_index(p.num_tensors(), -1);
   for (size_t i = 0; i < tensor_terms.size(); ++i)
-    if (tensor_terms[i].head < 0) reload_index[tensor_terms[i].tensor] = static_cast<int>(i);
+    if (tensor_terms[i].head < 0 && tensor_terms[i].partner < 0)  // Theorem 1's reloads, not Theorem 17's
+      reload_index[tensor_terms[i].tensor] = static_cast<int>(i);
   auto streamed_rho = [&](int tensor, int head) {
     const int i = reload_index[tensor];
     if (g.consumers[tensor].size() != 1 || i < 0 || tensor_terms[i].reader != head) return 0.0;
@@ -350,39 +422,63 @@ void add_head_operand_terms(const Problem& p, const Graph& g, std::vector<Tensor
   }
 }
 
-// Terms that share a head share its recompute: each group counts its largest member only.
+// Terms that share a head share its recompute: each group counts its largest member only. Theorem 17's
+// terms that charge loads of one partner include the one load the base terms count: each partner gives it
+// back once (`partner_refunds`, in time units of traffic).
 struct Charge {
   int term;
   double compute, traffic;
 };
+struct PartnerRefund {
+  int partner;
+  double traffic;
+};
 
 double lagrangian(double lambda, const BaseTerms& base, const std::vector<TensorTerm>& tensor_terms,
-                  std::vector<Charge>* charges) {
+                  std::vector<Charge>* charges, std::vector<PartnerRefund>* partner_refunds,
+                  const Problem& p) {
   double total = lambda * base.compute + (1 - lambda) * base.traffic;
   std::map<int, std::pair<double, Charge>> by_head;  // head -> (value, charge)
+  std::vector<std::pair<double, Charge>> counted;
   for (size_t i = 0; i < tensor_terms.size(); ++i) {
     const TensorTerm& term = tensor_terms[i];
     Charge charge{static_cast<int>(i), 0, term.choice.load_traffic};
     double v = (1 - lambda) * term.choice.load_traffic;
     if (term.head >= 0) v = term.choice.value(lambda, &charge.compute, &charge.traffic);
     if (term.head < 0) {
-      total += v;
-      if (charges) charges->push_back(charge);
+      counted.push_back({v, charge});
       continue;
     }
     auto it = by_head.find(term.head);
     if (it == by_head.end() || v > it->second.first) by_head[term.head] = {v, charge};
   }
-  for (const auto& [head, slot] : by_head) {
-    total += slot.first;
-    if (charges) charges->push_back(slot.second);
+  for (const auto& [head, slot] : by_head) counted.push_back(slot);
+  // Per partner: how much its counted terms gain over charging nothing for the loads (Theorem 17's option
+  // priced at 0); the refund is the lesser of that and the base's one load, so the sum stays below both.
+  std::map<int, double> gain;
+  for (const auto& [v, charge] : counted) {
+    total += v;
+    if (charges) charges->push_back(charge);
+    const TensorTerm& term = tensor_terms[charge.term];
+    if (term.partner < 0) continue;
+    Choice free = term.choice;
+    free.load_traffic = 0;
+    double c = 0, m = 0;
+    const double v_free = term.head >= 0 ? free.value(lambda, &c, &m) : 0;
+    gain[term.partner] += v - v_free;
+  }
+  for (const auto& [partner, g] : gain) {
+    const double once = (1 - lambda) * static_cast<double>(p.size(partner)) / p.slow_memory_bandwidth;
+    const double refund = std::min(once, g);
+    total -= refund;
+    if (partner_refunds && refund > 0) partner_refunds->push_back({partner, -refund / (1 - lambda)});
   }
   return total;
 }
 
 // One sentence per charged term, a person can check.
 void describe_terms(CertifiedBound& out, const std::vector<Charge>& charges,
-                    const std::vector<TensorTerm>& tensor_terms) {
+                    const std::vector<PartnerRefund>& refunds, const std::vector<TensorTerm>& tensor_terms) {
   for (const Charge& charge : charges) {
     const TensorTerm& term = tensor_terms[charge.term];
     const std::string t = "tensor " + std::to_string(term.tensor);
@@ -391,10 +487,18 @@ void describe_terms(CertifiedBound& out, const std::vector<Charge>& charges,
                                ": it is loaded at least " + number(term.rho) + " times over (Theorem 1)";
     out.compute += charge.compute;
     out.traffic += charge.traffic;
+    // Theorem 17's other way to pay for a tensor that fits: held where the reader runs, crowding its partner.
+    const std::string crowded =
+        term.partner < 0
+            ? ""
+            : " (" + number(term.load_alone) + "), or it is held whole or by tile-row strips where op " +
+                  std::to_string(term.reader) + " runs, which then loads tensor " +
+                  std::to_string(term.partner) + " once per tile row, its share at least " +
+                  number(term.crowded) + " (Theorem 17), the lesser";
     if (term.head < 0) {
       out.terms.push_back(
-          {t, "M21 M6 M14", 0, charge.traffic,
-           reload + (term.graph_input ? ", beyond the once counted above" : ", after one store")});
+          {t, term.partner < 0 ? "M21 M6 M14" : "M20 M21 M6 M14", 0, charge.traffic,
+           reload + (term.graph_input ? ", beyond the once counted above" : ", after one store") + crowded});
       continue;
     }
     const Choice& choice = term.choice;
@@ -426,8 +530,14 @@ void describe_terms(CertifiedBound& out, const std::vector<Charge>& charges,
                          : "; no tile of a link from " + head +
                                " fits the fast memory beside the head's operands (Theorem " + theorems + ")";
     out.terms.push_back({t, "M12 M20 M21 M22 M24", charge.compute, charge.traffic,
-                         "either " + reload + ", after one store (" + number(choice.load_traffic) +
-                             " of traffic)" + kept + nested + link});
+                         "either " + reload + ", after one store" + crowded + " (" +
+                             number(choice.load_traffic) + " of traffic)" + kept + nested + link});
+  }
+  for (const PartnerRefund& refund : refunds) {
+    out.traffic += refund.traffic;
+    out.terms.push_back(
+        {"tensor " + std::to_string(refund.partner), "M21", 0, refund.traffic,
+         "its one load counted above is among those Theorem 17 charges its readers' terms for"});
   }
 }
 
@@ -458,19 +568,20 @@ CertifiedBound certified_bound(const Problem& p, const Graph& g, const ModelOpti
   for (int i = 0; i <= 1000; ++i) {
     if (i > 0 && expired && expired()) break;
     const double lambda = i / 1000.0;
-    const double v = lagrangian(lambda, base, tensor_terms, nullptr);
+    const double v = lagrangian(lambda, base, tensor_terms, nullptr, nullptr, p);
     if (v > best) {
       best = v;
       best_lambda = lambda;
     }
   }
   std::vector<Charge> charges;
-  out.bound = lagrangian(best_lambda, base, tensor_terms, &charges);
+  std::vector<PartnerRefund> refunds;
+  out.bound = lagrangian(best_lambda, base, tensor_terms, &charges, &refunds, p);
   out.lambda = best_lambda;
   out.compute = base.compute;
   out.traffic = base.traffic;
   out.terms = std::move(base.terms);
-  describe_terms(out, charges, tensor_terms);
+  describe_terms(out, charges, refunds, tensor_terms);
   out.bound = std::max(out.bound, out.rule_book);
   out.lambda_bound = out.bound;
   out.inner_k_steps = inner_k_step_bound(p, g, options, expired);  // Theorem 11
