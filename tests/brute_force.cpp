@@ -710,7 +710,7 @@ Problem crowded_branches_once(std::mt19937& rng) {
     }
   }
   const int a_size = static_cast<int>(rhs ? K1 * cols : rows * K1);
-  p.fast_memory_capacity = pick(a_size, 2 * a_size + 4);
+  p.fast_memory_capacity = pick(std::max(2, a_size - 2), 2 * a_size + 4);  // sometimes below A_i's size
   p.slow_memory_bandwidth = std::uniform_real_distribution<double>(0.25, 2.0)(rng);
   return p;
 }

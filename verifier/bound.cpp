@@ -278,13 +278,14 @@ std::optional<TensorTerm> reload_term(const Problem& p, const Graph& g, const Mo
   return term;
 }
 
-// Theorem 17 (docs/bounds.md#theorem-17): a tensor `t` made by the graph and small enough to be retained,
-// read on `side` by one MatMul `o` reducing deeper than native, whose other operand `Y` is a graph input
-// that every reader reads on the other side. A run of `o` either makes `t` (a link, priced as Theorem 2's),
-// loads it with `o` no head (Theorem 1's reloads, after a store), or holds at least a tile-row strip of it at
-// every step (retained-in whole, or kept by `o` heading a link of `t`'s side); then the strips of all such
-// readers share the capacity, so the run's tiles are short and `Y` is loaded once per tile row: at least
-// `M K / capacity` times `Y`'s size for each of them. Nullopt when a condition fails.
+// Theorem 17 (docs/bounds.md#theorem-17): a tensor `t` made by the graph (small enough to be retained, or
+// one whose reader may head a link, where Theorem 1 says nothing), read on `side` by one MatMul `o` reducing
+// deeper than native, whose other operand `Y` is a graph input that every reader reads on the other side. A
+// run of `o` either makes `t` (a link, priced as Theorem 2's), loads it with `o` no head (Theorem 1's
+// reloads, after a store), or holds at least a tile-row strip of it at every step (retained-in whole, or
+// kept by `o` heading a link of `t`'s side); then the strips of all such readers share the capacity, so the
+// run's tiles are short and `Y` is loaded once per tile row: at least `M K / capacity` times `Y`'s size for
+// each of them. Nullopt when a condition fails.
 std::optional<TensorTerm> crowded_term(const Problem& p, const Graph& g, const ModelOptions& options, int t,
                                        int side, const std::vector<double>& op_floor,
                                        const std::vector<HeadRoles>& head_roles,
@@ -332,11 +333,12 @@ std::optional<TensorTerm> crowded_term(const Problem& p, const Graph& g, const M
 }
 
 // Theorem 1 for every tensor whose readers are all MatMuls reading it on one side (Theorem 17 for those that
-// fit the fast memory).
+// fit the fast memory, and with `crowd_larger_tensors` for larger ones Theorem 1 leaves out, which takes them
+// from Theorem 5).
 std::vector<TensorTerm> reload_terms(const Problem& p, const Graph& g, const ModelOptions& options,
                                      const std::vector<double>& op_floor,
                                      const std::vector<HeadRoles>& head_roles,
-                                     const std::vector<std::set<int>>& link_heads) {
+                                     const std::vector<std::set<int>>& link_heads, bool crowd_larger_tensors) {
   std::vector<TensorTerm> terms;
   const std::function<bool()> never = [] { return false; };
   LinkWalker walk(p, g, 4'000'000, never);
@@ -358,6 +360,9 @@ std::vector<TensorTerm> reload_terms(const Problem& p, const Graph& g, const Mod
     }
     if (auto term = reload_term(p, g, options, t, side, op_floor, head_roles, link_heads))
       terms.push_back(*term);
+    else if (crowd_larger_tensors && !g.is_graph_input[t])  // its reader may head a link: Theorem 17, not 1
+      if (auto crowded = crowded_term(p, g, options, t, side, op_floor, head_roles, link_heads, walk))
+        terms.push_back(*crowded);
   }
   return terms;
 }
@@ -374,6 +379,10 @@ void add_head_operand_terms(const Problem& p, const Graph& g, std::vector<Tensor
   for (size_t i = 0; i < tensor_terms.size(); ++i)
     if (tensor_terms[i].head < 0 && tensor_terms[i].partner < 0)  // Theorem 1's reloads, not Theorem 17's
       reload_index[tensor_terms[i].tensor] = static_cast<int>(i);
+  // Theorem 5 prices a kept operand that no other term does; one with a Theorem 17 term is priced there.
+  std::vector<char> crowded(p.num_tensors(), 0);
+  for (const TensorTerm& term : tensor_terms)
+    if (term.partner >= 0) crowded[term.tensor] = 1;
   auto streamed_rho = [&](int tensor, int head) {
     const int i = reload_index[tensor];
     if (g.consumers[tensor].size() != 1 || i < 0 || tensor_terms[i].reader != head) return 0.0;
@@ -392,7 +401,7 @@ void add_head_operand_terms(const Problem& p, const Graph& g, std::vector<Tensor
       if (g.is_graph_input[kept]) {
         term.choice.kept_once = kept_size;
         term.choice.kept_reloads = rho_kept * kept_size;
-      } else if (!g.is_graph_output[kept] && kept_size * B > p.fast_memory_capacity) {
+      } else if (!g.is_graph_output[kept] && kept_size * B > p.fast_memory_capacity && !crowded[kept]) {
         // Theorem 5: made by one MatMul a0 that can link to a only; stored and reloaded where a is no
         // head, or linked from a0, whose tiles stream a0's other operand (Theorem 4's count). A graph
         // output is left out: its one store is a base term already.
@@ -557,22 +566,30 @@ CertifiedBound certified_bound(const Problem& p, const Graph& g, const ModelOpti
   const LowerBound rule_book = lower_bound(p, g);
   out.rule_book = rule_book.bound(options.matmul_compute);
   BaseTerms base = base_terms(p, g, options);
+  // Theorem 17 on tensors larger than the fast memory takes them from Theorem 5: both ways are bounds, and
+  // the larger stands.
   std::vector<TensorTerm> tensor_terms;
-  if (!options.allow_supernative_k) {
-    const std::vector<HeadRoles> head_roles = all_head_roles(p, g);
-    const std::vector<std::set<int>> link_heads = all_link_heads(p, g);
-    tensor_terms = reload_terms(p, g, options, base.op_floor, head_roles, link_heads);  // Theorems 1, 2, 4
-    add_head_operand_terms(p, g, tensor_terms, head_roles, link_heads);                 // Theorems 3, 5
-  }
   double best = -1, best_lambda = 0;
-  for (int i = 0; i <= 1000; ++i) {
-    if (i > 0 && expired && expired()) break;
-    const double lambda = i / 1000.0;
-    const double v = lagrangian(lambda, base, tensor_terms, nullptr, nullptr, p);
-    if (v > best) {
-      best = v;
-      best_lambda = lambda;
+  for (const bool crowd_larger : {false, true}) {
+    std::vector<TensorTerm> terms;
+    if (!options.allow_supernative_k) {
+      const std::vector<HeadRoles> head_roles = all_head_roles(p, g);
+      const std::vector<std::set<int>> link_heads = all_link_heads(p, g);
+      terms = reload_terms(p, g, options, base.op_floor, head_roles, link_heads, crowd_larger);  // 1, 2, 4, 17
+      add_head_operand_terms(p, g, terms, head_roles, link_heads);                             // Theorems 3, 5
     }
+    bool better = false;
+    for (int i = 0; i <= 1000; ++i) {
+      if (i > 0 && expired && expired()) break;
+      const double lambda = i / 1000.0;
+      const double v = lagrangian(lambda, base, terms, nullptr, nullptr, p);
+      if (v > best) {
+        best = v;
+        best_lambda = lambda;
+        better = true;
+      }
+    }
+    if (better) tensor_terms = std::move(terms);
   }
   std::vector<Charge> charges;
   std::vector<PartnerRefund> refunds;
