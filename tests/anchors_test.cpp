@@ -129,6 +129,20 @@ TEST_P(Anchor, SameVerdictRuleAndTotals) {
   }
 }
 
+TEST(Anchors, TheReportOfA5sBenchmark13ScheduleIsWritten) {
+  // Its occupancy chart once looped until memory ran out (16.8 GB, then std::bad_alloc): see
+  // OccupancyChart.DownsamplingEndsAndKeepsThePeak.
+  const std::string out = ::testing::TempDir() + "a5-13-report.html";
+  std::filesystem::remove(out);
+  const CommandResult r =
+      run_command(MLSYS_REPORT_BIN, source_path("benchmarks/mlsys-2026-13.json") + " " +
+                                        source_path("tests/data/a5/mlsys-2026-13.json") + " -o " + out);
+  EXPECT_EQ(0, r.exit_code) << r.err;
+  std::ifstream html(out);
+  const std::string text((std::istreambuf_iterator<char>(html)), std::istreambuf_iterator<char>());
+  EXPECT_NE(std::string::npos, text.find("id=\"occupancy\"")) << "no occupancy chart";
+}
+
 INSTANTIATE_TEST_SUITE_P(PeerResults, Anchor, ::testing::ValuesIn(peer_rows()), [](const auto& info) {
   return info.param.set + "_" + std::to_string(info.param.benchmark);
 });

@@ -11,6 +11,7 @@
 #include <systemc>
 
 #include "support.hpp"
+#include "traces/html_report.hpp"
 #include "traces/perfetto_trace.hpp"
 #include "traces/replay_files.hpp"
 #include "traces/vcd_trace.hpp"
@@ -317,3 +318,20 @@ TEST_F(Traces, OverlappedLetsTheLinkRunOneStepAhead) {
 
 }  // namespace
 }  // namespace mlsys::test
+
+TEST(OccupancyChart, DownsamplingEndsAndKeepsThePeak) {
+  // A third party's schedule for benchmark 13 once made the report loop here until memory ran out: a bucket's
+  // end computed in floating point fell on a sample's time. Samples all at one time (a zero bucket width)
+  // did the same. Both now end, keep the highest sample and stay near the limit.
+  std::vector<mlsys::OccupancySample> same_time(10'000, {5.0, 7});
+  same_time[4321].elements = 99;
+  const auto one = mlsys::downsample_occupancy(same_time, 4000);
+  ASSERT_LE(one.size(), 2u);
+  EXPECT_EQ(one.front().elements, 99);
+  std::vector<mlsys::OccupancySample> ramp;
+  for (int i = 0; i < 100'000; ++i) ramp.push_back({i * 0.1, i % 1000});
+  ramp[54'321].elements = 5'000;
+  const auto chart = mlsys::downsample_occupancy(ramp, 4000);
+  EXPECT_LE(chart.size(), 4002u);
+  EXPECT_TRUE(std::any_of(chart.begin(), chart.end(), [](const auto& s) { return s.elements == 5'000; }));
+}

@@ -47,17 +47,26 @@ const char* kScript = R"(
   });
 )";
 
-// Downsampled occupancy: at most `limit` points, keeping each bucket's highest value (so the peak survives).
-std::vector<OccupancySample> downsample(const std::vector<OccupancySample>& samples, size_t limit) {
+}  // namespace
+
+// Downsampled occupancy: about `limit` points, keeping each bucket's highest value (so the peak survives).
+// Buckets are numbered by integer, so that every pass takes at least one sample whatever the rounding of the
+// times (a bucket end computed in floating point fell on a sample's time once, and the loop never ended).
+std::vector<OccupancySample> downsample_occupancy(const std::vector<OccupancySample>& samples, size_t limit) {
   if (samples.size() <= limit) return samples;
   std::vector<OccupancySample> out;
   const double t0 = samples.front().time, t1 = samples.back().time;
-  const double width = (t1 - t0) / static_cast<double>(limit / 2);
+  const double buckets = static_cast<double>(std::max<size_t>(1, limit / 2));
+  const double width = (t1 - t0) / buckets;
+  auto bucket = [&](double time) {
+    const double q = width > 0 ? std::floor((time - t0) / width) : 0;
+    return q > 0 ? static_cast<int64_t>(std::min(q, buckets)) : int64_t{0};
+  };
   size_t i = 0;
   while (i < samples.size()) {
-    const double end = t0 + (std::floor((samples[i].time - t0) / width) + 1) * width;
+    const int64_t b = bucket(samples[i].time);
     OccupancySample high = samples[i], last = samples[i];
-    for (; i < samples.size() && samples[i].time < end; ++i) {
+    for (; i < samples.size() && bucket(samples[i].time) == b; ++i) {
       if (samples[i].elements > high.elements) high = samples[i];
       last = samples[i];
     }
@@ -66,8 +75,6 @@ std::vector<OccupancySample> downsample(const std::vector<OccupancySample>& samp
   }
   return out;
 }
-
-}  // namespace
 
 std::string schedule_report_html(const ScheduleReportPage& page) {
   const Problem& p = *page.problem;
@@ -193,7 +200,7 @@ std::string schedule_report_html(const ScheduleReportPage& page) {
   if (page.occupancy.empty()) {
     html << "<p class=\"note\" id=\"occupancy-note\">" << html_escape(page.occupancy_note) << "</p>\n";
   } else {
-    const std::vector<OccupancySample> samples = downsample(page.occupancy, 4000);
+    const std::vector<OccupancySample> samples = downsample_occupancy(page.occupancy, 4000);
     const double t_end = std::max(samples.back().time, total > 0 ? total : 1.0);
     int64_t peak = 0;
     double peak_time = 0;

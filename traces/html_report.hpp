@@ -29,6 +29,9 @@ struct ScheduleReportPage {
 
 std::string schedule_report_html(const ScheduleReportPage& page);
 
+// The occupancy chart's points: about `limit` of them, each bucket of time keeping its highest sample.
+std::vector<OccupancySample> downsample_occupancy(const std::vector<OccupancySample>& samples, size_t limit);
+
 // Verifies (already done: `report`), replays within `max_steps` for the occupancy, renders and writes `path`
 // atomically. Used by `report` and `verify --html`.
 void write_schedule_report(const std::string& path, const std::string& problem_name,
