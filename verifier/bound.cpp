@@ -129,9 +129,9 @@ struct Choice {
 
 struct TensorTerm {
   int tensor = -1;
-  // Theorem 17, for a tensor small enough to be retained: `partner` (the reader's other operand, a graph
-  // input) is loaded `crowded` (time) for the reader's share of the fast memory where the tensor is held;
-  // the choice's load_traffic is the lesser of that and `load_alone` (stored and reloaded). -1: no partner.
+  // Theorem 17: `partner` (the reader's other operand, a graph input) is loaded `crowded` (time) for the
+  // reader's share of the fast memory where the tensor is held; the choice's load_traffic is the lesser of
+  // that and `load_alone` (stored and reloaded). -1: no Theorem 17 term.
   int partner = -1;
   double crowded = 0, load_alone = 0;
   double rho = 1;   // reloads forced on each element
@@ -324,11 +324,7 @@ std::optional<TensorTerm> crowded_term(const Problem& p, const Graph& g, const M
   term.load_alone = (1 + rho) * static_cast<double>(p.size(t)) / B;
   term.crowded = extent * K / cap * static_cast<double>(p.size(Y)) / B;
   term.choice.load_traffic = std::min(term.load_alone, term.crowded);
-  if (!link_heads[t].empty()) {
-    const int a = *link_heads[t].begin();
-    term.head = a;
-    price_link(p, g, options, a, op_floor, term);
-  }
+  if (!link_heads[t].empty()) price_link(p, g, options, *link_heads[t].begin(), op_floor, term);
   return term;
 }
 
