@@ -286,10 +286,39 @@ std::optional<TensorTerm> reload_term(const Problem& p, const Graph& g, const Mo
 // kept by `o` heading a link of `t`'s side); then the strips of all such readers share the capacity, so the
 // run's tiles are short and `Y` is loaded once per tile row: at least `M K / capacity` times `Y`'s size for
 // each of them. Nullopt when a condition fails.
+// Theorem 17's partners, each looked at once (a weight may have thousands of readers, each reading a tensor
+// of its own): the least extent of a partner's readers along its tile rows (columns when they read it as
+// LHS), or 0 when a reader could keep a slice from step to step (not a MatMul, on the other side, twice, or
+// not reducing deeper than native).
+class PartnerExtents {
+ public:
+  PartnerExtents(const Problem& p, const Graph& g) : p_(p), g_(g), cache_(2 * p.num_tensors(), -1) {}
+  double least_extent(int Y, int position) {
+    double& extent = cache_[2 * static_cast<size_t>(Y) + position];
+    if (extent >= 0) return extent;
+    const double n = static_cast<double>(std::max(p_.native_w, p_.native_h));
+    extent = INFINITY;
+    for (const Consumer& c : g_.consumers[Y]) {
+      if (!p_.is_matmul(c.op) || c.position != position || p_.inputs[c.op][0] == p_.inputs[c.op][1] ||
+          !(static_cast<double>(g_.reduction_depth[c.op]) > n))
+        return extent = 0;
+      const int y = p_.outputs[c.op][0];
+      extent = std::min(extent, static_cast<double>(position == 1 ? p_.heights[y] : p_.widths[y]));
+    }
+    return extent;
+  }
+
+ private:
+  const Problem& p_;
+  const Graph& g_;
+  std::vector<double> cache_;  // per tensor and position; -1 until looked at
+};
+
 std::optional<TensorTerm> crowded_term(const Problem& p, const Graph& g, const ModelOptions& options, int t,
                                        int side, const std::vector<double>& op_floor,
                                        const std::vector<HeadRoles>& head_roles,
-                                       const std::vector<std::set<int>>& link_heads, LinkWalker& walk) {
+                                       const std::vector<std::set<int>>& link_heads, LinkWalker& walk,
+                                       PartnerExtents& partners) {
   const double B = p.slow_memory_bandwidth, cap = p.fast_memory_capacity;
   const double n = static_cast<double>(std::max(p.native_w, p.native_h));
   if (g.consumers[t].size() != 1 || link_heads[t].size() > 1) return std::nullopt;
@@ -303,16 +332,8 @@ std::optional<TensorTerm> crowded_term(const Problem& p, const Graph& g, const M
   for (int b : walk.tails(o))
     if (!(static_cast<double>(g.reduction_depth[b]) > n)) return std::nullopt;
   if (walk.out_of_budget()) return std::nullopt;
-  // Y's slices never carry over from step to step: every reader splits its reduction and reads Y on the
-  // other side only. Its readers' extents along the tile rows (columns for an RHS) give the fewest rows.
-  double extent = INFINITY;
-  for (const Consumer& c : g.consumers[Y]) {
-    if (!p.is_matmul(c.op) || c.position != 1 - side || p.inputs[c.op][0] == p.inputs[c.op][1] ||
-        !(static_cast<double>(g.reduction_depth[c.op]) > n))
-      return std::nullopt;
-    const int y = p.outputs[c.op][0];
-    extent = std::min(extent, static_cast<double>(side == 0 ? p.heights[y] : p.widths[y]));
-  }
+  const double extent = partners.least_extent(Y, 1 - side);
+  if (extent <= 0) return std::nullopt;
   const double rho = reloads_per_element(p, o, side);
   if (rho <= 1) return std::nullopt;
   TensorTerm term;
@@ -338,6 +359,7 @@ std::vector<TensorTerm> reload_terms(const Problem& p, const Graph& g, const Mod
   std::vector<TensorTerm> terms;
   const std::function<bool()> never = [] { return false; };
   LinkWalker walk(p, g, 4'000'000, never);
+  PartnerExtents partners(p, g);
   for (int t = 0; t < p.num_tensors(); ++t) {
     if (g.is_graph_output[t] || g.consumers[t].empty()) continue;
     const int side = g.consumers[t].front().position;
@@ -350,14 +372,14 @@ std::vector<TensorTerm> reload_terms(const Problem& p, const Graph& g, const Mod
     // Retained-in needs the whole tensor in fast memory (M20 A); a tensor that fits may be retained, and then
     // only Theorem 17 prices it.
     if (!g.is_graph_input[t] && static_cast<double>(p.size(t)) <= p.fast_memory_capacity) {
-      if (auto term = crowded_term(p, g, options, t, side, op_floor, head_roles, link_heads, walk))
+      if (auto term = crowded_term(p, g, options, t, side, op_floor, head_roles, link_heads, walk, partners))
         terms.push_back(*term);
       continue;
     }
     if (auto term = reload_term(p, g, options, t, side, op_floor, head_roles, link_heads))
       terms.push_back(*term);
     else if (crowd_larger_tensors && !g.is_graph_input[t])  // its reader may head a link: Theorem 17, not 1
-      if (auto crowded = crowded_term(p, g, options, t, side, op_floor, head_roles, link_heads, walk))
+      if (auto crowded = crowded_term(p, g, options, t, side, op_floor, head_roles, link_heads, walk, partners))
         terms.push_back(*crowded);
   }
   return terms;
