@@ -278,14 +278,6 @@ std::optional<TensorTerm> reload_term(const Problem& p, const Graph& g, const Mo
   return term;
 }
 
-// Theorem 17 (docs/bounds.md#theorem-17): a tensor `t` made by the graph (small enough to be retained, or
-// one whose reader may head a link, where Theorem 1 says nothing), read on `side` by one MatMul `o` reducing
-// deeper than native, whose other operand `Y` is a graph input that every reader reads on the other side. A
-// run of `o` either makes `t` (a link, priced as Theorem 2's), loads it with `o` no head (Theorem 1's
-// reloads, after a store), or holds at least a tile-row strip of it at every step (retained-in whole, or
-// kept by `o` heading a link of `t`'s side); then the strips of all such readers share the capacity, so the
-// run's tiles are short and `Y` is loaded once per tile row: at least `M K / capacity` times `Y`'s size for
-// each of them. Nullopt when a condition fails.
 // Theorem 17's partners, each looked at once (a weight may have thousands of readers, each reading a tensor
 // of its own): the least extent of a partner's readers along its tile rows (columns when they read it as
 // LHS), or 0 when a reader could keep a slice from step to step (not a MatMul, on the other side, twice, or
@@ -314,6 +306,14 @@ class PartnerExtents {
   std::vector<double> cache_;  // per tensor and position; -1 until looked at
 };
 
+// Theorem 17 (docs/bounds.md#theorem-17): a tensor `t` made by the graph (small enough to be retained, or
+// one whose reader may head a link, where Theorem 1 says nothing), read on `side` by one MatMul `o` reducing
+// deeper than native, whose other operand `Y` is a graph input that every reader reads on the other side. A
+// run of `o` either makes `t` (a link, priced as Theorem 2's), loads it with `o` no head (Theorem 1's
+// reloads, after a store), or holds at least a tile-row strip of it at every step (retained-in whole, or
+// kept by `o` heading a link of `t`'s side); then the strips of all such readers share the capacity, so the
+// run's tiles are short and `Y` is loaded once per tile row: at least `M K / capacity` times `Y`'s size for
+// each of them. Nullopt when a condition fails.
 std::optional<TensorTerm> crowded_term(const Problem& p, const Graph& g, const ModelOptions& options, int t,
                                        int side, const std::vector<double>& op_floor,
                                        const std::vector<HeadRoles>& head_roles,
@@ -350,12 +350,11 @@ std::optional<TensorTerm> crowded_term(const Problem& p, const Graph& g, const M
 }
 
 // Theorem 1 for every tensor whose readers are all MatMuls reading it on one side (Theorem 17 for those that
-// fit the fast memory, and with `crowd_larger_tensors` for larger ones Theorem 1 leaves out, which takes them
-// from Theorem 5).
+// fit the fast memory, and for larger ones Theorem 1 leaves out).
 std::vector<TensorTerm> reload_terms(const Problem& p, const Graph& g, const ModelOptions& options,
                                      const std::vector<double>& op_floor,
                                      const std::vector<HeadRoles>& head_roles,
-                                     const std::vector<std::set<int>>& link_heads, bool crowd_larger_tensors) {
+                                     const std::vector<std::set<int>>& link_heads) {
   std::vector<TensorTerm> terms;
   const std::function<bool()> never = [] { return false; };
   LinkWalker walk(p, g, 4'000'000, never);
@@ -378,7 +377,7 @@ std::vector<TensorTerm> reload_terms(const Problem& p, const Graph& g, const Mod
     }
     if (auto term = reload_term(p, g, options, t, side, op_floor, head_roles, link_heads))
       terms.push_back(*term);
-    else if (crowd_larger_tensors && !g.is_graph_input[t])  // its reader may head a link: Theorem 17, not 1
+    else if (!g.is_graph_input[t])  // its reader may head a link: Theorem 17, not 1
       if (auto crowded = crowded_term(p, g, options, t, side, op_floor, head_roles, link_heads, walk, partners))
         terms.push_back(*crowded);
   }
@@ -584,18 +583,24 @@ CertifiedBound certified_bound(const Problem& p, const Graph& g, const ModelOpti
   const LowerBound rule_book = lower_bound(p, g);
   out.rule_book = rule_book.bound(options.matmul_compute);
   BaseTerms base = base_terms(p, g, options);
+  std::vector<TensorTerm> all_terms;
+  std::vector<HeadRoles> head_roles;
+  std::vector<std::set<int>> link_heads;
+  if (!options.allow_supernative_k) {
+    head_roles = all_head_roles(p, g);
+    link_heads = all_link_heads(p, g);
+    all_terms = reload_terms(p, g, options, base.op_floor, head_roles, link_heads);  // Theorems 1, 2, 4, 17
+  }
   // Theorem 17 on tensors larger than the fast memory takes them from Theorem 5: both ways are bounds, and
   // the larger stands.
   std::vector<TensorTerm> tensor_terms;
   double best = -1, best_lambda = 0;
   for (const bool crowd_larger : {false, true}) {
     std::vector<TensorTerm> terms;
-    if (!options.allow_supernative_k) {
-      const std::vector<HeadRoles> head_roles = all_head_roles(p, g);
-      const std::vector<std::set<int>> link_heads = all_link_heads(p, g);
-      terms = reload_terms(p, g, options, base.op_floor, head_roles, link_heads, crowd_larger);  // 1, 2, 4, 17
-      add_head_operand_terms(p, g, terms, head_roles, link_heads);                             // Theorems 3, 5
-    }
+    for (const TensorTerm& term : all_terms)
+      if (crowd_larger || term.partner < 0 || static_cast<double>(p.size(term.tensor)) <= p.fast_memory_capacity)
+        terms.push_back(term);
+    if (!options.allow_supernative_k) add_head_operand_terms(p, g, terms, head_roles, link_heads);  // 3, 5
     bool better = false;
     for (int i = 0; i <= 1000; ++i) {
       if (i > 0 && expired && expired()) break;
