@@ -378,7 +378,8 @@ std::vector<TensorTerm> reload_terms(const Problem& p, const Graph& g, const Mod
     if (auto term = reload_term(p, g, options, t, side, op_floor, head_roles, link_heads))
       terms.push_back(*term);
     else if (!g.is_graph_input[t])  // its reader may head a link: Theorem 17, not 1
-      if (auto crowded = crowded_term(p, g, options, t, side, op_floor, head_roles, link_heads, walk, partners))
+      if (auto crowded =
+              crowded_term(p, g, options, t, side, op_floor, head_roles, link_heads, walk, partners))
         terms.push_back(*crowded);
   }
   return terms;
@@ -598,7 +599,8 @@ CertifiedBound certified_bound(const Problem& p, const Graph& g, const ModelOpti
   for (const bool crowd_larger : {false, true}) {
     std::vector<TensorTerm> terms;
     for (const TensorTerm& term : all_terms)
-      if (crowd_larger || term.partner < 0 || static_cast<double>(p.size(term.tensor)) <= p.fast_memory_capacity)
+      if (crowd_larger || term.partner < 0 ||
+          static_cast<double>(p.size(term.tensor)) <= p.fast_memory_capacity)
         terms.push_back(term);
     if (!options.allow_supernative_k) add_head_operand_terms(p, g, terms, head_roles, link_heads);  // 3, 5
     bool better = false;
