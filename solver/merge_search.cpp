@@ -17,6 +17,8 @@ constexpr size_t kLongestMerge = 32;
 // many scans per input on any graph (an attention head's three ops lie a level of heads apart: 16 subgraphs
 // on gpt2-medium).
 constexpr size_t kMergeWindow = 256;
+// Runs of consecutive subgraphs merged at once, when no pair gains: up to this many.
+constexpr size_t kLongestRun = 5;
 // The pass stops this many times the last whole-schedule verification before the deadline, so that what it
 // merged so far is verified and offered in time (DenseNet-169's 34,338 ops: the pass takes about 20 s, and
 // cut by a 10 s deadline it used to be discarded whole). Three times, for a verification slowed by load.
@@ -44,13 +46,23 @@ class MergePass {
     if (latency_.size() != s_.subgraphs.size()) return 0;  // only a verified schedule has them
     for (bool merged = true; merged && !over();) {
       merged = false;
-      for (size_t j = 1; j < s_.subgraphs.size() && !over(); ++j)
+      for (size_t j = 1; j < s_.subgraphs.size() && !over(); ++j) {
+        bool here = false;
         for (size_t i : producers_of(j))
           if (try_merge(i, j)) {
-            ++merges;
-            merged = true;
+            here = true;
             break;  // subgraph j moved to j - 1: the next j is the subgraph after it
           }
+        // No pair gains, but three to five in a row may: a sum of heads, its activation and the next
+        // layer's MatMuls gain only together, where the activation becomes in-chain between heads and tails
+        // (M12). The longest run first, since it holds the most of such a chain.
+        for (size_t length = kLongestRun; !here && length >= 3; --length)
+          if (j + 1 >= length) here = try_merge_run(j + 1 - length, j);
+        if (here) {
+          ++merges;
+          merged = true;
+        }
+      }
     }
     return merges;
   }
@@ -132,6 +144,50 @@ class MergePass {
     s_.subgraphs.erase(s_.subgraphs.begin() + static_cast<long>(i));
     latency_.erase(latency_.begin() + static_cast<long>(i));
     return true;
+  }
+
+  // Subgraphs first..last (consecutive, each reading what the one before it produces) as one at last's
+  // place: it receives what first received and keeps what last kept; what the others kept becomes internal,
+  // and so may have no reader outside the run, nor may any tensor the run both makes and reads.
+  bool try_merge_run(size_t first, size_t last) {
+    std::vector<int> ops;
+    std::unordered_set<int> run, produced;
+    for (size_t k = first; k <= last; ++k) {
+      const SubgraphSpec& sg = s_.subgraphs[k];
+      if (k > first && !reads_from(k, produced)) return false;
+      for (int op : sg.ops) {
+        if (!run.insert(op).second) return false;  // an op recomputed twice in the run
+        ops.push_back(op);
+      }
+      for (int op : sg.ops) produced.insert(p_.outputs[op].begin(), p_.outputs[op].end());
+    }
+    if (ops.size() > kLongestMerge) return false;
+    auto read_outside = [&](int t) {
+      return std::any_of(g_.consumers[t].begin(), g_.consumers[t].end(),
+                         [&](const Consumer& c) { return !run.count(c.op); });
+    };
+    for (int op : ops)
+      for (int t : p_.inputs[op])
+        if (produced.count(t) && read_outside(t)) return false;
+    double apart = 0;
+    for (size_t k = first; k <= last; ++k) apart += latency_[k];
+    const std::vector<int>& in = retained_in(first);
+    const std::vector<int>& out = s_.subgraphs[last].retain;
+    if (oracle_.lower_bound(ops, in, out) >= apart) return false;
+    const std::optional<SubgraphChoice> best = oracle_.best(ops, in, out);
+    if (!best || best->latency >= apart * (1 - 1e-12)) return false;
+    s_.subgraphs[last] = {ops, best->granularity, out, best->traversal_order()};
+    latency_[last] = best->latency;
+    s_.subgraphs.erase(s_.subgraphs.begin() + static_cast<long>(first),
+                       s_.subgraphs.begin() + static_cast<long>(last));
+    latency_.erase(latency_.begin() + static_cast<long>(first), latency_.begin() + static_cast<long>(last));
+    return true;
+  }
+  bool reads_from(size_t k, const std::unordered_set<int>& produced) const {
+    for (int op : s_.subgraphs[k].ops)
+      for (int t : p_.inputs[op])
+        if (produced.count(t)) return true;
+    return false;
   }
 
   Incumbent& inc_;

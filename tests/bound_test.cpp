@@ -269,6 +269,115 @@ TEST(CertifiedBound, NeverAboveTheExactOptimumOfRandomJoinedHeads) {
             << ", equal to the optimum on " << tight << "\n";
 }
 
+TEST(CertifiedBound, NeverAboveTheExactOptimumOfRandomSharedPaths) {
+  // Theorem 18's own campaign.
+  int charged = 0, binding = 0, tight = 0;
+  auto check = [&](const Problem& p, const Graph& g, double optimum) {
+    const CertifiedBound bound = certified_bound(p, g, ModelOptions{});
+    check_tail_runs(bound, p, optimum, binding, tight);
+    ASSERT_LE(bound.bound, optimum * (1 + 1e-9)) << "the certified bound " << bound.bound
+                                                 << " above the optimum " << optimum << " of problem "
+                                                 << problem_to_json(p).dump();
+    if (bound.tail_runs.shared_path_charges > 0) ++charged;
+  };
+  const Campaign c = run_campaign("PATH", 80, 20261201u, testing::random_shared_paths, check);
+  EXPECT_GT(charged, c.checked / 5) << "of " << c.checked;
+  std::cout << "[ paths    ] " << c.checked << " shared paths (and " << c.infeasible
+            << " without a schedule): Theorem 18 charged on " << charged << ", the tail-run bound the largest on "
+            << binding << ", equal to the optimum on " << tight << "\n";
+}
+
+TEST(CertifiedBound, Theorem18ChargesTheReadersOfOneOpThatCannotShareARun) {
+  // Native [2, 1], bandwidth 100. a: X[1x2] @ W[2x1] -> Y, base 8 (padded 8, streamed 4). U: Y -> S, base 4
+  // (in-chain 2). P1, P2: S -> S1, S2, base 10 each (in-chain 5). b1, b2: S1 @ V1[1x2] -> Z1, S2 @ V2 -> Z2,
+  // base 2, K = 1. Floor 4 + 2 + 5 + 5 + 2 + 2 = 20. P1 and P2 are in-chain only beside a (K = 2) and their
+  // own tail (K = 1); both in one subgraph would make three MatMuls of two depths (M13). So either P2 pays
+  // its padded 10 (5 more) or U runs a second time (2 more): 22. Theorem 14 charges a nothing: one head, whose
+  // tails' first runs serve it.
+  const Problem p = parse_problem(nlohmann::json::parse(R"({
+      "widths": [2, 1, 1, 1, 1, 1, 2, 2, 2, 2], "heights": [1, 2, 1, 1, 1, 1, 1, 1, 1, 1],
+      "inputs": [[0, 1], [2], [3], [3], [4, 6], [5, 7]], "outputs": [[2], [3], [4], [5], [8], [9]],
+      "base_costs": [8, 4, 10, 10, 2, 2],
+      "op_types": ["MatMul", "Pointwise", "Pointwise", "Pointwise", "MatMul", "MatMul"],
+      "fast_memory_capacity": 100, "slow_memory_bandwidth": 100, "native_granularity": [2, 1]})"),
+                                  "paths");
+  const Graph g = analyze_graph(p, "paths");
+  const CertifiedBound bound = certified_bound(p, g, ModelOptions{});
+  const TailRunBound& tails = bound.tail_runs;
+  ASSERT_TRUE(tails.applies) << tails.status;
+  EXPECT_DOUBLE_EQ(tails.compute_floor, 20.0);
+  ASSERT_EQ(tails.shared_paths.size(), 1u);
+  EXPECT_EQ(tails.shared_paths[0].op, 1);
+  EXPECT_EQ(tails.shared_paths[0].readers, (std::vector<int>{2, 3}));
+  EXPECT_DOUBLE_EQ(tails.shared_paths[0].charge, 2.0);
+  EXPECT_DOUBLE_EQ(tails.bound, 22.0);
+  const testing::BruteForceResult exact = testing::brute_force_optimum(p, g, ModelOptions{});
+  ASSERT_TRUE(exact.feasible);
+  // The optimum, by hand: a, U, P1 and b1 in one step (4 + 2 + 5 + 2), then a, U, P2 and b2 again (13).
+  // Keeping S for P2 as b2's prologue (10 + 2) would make S a second output, 1x1 beside Z1's 1x2 (M10); both
+  // readers' tails in one subgraph break M13; a and U alone pay padded 8 + 4 and store S (36 in all).
+  EXPECT_DOUBLE_EQ(exact.optimum, 26.0);
+  // With a reducing 1 deep, like the tails, one subgraph of three MatMuls at w = k = 1 may hold both readers,
+  // but Z1 and Z2 are then two tiles, and each reader runs on both at half its tile (5 + 5): its padded price.
+  nlohmann::json shallow = problem_to_json(p);
+  shallow["widths"][0] = 1;
+  shallow["heights"][1] = 1;
+  const Problem q = parse_problem(shallow, "paths");
+  const Graph gq = analyze_graph(q, "paths");
+  const CertifiedBound still = certified_bound(q, gq, ModelOptions{});
+  EXPECT_DOUBLE_EQ(still.tail_runs.shared_path_charges, 2.0);
+  EXPECT_GE(testing::brute_force_optimum(q, gq, ModelOptions{}).optimum, still.tail_runs.bound);
+  // With the tails' outputs one column wide, that subgraph is one tile and serves both readers: no charge.
+  for (int t : {6, 7, 8, 9}) shallow["widths"][t] = 1;
+  const Problem one_tile = parse_problem(shallow, "paths");
+  EXPECT_TRUE(certified_bound(one_tile, analyze_graph(one_tile, "paths"), ModelOptions{})
+                  .tail_runs.shared_paths.empty());
+}
+
+TEST(CertifiedBound, NeverAboveTheExactOptimumOfRandomRemadeOps) {
+  // Theorem 19's own campaign.
+  int charged = 0, binding = 0, tight = 0;
+  auto check = [&](const Problem& p, const Graph& g, double optimum) {
+    const CertifiedBound bound = certified_bound(p, g, ModelOptions{});
+    check_tail_runs(bound, p, optimum, binding, tight);
+    ASSERT_LE(bound.bound, optimum * (1 + 1e-9)) << "the certified bound " << bound.bound
+                                                 << " above the optimum " << optimum << " of problem "
+                                                 << problem_to_json(p).dump();
+    if (bound.tail_runs.remade_charges > 0) ++charged;
+  };
+  const Campaign c = run_campaign("REMADE", 300, 20261202u, testing::random_remade_ops, check);
+  EXPECT_GT(charged, c.checked / 5) << "of " << c.checked;
+  std::cout << "[ remade   ] " << c.checked << " remade ops (and " << c.infeasible
+            << " without a schedule): Theorem 19 charged on " << charged << ", the tail-run bound the largest on "
+            << binding << ", equal to the optimum on " << tight << "\n";
+}
+
+TEST(CertifiedBound, Theorem19ChargesAnOpReadByMatMulsOnlyForEachReader) {
+  // Native [2, 1], bandwidth 100. a: X[1x2] @ W[2x1] -> Y, base 8 (padded 8, streamed 4). P: Y -> S, base 10
+  // (in-chain 5). b1, b2: S @ V1[1x2] -> Z1, S @ V2[1x2] -> Z2, base 2, K = 1. Floor 4 + 5 + 2 + 2 = 13.
+  // In-chain, S feeds b1 or b2 in the same subgraph, so it is neither kept (M9) nor stored: the other reader
+  // needs P again (5 more), unless P runs padded somewhere (5 more): 18.
+  const Problem p = parse_problem(nlohmann::json::parse(R"({
+      "widths": [2, 1, 1, 1, 2, 2, 2, 2], "heights": [1, 2, 1, 1, 1, 1, 1, 1],
+      "inputs": [[0, 1], [2], [3, 4], [3, 5]], "outputs": [[2], [3], [6], [7]],
+      "base_costs": [8, 10, 2, 2], "op_types": ["MatMul", "Pointwise", "MatMul", "MatMul"],
+      "fast_memory_capacity": 100, "slow_memory_bandwidth": 100, "native_granularity": [2, 1]})"),
+                                  "remade");
+  const Graph g = analyze_graph(p, "remade");
+  const TailRunBound tails = certified_bound(p, g, ModelOptions{}).tail_runs;
+  ASSERT_TRUE(tails.applies) << tails.status;
+  EXPECT_DOUBLE_EQ(tails.compute_floor, 13.0);
+  ASSERT_EQ(tails.remade_ops.size(), 1u);
+  EXPECT_EQ(tails.remade_ops[0].op, 1);
+  EXPECT_DOUBLE_EQ(tails.remade_ops[0].charge, 5.0);
+  EXPECT_DOUBLE_EQ(tails.bound, 18.0);
+  // The optimum, by hand: a and P alone, padded (8 + 10), then b1 and b2 (2 + 2); or a, P and b1 twice (11 +
+  // 11). All of them in one subgraph would be three MatMuls of two depths (M13).
+  const testing::BruteForceResult exact = testing::brute_force_optimum(p, g, ModelOptions{});
+  ASSERT_TRUE(exact.feasible);
+  EXPECT_DOUBLE_EQ(exact.optimum, 22.0);
+}
+
 TEST(CertifiedBound, NeverAboveTheExactOptimumOfRandomCrowdedBranches) {
   // Theorem 17's own campaign.
   int crowded = 0, partner_charged = 0, binding = 0, tight = 0;

@@ -656,6 +656,86 @@ Problem random_joined_heads(std::mt19937& rng) {
   return p;
 }
 
+Problem random_shared_paths(std::mt19937& rng) {
+  // A DenseNet chunk in miniature: one or two heads (summed when two) make S through a Pointwise op U; two or
+  // three Pointwise readers of S each feed their own tail of depth 1, 1-wide strips against n_k = 2. The heads
+  // reduce 2 deep, so no subgraph holds two readers in-chain (M13), and each served reader needs a run of U
+  // (Theorem 18); sometimes the heads reduce 1 deep, a reader reads a graph input too, or two readers share a
+  // tail, where the theorem must charge less or nothing.
+  TinyProblem tiny(rng);
+  Problem& p = tiny.p;
+  auto pick = [&](int lo, int hi) { return tiny.pick(lo, hi); };
+  p.native_w = 2;
+  p.native_h = pick(1, 2);
+  const int64_t rows = pick(1, 2), depth = pick(0, 4) == 0 ? 1 : 2;
+  const int heads = pick(1, 2);
+  std::vector<int> made;
+  for (int h = 0; h < heads; ++h) {
+    const int Y = tiny.add_tensor(rows, 1);
+    tiny.add_op(OpType::MatMul, {tiny.add_tensor(rows, depth), tiny.add_tensor(depth, 1)}, Y, pick(2, 12));
+    made.push_back(Y);
+  }
+  const int S = tiny.add_tensor(rows, 1);
+  tiny.add_op(OpType::Pointwise, made, S, pick(1, 8));
+  const int readers = heads == 1 ? pick(2, 3) : 2;
+  const bool share_tail = rows == 1 && pick(0, 4) == 0;  // the first tail reads the second reader as its RHS
+  std::vector<int> read;
+  for (int r = 0; r < readers; ++r) {
+    std::vector<int> inputs{S};
+    if (pick(0, 5) == 0) inputs.push_back(tiny.add_tensor(rows, 1));  // a graph input beside S
+    read.push_back(tiny.add_tensor(rows, 1));
+    tiny.add_op(OpType::Pointwise, inputs, read.back(), pick(1, 12));
+  }
+  for (int r = 0; r < readers; ++r) {
+    if (share_tail && r == 1) continue;
+    const int64_t width = share_tail && r == 0 ? 1 : pick(1, 3);
+    const int V = share_tail && r == 0 ? read[1] : tiny.add_tensor(1, width);
+    tiny.add_op(OpType::MatMul, {read[r], V}, tiny.add_tensor(rows, width), pick(1, 6));
+  }
+  p.fast_memory_capacity = pick(4, 16);
+  p.slow_memory_bandwidth = std::uniform_real_distribution<double>(0.5, 4.0)(rng);
+  return p;
+}
+
+Problem random_remade_ops(std::mt19937& rng) {
+  // RegNet's ReLU ahead of a grouped convolution's offsets in miniature: a head (1 to 3 deep against n_k = 2,
+  // a 1-wide output) feeds a Pointwise op P, sometimes through another one, and P is read by two or three
+  // MatMuls (LHS or RHS, 1 deep, 1 to 3 wide), sometimes by a Pointwise op besides. In-chain, P's output
+  // feeds a MatMul, so it is neither kept nor stored, and each reader makes it again (Theorem 19).
+  TinyProblem tiny(rng);
+  Problem& p = tiny.p;
+  auto pick = [&](int lo, int hi) { return tiny.pick(lo, hi); };
+  p.native_w = 2;
+  p.native_h = pick(1, 2);
+  const int64_t rows = pick(1, 2), depth = pick(1, 3);
+  int Y = tiny.add_tensor(rows, 1);
+  tiny.add_op(OpType::MatMul, {tiny.add_tensor(rows, depth), tiny.add_tensor(depth, 1)}, Y, pick(2, 12));
+  if (pick(0, 3) == 0) {
+    const int Y2 = tiny.add_tensor(rows, 1);
+    tiny.add_op(OpType::Pointwise, {Y}, Y2, pick(1, 6));
+    Y = Y2;
+  }
+  const int S = tiny.add_tensor(rows, 1);
+  tiny.add_op(OpType::Pointwise, {Y}, S, pick(1, 12));
+  const int readers = pick(2, 3);
+  for (int r = 0; r < readers; ++r) {
+    if (r == readers - 1 && pick(0, 5) == 0) {  // a Pointwise reader: P is then kept or stored where it runs
+      tiny.add_op(OpType::Pointwise, {S}, tiny.add_tensor(rows, 1), pick(1, 6));
+      continue;
+    }
+    if (rows == 1 && pick(0, 3) == 0) {  // S as an RHS, 1 deep: L[a x 1] @ S[1 x 1]
+      const int64_t a = pick(1, 3);
+      tiny.add_op(OpType::MatMul, {tiny.add_tensor(a, 1), S}, tiny.add_tensor(a, 1), pick(1, 6));
+    } else {
+      const int64_t width = pick(1, 3);
+      tiny.add_op(OpType::MatMul, {S, tiny.add_tensor(1, width)}, tiny.add_tensor(rows, width), pick(1, 6));
+    }
+  }
+  p.fast_memory_capacity = pick(4, 16);
+  p.slow_memory_bandwidth = std::uniform_real_distribution<double>(0.5, 4.0)(rng);
+  return p;
+}
+
 Problem crowded_branches_once(std::mt19937& rng);
 
 Problem random_crowded_branches(std::mt19937& rng) {

@@ -78,6 +78,11 @@ Problem random_streamed_heads(std::mt19937& rng);
 Problem random_shared_tails(std::mt19937& rng);
 // Theorem 16's: MatMuls summed by one Pointwise op ahead of a tail of another depth (DenseNet's 3x3 offsets).
 Problem random_joined_heads(std::mt19937& rng);
+// Theorem 18's: a Pointwise op made by one or two heads and read by two or three Pointwise ops, each feeding
+// a tail of another depth than the heads' (a DenseNet chunk's per-layer ReLUs).
+Problem random_shared_paths(std::mt19937& rng);
+// Theorem 19's: a Pointwise op after a head, read by two or three MatMuls (a ReLU ahead of RegNet's offsets).
+Problem random_remade_ops(std::mt19937& rng);
 // Theorem 17's: branches of deep MatMuls whose intermediates fit the fast memory about once, the second
 // MatMul's other operand a weight the branches share (benchmark 13 in miniature).
 Problem random_crowded_branches(std::mt19937& rng);

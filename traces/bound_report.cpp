@@ -64,6 +64,12 @@ nlohmann::json tail_run_bound_to_json(const TailRunBound& b) {
   nlohmann::json joins = nlohmann::json::array();
   for (const TailRunBound::Join& j : b.joins)
     joins.push_back({{"op", j.op}, {"heads", j.heads}, {"charge", j.charge}});
+  nlohmann::json paths = nlohmann::json::array();
+  for (const TailRunBound::SharedPath& s : b.shared_paths)
+    paths.push_back({{"op", s.op}, {"readers", s.readers}, {"rerun", s.rerun}, {"charge", s.charge}});
+  nlohmann::json remade = nlohmann::json::array();
+  for (const TailRunBound::RemadeOp& r : b.remade_ops)
+    remade.push_back({{"op", r.op}, {"readers", r.readers}, {"charge", r.charge}});
   return {{"applies", b.applies},
           {"status", b.status},
           {"bound", b.bound},
@@ -72,7 +78,11 @@ nlohmann::json tail_run_bound_to_json(const TailRunBound& b) {
           {"joins", joins},
           {"first_runs", b.first_runs},
           {"heads", heads},
-          {"tails", tails}};
+          {"tails", tails},
+          {"shared_path_charges", b.shared_path_charges},
+          {"shared_paths", paths},
+          {"remade_charges", b.remade_charges},
+          {"remade_ops", remade}};
 }
 
 nlohmann::json head_discount_bound_to_json(const HeadDiscountBound& b) {
@@ -228,8 +238,9 @@ void print_head_discount_bound(std::ostream& out, const HeadDiscountBound& b) {
 }
 
 void print_tail_run_bound(std::ostream& out, const TailRunBound& b) {
-  out << "tail-run bound (compute plus the tail runs of heads streamed one at a time and the heads that "
-         "join, docs/bounds.md#theorem-14, #theorem-16): ";
+  out << "tail-run bound (compute plus the tail runs of heads streamed one at a time, the heads that join "
+         "and the readers that each need a run of what they read, docs/bounds.md#theorem-14, #theorem-16, "
+         "#theorem-18, #theorem-19): ";
   if (!b.applies) {
     out << format_number(b.bound) << ", the compute floor (" << b.status << ")\n";
     return;
@@ -238,8 +249,17 @@ void print_tail_run_bound(std::ostream& out, const TailRunBound& b) {
   for (const TailRunBound::Head& h : b.heads) charges += h.charge;
   out << format_number(b.bound) << "\n  = compute floor " << format_display(b.compute_floor) << " + "
       << format_display(b.join_charges) << " over " << b.joins.size() << " joins (all their heads but one "
-      << "padded) + " << format_display(charges) << " over " << b.heads.size() << " heads - "
-      << format_display(b.first_runs) << " (per tail, the head its first run may serve)\n";
+      << "padded)";
+  if (!b.heads.empty())
+    out << " + " << format_display(charges) << " over " << b.heads.size() << " heads - "
+        << format_display(b.first_runs) << " (per tail, the head its first run may serve)";
+  if (!b.shared_paths.empty())
+    out << " + " << format_display(b.shared_path_charges) << " over " << b.shared_paths.size()
+        << " Pointwise ops whose readers each need a run of them in-chain";
+  if (!b.remade_ops.empty())
+    out << " + " << format_display(b.remade_charges) << " over " << b.remade_ops.size()
+        << " Pointwise ops read by MatMuls only, made again per reader";
+  out << "\n";
   std::vector<const TailRunBound::Tail*> largest;
   for (const TailRunBound::Tail& t : b.tails) largest.push_back(&t);
   const size_t shown = std::min<size_t>(largest.size(), 8);

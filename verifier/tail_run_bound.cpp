@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <set>
 
 #include "sim/step_model.hpp"
 #include "verifier/link_walks.hpp"
@@ -236,6 +237,163 @@ bool charge_tails(const Problem& p, const Graph& g, LinkWalker& walk, const std:
   return true;
 }
 
+// What Theorems 18 and 19 ask of a Pointwise op's links: the depths of the heads above it, and whether a
+// subgraph of three or more MatMuls (nk = 1, w = k = kappa for all, M13) may price it below its padded price.
+class ChainRuns {
+ public:
+  ChainRuns(const Problem& p, const Graph& g, LinkWalker& walk, std::map<int64_t, std::vector<double>>& fewest)
+      : p_(p), g_(g), walk_(walk), fewest_(fewest), seen_(p.num_ops()) {}
+
+  // The depths of the MatMuls above `op` through Pointwise ops only: the heads a link through it starts from.
+  std::set<int64_t> head_depths(int op) {
+    std::set<int64_t> depths;
+    seen_.next();
+    std::vector<int> stack{op};
+    while (!stack.empty() && !walk_.out_of_budget()) {
+      const int x = stack.back();
+      stack.pop_back();
+      for (int in : p_.inputs[x]) {
+        walk_.visit();
+        const int q = g_.producer[in];
+        if (q < 0 || !seen_.add(q)) continue;
+        if (p_.is_matmul(q))
+          depths.insert(g_.reduction_depth[q]);
+        else
+          stack.push_back(q);
+      }
+    }
+    return depths;
+  }
+
+  // Whether `op`, in-chain beside two tails, may pay less than `padded`: all MatMuls then reduce one depth
+  // kappa <= n_w that a head above it and one of `tails` share, and it runs once per tile on a kappa-wide
+  // strip, at least base * kappa/n_k per tile (M23), over at least Theorem 14's fewest tiles.
+  bool shares_cheaply(int op, const std::vector<int>& tails, const std::set<int64_t>& heads, double padded) {
+    return std::any_of(tails.begin(), tails.end(), [&](int b) {
+      const int64_t kappa = g_.reduction_depth[b];
+      if (kappa > p_.native_w || heads.count(kappa) == 0) return false;
+      auto it = fewest_.find(kappa);
+      if (it == fewest_.end()) it = fewest_.emplace(kappa, fewest_tiles_downstream(p_, g_, kappa, walk_)).first;
+      const double per_tile = p_.base_costs[op] * static_cast<double>(kappa) / static_cast<double>(p_.native_w);
+      return per_tile * it->second[op] < padded * (1 - 1e-12);
+    });
+  }
+
+ private:
+  const Problem& p_;
+  const Graph& g_;
+  LinkWalker& walk_;
+  std::map<int64_t, std::vector<double>>& fewest_;
+  EpochMarks seen_;
+};
+
+// Theorem 18: for each Pointwise op `u` whose readers are Pointwise ops reading nothing else made, the readers
+// discounted only in-chain, and apart: a run holds `u` for each of them in-chain, and never serves two of
+// them (two tails beside a head, all of one depth: ChainRuns::shares_cheaply), as their tails are theirs
+// alone. So `u` runs once per such reader served, or the reader pays its padded price. False when the work
+// limit stopped it.
+bool charge_shared_paths(const Problem& p, const Graph& g, LinkWalker& walk, const std::vector<double>& floors,
+                         MatmulCompute model, ChainRuns& chains, TailRunBound& out) {
+  EpochMarks seen(p.num_ops());
+  std::vector<TailRunBound::SharedPath> found;
+  std::vector<bool> served(p.num_ops(), false);  // a reader counted in some group
+  for (int u = 0; u < p.num_ops() && !walk.out_of_budget(); ++u) {
+    if (p.is_matmul(u)) continue;
+    std::vector<int> readers;
+    seen.next();
+    for (int t : p.outputs[u])
+      for (const Consumer& c : g.consumers[t]) {
+        walk.visit();
+        if (p.is_matmul(c.op) || !seen.add(c.op)) continue;
+        const bool reads_u_alone = std::all_of(p.inputs[c.op].begin(), p.inputs[c.op].end(),
+                                               [&](int in) { return g.producer[in] < 0 || g.producer[in] == u; });
+        if (reads_u_alone) readers.push_back(c.op);
+      }
+    if (readers.size() < 2) continue;
+    const std::set<int64_t> heads = chains.head_depths(u);  // a reader's heads are above u
+    if (heads.empty()) continue;  // no reader is ever in-chain: the floor prices them padded
+    struct Reader {
+      int op;
+      double discount;
+      std::vector<int> tails;
+    };
+    std::vector<Reader> apart;
+    std::map<int, int> tail_uses;
+    for (int r : readers) {
+      const double padded = padded_compute_floor(p, g, r, model);
+      const double discount = padded - floors[r];
+      if (discount <= 1e-12 * padded) continue;
+      std::vector<int> tails = walk.tails(r);
+      if (chains.shares_cheaply(r, tails, heads, padded)) continue;
+      for (int b : tails) ++tail_uses[b];
+      apart.push_back({r, discount, std::move(tails)});
+    }
+    if (walk.out_of_budget()) return false;
+    TailRunBound::SharedPath path;
+    path.op = u;
+    path.rerun = floors[u];
+    double largest = 0;
+    for (const Reader& r : apart) {
+      if (std::any_of(r.tails.begin(), r.tails.end(), [&](int b) { return tail_uses[b] > 1; })) continue;
+      const double term = std::min(r.discount, path.rerun);
+      path.readers.push_back(r.op);
+      path.charge += term;
+      largest = std::max(largest, term);
+    }
+    path.charge -= largest;  // the first reader served takes the run the floor counts
+    if (path.readers.size() < 2 || path.charge <= 0) continue;
+    for (int r : path.readers) served[r] = true;
+    found.push_back(std::move(path));
+  }
+  if (walk.out_of_budget()) return false;
+  // An op both served and serving would be charged twice for one run: keep it as a reader only.
+  for (TailRunBound::SharedPath& path : found) {
+    if (served[path.op]) continue;
+    out.shared_path_charges += path.charge;
+    out.shared_paths.push_back(std::move(path));
+  }
+  return true;
+}
+
+// Theorem 19: a Pointwise op read by MatMuls only. In-chain, its output feeds a MatMul of that subgraph, so
+// it is neither kept (M9) nor stored (ephemeral): each reader's first run makes it again, in-chain and
+// apart (ChainRuns::shares_cheaply), unless some run makes it padded for all. So it pays the lesser of its
+// discount and one more floor per reader beyond the first. Ops Theorem 18 charges are left out. False when
+// the work limit stopped it.
+bool charge_remade_ops(const Problem& p, const Graph& g, LinkWalker& walk, const std::vector<double>& floors,
+                       MatmulCompute model, ChainRuns& chains, TailRunBound& out) {
+  std::vector<bool> charged(p.num_ops(), false);
+  for (const TailRunBound::SharedPath& path : out.shared_paths) {
+    charged[path.op] = true;
+    for (int r : path.readers) charged[r] = true;
+  }
+  for (int o = 0; o < p.num_ops() && !walk.out_of_budget(); ++o) {
+    if (p.is_matmul(o) || charged[o]) continue;
+    std::vector<int> readers;
+    bool only_matmuls = true;
+    for (int t : p.outputs[o])
+      for (const Consumer& c : g.consumers[t]) {
+        walk.visit();
+        only_matmuls &= p.is_matmul(c.op);
+        readers.push_back(c.op);
+      }
+    std::sort(readers.begin(), readers.end());
+    readers.erase(std::unique(readers.begin(), readers.end()), readers.end());
+    if (!only_matmuls || readers.size() < 2) continue;
+    const double padded = padded_compute_floor(p, g, o, model);
+    const double discount = padded - floors[o];
+    if (discount <= 1e-12 * padded) continue;
+    if (chains.shares_cheaply(o, readers, chains.head_depths(o), padded)) continue;
+    TailRunBound::RemadeOp remade;
+    remade.op = o;
+    remade.readers = std::move(readers);
+    remade.charge = std::min(discount, floors[o] * static_cast<double>(remade.readers.size() - 1));
+    out.remade_charges += remade.charge;
+    out.remade_ops.push_back(std::move(remade));
+  }
+  return !walk.out_of_budget();
+}
+
 }  // namespace
 
 TailRunBound tail_run_bound(const Problem& p, const Graph& g, const ModelOptions& options,
@@ -251,7 +409,28 @@ TailRunBound tail_run_bound(const Problem& p, const Graph& g, const ModelOptions
   LinkWalker walk(p, g, max_visits, expired);
   const std::string stopped =
       "stopped at the deadline or its work limit (" + std::to_string(max_visits) + " ops visited); no claim";
+  // Theorems 18 and 19 charge runs of Pointwise ops (disjoint ones), Theorem 16 runs of heads: they add.
+  // Theorem 14's count runs of Pointwise ops on paths to tails too, so that variant stands apart.
   std::map<int64_t, std::vector<double>> fewest;  // per reduction depth no wider than the native tile
+  TailRunBound paths = out;
+  ChainRuns chains(p, g, walk, fewest);
+  if (!charge_shared_paths(p, g, walk, floors, options.matmul_compute, chains, paths) ||
+      !charge_remade_ops(p, g, walk, floors, options.matmul_compute, chains, paths)) {
+    out.status = stopped;
+    return out;
+  }
+  const double path_charges = paths.shared_path_charges + paths.remade_charges;
+  auto with_paths = [&](TailRunBound&& variant) {
+    variant.bound = variant.compute_floor + variant.join_charges + path_charges;
+    variant.heads.clear();
+    variant.tails.clear();
+    variant.first_runs = 0;
+    variant.shared_paths = paths.shared_paths;
+    variant.shared_path_charges = paths.shared_path_charges;
+    variant.remade_ops = paths.remade_ops;
+    variant.remade_charges = paths.remade_charges;
+    return std::move(variant);
+  };
   std::vector<TailRunBound::Head> heads;
   for (int o = 0; o < p.num_ops(); ++o) {
     if (!p.is_matmul(o)) continue;
@@ -280,9 +459,14 @@ TailRunBound tail_run_bound(const Problem& p, const Graph& g, const ModelOptions
     if (!h.tails.empty()) heads.push_back(std::move(h));
   }
   if (heads.empty()) {
+    if (path_charges > 0) {
+      out = with_paths(std::move(out));
+      out.applies = true;
+      return out;
+    }
     out.status =
         "every streamed price is met by a subgraph of three or more MatMuls, or none is below the "
-        "padded one";
+        "padded one, and no op's readers need runs of their own";
     return out;
   }
   // Theorem 14 on every head, and Theorem 16 on the joins with Theorem 14 on the other heads: both sound, the
@@ -305,7 +489,12 @@ TailRunBound tail_run_bound(const Problem& p, const Graph& g, const ModelOptions
       out.status = stopped;
       return out;
     }
+    TailRunBound joined_paths = with_paths(TailRunBound(joined));
     out = joined.bound >= alone.bound ? std::move(joined) : std::move(alone);
+    if (joined_paths.bound > out.bound) out = std::move(joined_paths);
+  }
+  if (path_charges > 0 && out.compute_floor + path_charges > out.bound) {
+    out = with_paths(TailRunBound(paths));
   }
   out.applies = out.bound > out.compute_floor * (1 + 1e-12);
   if (!out.applies) out.status = "each tail's first run serves every head that needs one, and no heads join";

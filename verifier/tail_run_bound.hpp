@@ -6,6 +6,10 @@
 // charges each head the cheaper of the two, but for one head per tail that the tail's first run serves.
 // Theorem 16 (docs/bounds.md#theorem-16): heads that merge at one Pointwise op before any MatMul are streamed
 // at most one per first run of that op, so all of them but one pay their discount in full.
+// Theorem 18 (docs/bounds.md#theorem-18): a Pointwise op in-chain in a run brings the op it reads into that
+// run; readers of one op that can never share a run each make that op again, or forgo their discount.
+// Theorem 19 (docs/bounds.md#theorem-19): a Pointwise op read by MatMuls only is neither kept nor stored where
+// it is in-chain, so each of its readers makes it again, or some run makes it at its padded price.
 #pragma once
 
 #include <cstdint>
@@ -45,11 +49,30 @@ struct TailRunBound {
   };
   std::vector<Join> joins;
   double join_charges = 0;  // the joins' charges; their heads take no part in Theorem 14's charges
+  // Theorem 18: a Pointwise op whose readers are Pointwise ops that read nothing else made, each discounted
+  // only in a run of its own (tails apart, and of a depth no head of the op has).
+  struct SharedPath {
+    int op = -1;               // the op every in-chain run of its readers holds
+    std::vector<int> readers;  // the discounted readers that never share a run
+    double rerun = 0;          // its compute floor: what each run beyond the first costs at least
+    double charge = 0;         // sum of min(discount, rerun) over the readers, less the largest such term
+  };
+  std::vector<SharedPath> shared_paths;  // filled when the variant with them is the larger
+  double shared_path_charges = 0;
+  // Theorem 19: a Pointwise op read by MatMuls only is made again for each reader it serves in-chain.
+  struct RemadeOp {
+    int op = -1;
+    std::vector<int> readers;  // the MatMuls reading it: each first run makes it again, or it runs padded
+    double charge = 0;         // min(its discount, its floor per reader beyond the first)
+  };
+  std::vector<RemadeOp> remade_ops;  // with shared_paths
+  double remade_charges = 0;
   std::vector<Head> heads;  // those charged by Theorem 14 (heads in no join of two or more)
   std::vector<Tail> tails;
   double first_runs = 0;  // per group of heads joined by tails, what the heads that take each tail's first
                           // run save (at most the largest charge per tail, and one tail per head)
-  double bound = 0;       // compute_floor + join_charges + the heads' charges - first_runs
+  double bound = 0;  // compute_floor + join_charges + either the heads' charges - first_runs, or
+                     // shared_path_charges + remade_charges
 };
 
 // No claim with --allow-supernative-k (the brute-force campaigns that test the bound do not lift k <= n_k).
