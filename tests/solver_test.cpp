@@ -154,6 +154,29 @@ TEST(SolverQuality, TheMergePassFusesNeighboursThroughWhatTheFirstRetains) {
   EXPECT_TRUE(best->subgraphs[0].retain.empty());
 }
 
+TEST(SolverQuality, TheMergePassFusesARunOfSubgraphsWhereNoPairGains) {
+  // h: X[128x64] @ W[64x32] -> Y, then P: Y -> Y2, Q: Y2 -> Y3 (Pointwise, 128 x 32), then t: Y3 @ V[32x128]
+  // -> Z; bandwidth 1024 (a 128 x 32 tensor moves in 4). Bases h, P, Q 40 and t 32: every subgraph below is
+  // compute-bound. One-op segments (the one job an order budget of 1 runs) cost 40 + 40 + 40 + 32 = 152, and
+  // each pair or three in a row costs the same as apart: without a tail P and Q pay their padded tile, and as
+  // t's prologue too (M23, M14). All four are one chain: h streams a quarter tile (32 of n_k = 128 columns,
+  // M24), P and Q are in-chain at a quarter (M23): 10 + 10 + 10 + 32 = 62 in one step against 30 of traffic
+  // (X 8, W 2, V 4, Z 16), the compute floor, so the search stops there.
+  ProblemBuilder b;
+  const int x = b.tensor(128, 64), w = b.tensor(64, 32), y = b.tensor(128, 32), y2 = b.tensor(128, 32),
+            y3 = b.tensor(128, 32), v = b.tensor(32, 128), z = b.tensor(128, 128);
+  b.op("MatMul", {x, w}, y, 40);
+  b.op("Pointwise", {y}, y2, 40);
+  b.op("Pointwise", {y2}, y3, 40);
+  b.op("MatMul", {y3, v}, z, 32);
+  SolveStats stats;
+  const std::optional<Schedule> best = solve_with_one_job(b, stats);
+  ASSERT_TRUE(best);
+  EXPECT_NEAR(stats.best_cost, 62, 1e-9);
+  EXPECT_NE(stats.best_strategy.find("merge"), std::string::npos) << stats.best_strategy;
+  ASSERT_EQ(best->subgraphs.size(), 1u);
+}
+
 TEST(SolverQuality, AMergePassCutByTheDeadlineOffersWhatItMerged) {
   // A chain of 4,000 MatMuls (256 x 256, each with its own weight) and 4,000 Pointwise ops between them: the
   // merge pass from the first schedule (every op alone) takes about 6 s here, so a 3 s budget cuts it. It stops
