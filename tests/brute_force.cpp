@@ -705,7 +705,7 @@ Problem random_remade_ops(std::mt19937& rng) {
   TinyProblem tiny(rng);
   Problem& p = tiny.p;
   auto pick = [&](int lo, int hi) { return tiny.pick(lo, hi); };
-  p.native_w = 2;
+  p.native_w = pick(2, 4);  // a 1-wide strip is a half to a quarter of a tile: discounts of 1 to 3 floors
   p.native_h = pick(1, 2);
   const int64_t rows = pick(1, 2), depth = pick(1, 3);
   int Y = tiny.add_tensor(rows, 1);
