@@ -736,6 +736,47 @@ Problem random_remade_ops(std::mt19937& rng) {
   return p;
 }
 
+Problem random_waiting_readers(std::mt19937& rng) {
+  // Squeeze-and-excite in miniature: a head (sometimes through a Pointwise op) makes P's input; P is read by
+  // a MatMul m and by a product q, whose other input comes from m through two MatMuls g1, g2 (the gate; now
+  // and then g1 alone); sometimes a tail after q. g1 mostly reduces another depth than m, so m's first run cannot
+  // hold q (M13) and P runs twice or padded (Theorem 20); when it does not, the theorem must charge nothing.
+  TinyProblem tiny(rng);
+  Problem& p = tiny.p;
+  auto pick = [&](int lo, int hi) { return tiny.pick(lo, hi); };
+  p.native_w = pick(2, 3);
+  p.native_h = pick(1, 2);
+  const int64_t rows = pick(1, 2), depth = pick(1, 3);
+  int Y = tiny.add_tensor(rows, 1);
+  tiny.add_op(OpType::MatMul, {tiny.add_tensor(rows, depth), tiny.add_tensor(depth, 1)}, Y, pick(2, 12));
+  if (pick(0, 3) == 0) {
+    const int Y2 = tiny.add_tensor(rows, 1);
+    tiny.add_op(OpType::Pointwise, {Y}, Y2, pick(1, 6));
+    Y = Y2;
+  }
+  const int S = tiny.add_tensor(rows, 1);
+  tiny.add_op(OpType::Pointwise, {Y}, S, pick(1, 12));
+  const int64_t width = pick(1, 3);  // m's output columns: g1's depth
+  const int G = tiny.add_tensor(rows, width);
+  tiny.add_op(OpType::MatMul, {S, tiny.add_tensor(1, width)}, G, pick(1, 6));
+  const int G1 = tiny.add_tensor(rows, 1);
+  tiny.add_op(OpType::MatMul, {G, tiny.add_tensor(width, 1)}, G1, pick(1, 6));
+  int G2 = G1;
+  if (pick(0, 3) > 0) {  // else q reads g1's output: one MatMul between m and q, and m's run may hold q
+    G2 = tiny.add_tensor(rows, 1);
+    tiny.add_op(OpType::MatMul, {G1, tiny.add_tensor(1, 1)}, G2, pick(1, 6));
+  }
+  const int Z = tiny.add_tensor(rows, 1);
+  tiny.add_op(OpType::Pointwise, {S, G2}, Z, pick(1, 8));
+  if (pick(0, 2) == 0) {
+    const int64_t out = pick(1, 3);
+    tiny.add_op(OpType::MatMul, {Z, tiny.add_tensor(1, out)}, tiny.add_tensor(rows, out), pick(1, 6));
+  }
+  p.fast_memory_capacity = pick(4, 16);
+  p.slow_memory_bandwidth = std::uniform_real_distribution<double>(0.5, 4.0)(rng);
+  return p;
+}
+
 Problem crowded_branches_once(std::mt19937& rng);
 
 Problem random_crowded_branches(std::mt19937& rng) {

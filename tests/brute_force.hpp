@@ -83,6 +83,9 @@ Problem random_joined_heads(std::mt19937& rng);
 Problem random_shared_paths(std::mt19937& rng);
 // Theorem 19's: a Pointwise op after a head, read by two or three MatMuls (a ReLU ahead of RegNet's offsets).
 Problem random_remade_ops(std::mt19937& rng);
+// Theorem 20's: a Pointwise op read by a MatMul and by a product that waits for it through two more MatMuls
+// (squeeze-and-excite).
+Problem random_waiting_readers(std::mt19937& rng);
 // Theorem 17's: branches of deep MatMuls whose intermediates fit the fast memory about once, the second
 // MatMul's other operand a weight the branches share (benchmark 13 in miniature).
 Problem random_crowded_branches(std::mt19937& rng);

@@ -70,6 +70,10 @@ nlohmann::json tail_run_bound_to_json(const TailRunBound& b) {
   nlohmann::json remade = nlohmann::json::array();
   for (const TailRunBound::RemadeOp& r : b.remade_ops)
     remade.push_back({{"op", r.op}, {"readers", r.readers}, {"charge", r.charge}});
+  nlohmann::json waiting = nlohmann::json::array();
+  for (const TailRunBound::WaitingOp& w : b.waiting_ops)
+    waiting.push_back(
+        {{"op", w.op}, {"reader", w.reader}, {"waiting", w.waiting}, {"above", w.above}, {"charge", w.charge}});
   return {{"applies", b.applies},
           {"status", b.status},
           {"bound", b.bound},
@@ -82,7 +86,9 @@ nlohmann::json tail_run_bound_to_json(const TailRunBound& b) {
           {"shared_path_charges", b.shared_path_charges},
           {"shared_paths", paths},
           {"remade_charges", b.remade_charges},
-          {"remade_ops", remade}};
+          {"remade_ops", remade},
+          {"waiting_charges", b.waiting_charges},
+          {"waiting_ops", waiting}};
 }
 
 nlohmann::json head_discount_bound_to_json(const HeadDiscountBound& b) {
@@ -240,7 +246,7 @@ void print_head_discount_bound(std::ostream& out, const HeadDiscountBound& b) {
 void print_tail_run_bound(std::ostream& out, const TailRunBound& b) {
   out << "tail-run bound (compute plus the tail runs of heads streamed one at a time, the heads that join "
          "and the readers that each need a run of what they read, docs/bounds.md#theorem-14, #theorem-16, "
-         "#theorem-18, #theorem-19): ";
+         "#theorem-18 to #theorem-20): ";
   if (!b.applies) {
     out << format_number(b.bound) << ", the compute floor (" << b.status << ")\n";
     return;
@@ -259,6 +265,9 @@ void print_tail_run_bound(std::ostream& out, const TailRunBound& b) {
   if (!b.remade_ops.empty())
     out << " + " << format_display(b.remade_charges) << " over " << b.remade_ops.size()
         << " Pointwise ops read by MatMuls only, made again per reader";
+  if (!b.waiting_ops.empty())
+    out << " + " << format_display(b.waiting_charges) << " over " << b.waiting_ops.size()
+        << " Pointwise ops read by a MatMul and by an op that waits for it, made twice";
   out << "\n";
   std::vector<const TailRunBound::Tail*> largest;
   for (const TailRunBound::Tail& t : b.tails) largest.push_back(&t);

@@ -394,6 +394,124 @@ bool charge_remade_ops(const Problem& p, const Graph& g, LinkWalker& walk, const
   return !walk.out_of_budget();
 }
 
+// Theorem 20's condition: no subgraph holds m's first run and `q` (a reader of m's output's descendants). On
+// every path from m to q lie two or more MatMuls, and on none do they all reduce m's depth, at most n_w: with q
+// there, m's first run would hold such a path whole (what q reads does not exist before it), so three or more
+// MatMuls, all of one depth k <= n_w (M13, M6). Looks only at ops no later than q in topological order, within
+// `max_ops`; false when it cannot tell.
+class WaitingReaders {
+ public:
+  WaitingReaders(const Problem& p, const Graph& g, LinkWalker& walk)
+      : p_(p), g_(g), walk_(walk), position_(p.num_ops()), reached_(p.num_ops()), fewest_(p.num_ops()),
+        same_depth_(p.num_ops()) {
+    for (int i = 0; i < p.num_ops(); ++i) position_[g.topological_order[i]] = i;
+  }
+
+  bool waits(int m, int q, int max_ops = 4096) {
+    if (position_[q] <= position_[m]) return false;
+    reached_.next();
+    reached_.add(m);
+    std::vector<int> region{m}, stack{m};
+    while (!stack.empty()) {
+      const int x = stack.back();
+      stack.pop_back();
+      for (int t : p_.outputs[x])
+        for (const Consumer& c : g_.consumers[t]) {
+          walk_.visit();
+          if (position_[c.op] > position_[q] || !reached_.add(c.op)) continue;
+          if (static_cast<int>(region.size()) >= max_ops || walk_.out_of_budget()) return false;
+          region.push_back(c.op);
+          stack.push_back(c.op);
+        }
+    }
+    if (!reached_.has(q)) return false;
+    std::sort(region.begin(), region.end(), [&](int a, int b) { return position_[a] < position_[b]; });
+    const int64_t depth = g_.reduction_depth[m];
+    fewest_[m] = 0;
+    same_depth_[m] = depth <= p_.native_w;
+    for (int v : region) {
+      if (v == m) continue;
+      int fewest = std::numeric_limits<int>::max();
+      bool same = false;
+      for (int t : p_.inputs[v]) {
+        const int u = g_.producer[t];
+        if (u < 0 || !reached_.has(u)) continue;
+        fewest = std::min(fewest, fewest_[u]);
+        same = same || same_depth_[u];
+      }
+      const bool matmul = p_.is_matmul(v);
+      fewest_[v] = fewest + (matmul ? 1 : 0);
+      same_depth_[v] = same && (!matmul || g_.reduction_depth[v] == depth);
+    }
+    return fewest_[q] >= 2 && !same_depth_[q];
+  }
+
+ private:
+  const Problem& p_;
+  const Graph& g_;
+  LinkWalker& walk_;
+  std::vector<int> position_;
+  EpochMarks reached_;
+  std::vector<int> fewest_;         // per reached op, the fewest MatMuls on a path from m (m not counted)
+  std::vector<bool> same_depth_;    // some path from m has only MatMuls of m's depth, at most n_w
+};
+
+// Theorem 20: a Pointwise op P read by a MatMul m and by an op q that waits for m (WaitingReaders). Either some
+// run of P is not in-chain, at its padded price, or none is and P is never stored: then m's first run and q's
+// first run (a later one) each make P or receive it retained from the subgraph just before, and one run
+// cannot serve both, since P made beside m is not kept (M9). So P runs twice, and each run in-chain holds the
+// single-input Pointwise ops above it in-chain too: the charge is min(d_P, f_P + their floors). Ops Theorems
+// 18 and 19 charge are left out, and each op is counted once. False when the work limit stopped it.
+bool charge_waiting_readers(const Problem& p, const Graph& g, LinkWalker& walk, const std::vector<double>& floors,
+                            MatmulCompute model, TailRunBound& out) {
+  std::vector<bool> counted(p.num_ops(), false);
+  for (const TailRunBound::SharedPath& path : out.shared_paths) {
+    counted[path.op] = true;
+    for (int r : path.readers) counted[r] = true;
+  }
+  for (const TailRunBound::RemadeOp& r : out.remade_ops) counted[r.op] = true;
+  WaitingReaders readers(p, g, walk);
+  for (int o : g.topological_order) {
+    if (walk.out_of_budget()) return false;
+    if (p.is_matmul(o) || counted[o]) continue;
+    const double padded = padded_compute_floor(p, g, o, model);
+    const double discount = padded - floors[o];
+    if (discount <= 1e-12 * padded) continue;
+    std::vector<int> matmuls, others;
+    for (int t : p.outputs[o])
+      for (const Consumer& c : g.consumers[t]) (p.is_matmul(c.op) ? matmuls : others).push_back(c.op);
+    TailRunBound::WaitingOp op;
+    op.op = o;
+    // A few readers of each kind are tried: the question walks the graph between them.
+    for (size_t i = 0; i < matmuls.size() && i < 4 && op.reader < 0; ++i)
+      for (size_t j = 0; j < others.size() && j < 4 && op.reader < 0; ++j)
+        if (readers.waits(matmuls[i], others[j])) op.reader = matmuls[i], op.waiting = others[j];
+    if (op.reader < 0) continue;
+    double above = 0;
+    // Up through Pointwise ops that alone make what the last one reads: each in-chain run holds them.
+    for (int x = o; op.above.size() < 64;) {
+      int maker = -1;
+      bool single = true;
+      for (int t : p.inputs[x]) {
+        const int u = g.producer[t];
+        if (u < 0) continue;
+        if (maker >= 0 && maker != u) single = false;
+        maker = u;
+      }
+      if (maker < 0 || !single || p.is_matmul(maker) || counted[maker]) break;
+      op.above.push_back(maker);
+      above += floors[maker];
+      x = maker;
+    }
+    op.charge = std::min(discount, floors[o] + above);
+    counted[o] = true;
+    for (int u : op.above) counted[u] = true;
+    out.waiting_charges += op.charge;
+    out.waiting_ops.push_back(std::move(op));
+  }
+  return !walk.out_of_budget();
+}
+
 }  // namespace
 
 TailRunBound tail_run_bound(const Problem& p, const Graph& g, const ModelOptions& options,
@@ -409,17 +527,18 @@ TailRunBound tail_run_bound(const Problem& p, const Graph& g, const ModelOptions
   LinkWalker walk(p, g, max_visits, expired);
   const std::string stopped =
       "stopped at the deadline or its work limit (" + std::to_string(max_visits) + " ops visited); no claim";
-  // Theorems 18 and 19 charge runs of Pointwise ops (disjoint ones), Theorem 16 runs of heads: they add.
+  // Theorems 18-20 charge runs of Pointwise ops (disjoint ones), Theorem 16 runs of heads: they add.
   // Theorem 14's count runs of Pointwise ops on paths to tails too, so that variant stands apart.
   std::map<int64_t, std::vector<double>> fewest;  // per reduction depth no wider than the native tile
   TailRunBound paths = out;
   ChainRuns chains(p, g, walk, fewest);
   if (!charge_shared_paths(p, g, walk, floors, options.matmul_compute, chains, paths) ||
-      !charge_remade_ops(p, g, walk, floors, options.matmul_compute, chains, paths)) {
+      !charge_remade_ops(p, g, walk, floors, options.matmul_compute, chains, paths) ||
+      !charge_waiting_readers(p, g, walk, floors, options.matmul_compute, paths)) {
     out.status = stopped;
     return out;
   }
-  const double path_charges = paths.shared_path_charges + paths.remade_charges;
+  const double path_charges = paths.shared_path_charges + paths.remade_charges + paths.waiting_charges;
   auto with_paths = [&](TailRunBound&& variant) {
     variant.bound = variant.compute_floor + variant.join_charges + path_charges;
     variant.heads.clear();
@@ -429,6 +548,8 @@ TailRunBound tail_run_bound(const Problem& p, const Graph& g, const ModelOptions
     variant.shared_path_charges = paths.shared_path_charges;
     variant.remade_ops = paths.remade_ops;
     variant.remade_charges = paths.remade_charges;
+    variant.waiting_ops = paths.waiting_ops;
+    variant.waiting_charges = paths.waiting_charges;
     return std::move(variant);
   };
   std::vector<TailRunBound::Head> heads;

@@ -10,6 +10,8 @@
 // run; readers of one op that can never share a run each make that op again, or forgo their discount.
 // Theorem 19 (docs/bounds.md#theorem-19): a Pointwise op read by MatMuls only is neither kept nor stored where
 // it is in-chain, so each of its readers makes it again, or some run makes it at its padded price.
+// Theorem 20 (docs/bounds.md#theorem-20): a Pointwise op read by a MatMul and by an op that waits for that
+// MatMul (a squeeze-and-excite product) runs twice in-chain, or once at its padded price.
 #pragma once
 
 #include <cstdint>
@@ -67,12 +69,23 @@ struct TailRunBound {
   };
   std::vector<RemadeOp> remade_ops;  // with shared_paths
   double remade_charges = 0;
+  // Theorem 20: a Pointwise op read by a MatMul and by an op that waits for that MatMul (a squeeze-and-excite
+  // product) runs twice in-chain, or once padded.
+  struct WaitingOp {
+    int op = -1;
+    int reader = -1;         // a MatMul reading it
+    int waiting = -1;        // a reader that waits for that MatMul's first run
+    std::vector<int> above;  // the Pointwise ops above it that alone make what it reads: in-chain with it
+    double charge = 0;       // min(its discount, its floor and theirs)
+  };
+  std::vector<WaitingOp> waiting_ops;  // with shared_paths
+  double waiting_charges = 0;
   std::vector<Head> heads;  // those charged by Theorem 14 (heads in no join of two or more)
   std::vector<Tail> tails;
   double first_runs = 0;  // per group of heads joined by tails, what the heads that take each tail's first
                           // run save (at most the largest charge per tail, and one tail per head)
   double bound = 0;  // compute_floor + join_charges + either the heads' charges - first_runs, or
-                     // shared_path_charges + remade_charges
+                     // shared_path_charges + remade_charges + waiting_charges
 };
 
 // No claim with --allow-supernative-k (the brute-force campaigns that test the bound do not lift k <= n_k).
