@@ -269,22 +269,31 @@ TEST(CertifiedBound, NeverAboveTheExactOptimumOfRandomJoinedHeads) {
             << ", equal to the optimum on " << tight << "\n";
 }
 
-TEST(CertifiedBound, NeverAboveTheExactOptimumOfRandomSharedPaths) {
-  // Theorem 18's own campaign.
+// A campaign of Theorems 18-20: the tail-run bound and the certified bound never above the brute-force
+// optimum; `charges` (one of TailRunBound's sums) counts the problems the theorem under test charges.
+void tail_run_campaign(const std::string& name, int trials, unsigned seed,
+                       const std::function<Problem(std::mt19937&)>& generate, double TailRunBound::*charges,
+                       const std::string& what, const std::string& theorem) {
   int charged = 0, binding = 0, tight = 0;
   auto check = [&](const Problem& p, const Graph& g, double optimum) {
     const CertifiedBound bound = certified_bound(p, g, ModelOptions{});
     check_tail_runs(bound, p, optimum, binding, tight);
-    ASSERT_LE(bound.bound, optimum * (1 + 1e-9)) << "the certified bound " << bound.bound
-                                                 << " above the optimum " << optimum << " of problem "
-                                                 << problem_to_json(p).dump();
-    if (bound.tail_runs.shared_path_charges > 0) ++charged;
+    ASSERT_LE(bound.bound, optimum * (1 + 1e-9))
+        << "the certified bound " << bound.bound << " above the optimum " << optimum << " of problem "
+        << problem_to_json(p).dump();
+    if (bound.tail_runs.*charges > 0) ++charged;
   };
-  const Campaign c = run_campaign("PATH", 80, 20261201u, testing::random_shared_paths, check);
+  const Campaign c = run_campaign(name, trials, seed, generate, check);
   EXPECT_GT(charged, c.checked / 5) << "of " << c.checked;
-  std::cout << "[ paths    ] " << c.checked << " shared paths (and " << c.infeasible
-            << " without a schedule): Theorem 18 charged on " << charged << ", the tail-run bound the largest on "
-            << binding << ", equal to the optimum on " << tight << "\n";
+  std::cout << what << ": " << c.checked << " problems (and " << c.infeasible
+            << " without a schedule): " << theorem << " charged on " << charged
+            << ", the tail-run bound the largest on " << binding << ", equal to the optimum on " << tight
+            << "\n";
+}
+
+TEST(CertifiedBound, NeverAboveTheExactOptimumOfRandomSharedPaths) {
+  tail_run_campaign("PATH", 80, 20261201u, testing::random_shared_paths, &TailRunBound::shared_path_charges,
+                    "[ paths    ] shared paths", "Theorem 18");
 }
 
 TEST(CertifiedBound, Theorem18ChargesTheReadersOfOneOpThatCannotShareARun) {
@@ -335,21 +344,8 @@ TEST(CertifiedBound, Theorem18ChargesTheReadersOfOneOpThatCannotShareARun) {
 }
 
 TEST(CertifiedBound, NeverAboveTheExactOptimumOfRandomRemadeOps) {
-  // Theorem 19's own campaign.
-  int charged = 0, binding = 0, tight = 0;
-  auto check = [&](const Problem& p, const Graph& g, double optimum) {
-    const CertifiedBound bound = certified_bound(p, g, ModelOptions{});
-    check_tail_runs(bound, p, optimum, binding, tight);
-    ASSERT_LE(bound.bound, optimum * (1 + 1e-9)) << "the certified bound " << bound.bound
-                                                 << " above the optimum " << optimum << " of problem "
-                                                 << problem_to_json(p).dump();
-    if (bound.tail_runs.remade_charges > 0) ++charged;
-  };
-  const Campaign c = run_campaign("REMADE", 300, 20261202u, testing::random_remade_ops, check);
-  EXPECT_GT(charged, c.checked / 5) << "of " << c.checked;
-  std::cout << "[ remade   ] " << c.checked << " remade ops (and " << c.infeasible
-            << " without a schedule): Theorem 19 charged on " << charged << ", the tail-run bound the largest on "
-            << binding << ", equal to the optimum on " << tight << "\n";
+  tail_run_campaign("REMADE", 300, 20261202u, testing::random_remade_ops, &TailRunBound::remade_charges,
+                    "[ remade   ] remade ops", "Theorem 19");
 }
 
 TEST(CertifiedBound, Theorem19ChargesAnOpReadByMatMulsOnlyForEachReader) {
@@ -379,21 +375,8 @@ TEST(CertifiedBound, Theorem19ChargesAnOpReadByMatMulsOnlyForEachReader) {
 }
 
 TEST(CertifiedBound, NeverAboveTheExactOptimumOfRandomWaitingReaders) {
-  // Theorem 20's own campaign.
-  int charged = 0, binding = 0, tight = 0;
-  auto check = [&](const Problem& p, const Graph& g, double optimum) {
-    const CertifiedBound bound = certified_bound(p, g, ModelOptions{});
-    check_tail_runs(bound, p, optimum, binding, tight);
-    ASSERT_LE(bound.bound, optimum * (1 + 1e-9)) << "the certified bound " << bound.bound
-                                                 << " above the optimum " << optimum << " of problem "
-                                                 << problem_to_json(p).dump();
-    if (bound.tail_runs.waiting_charges > 0) ++charged;
-  };
-  const Campaign c = run_campaign("WAIT", 150, 20261203u, testing::random_waiting_readers, check);
-  EXPECT_GT(charged, c.checked / 5) << "of " << c.checked;
-  std::cout << "[ waiting  ] " << c.checked << " waiting readers (and " << c.infeasible
-            << " without a schedule): Theorem 20 charged on " << charged << ", the tail-run bound the largest on "
-            << binding << ", equal to the optimum on " << tight << "\n";
+  tail_run_campaign("WAIT", 150, 20261203u, testing::random_waiting_readers, &TailRunBound::waiting_charges,
+                    "[ waiting  ] waiting readers", "Theorem 20");
 }
 
 TEST(CertifiedBound, Theorem20ChargesAnOpReadByAMatMulAndByWhatWaitsForIt) {

@@ -656,6 +656,19 @@ Problem random_joined_heads(std::mt19937& rng) {
   return p;
 }
 
+// A head `depth` deep with a 1-wide output of `rows` (a strip of a native tile when n_w > 1), and in a quarter
+// of the problems a Pointwise op after it: the tensor a Pointwise op under test reads.
+int narrow_head(TinyProblem& tiny, int64_t rows, int64_t depth) {
+  int Y = tiny.add_tensor(rows, 1);
+  tiny.add_op(OpType::MatMul, {tiny.add_tensor(rows, depth), tiny.add_tensor(depth, 1)}, Y, tiny.pick(2, 12));
+  if (tiny.pick(0, 3) == 0) {
+    const int Y2 = tiny.add_tensor(rows, 1);
+    tiny.add_op(OpType::Pointwise, {Y}, Y2, tiny.pick(1, 6));
+    Y = Y2;
+  }
+  return Y;
+}
+
 Problem random_shared_paths(std::mt19937& rng) {
   // A DenseNet chunk in miniature: one or two heads (summed when two) make S through a Pointwise op U; two or
   // three Pointwise readers of S each feed their own tail of depth 1, 1-wide strips against n_k = 2. The heads
@@ -708,13 +721,7 @@ Problem random_remade_ops(std::mt19937& rng) {
   p.native_w = pick(2, 4);  // a 1-wide strip is a half to a quarter of a tile: discounts of 1 to 3 floors
   p.native_h = pick(1, 2);
   const int64_t rows = pick(1, 2), depth = pick(1, 3);
-  int Y = tiny.add_tensor(rows, 1);
-  tiny.add_op(OpType::MatMul, {tiny.add_tensor(rows, depth), tiny.add_tensor(depth, 1)}, Y, pick(2, 12));
-  if (pick(0, 3) == 0) {
-    const int Y2 = tiny.add_tensor(rows, 1);
-    tiny.add_op(OpType::Pointwise, {Y}, Y2, pick(1, 6));
-    Y = Y2;
-  }
+  const int Y = narrow_head(tiny, rows, depth);
   const int S = tiny.add_tensor(rows, 1);
   tiny.add_op(OpType::Pointwise, {Y}, S, pick(1, 12));
   const int readers = pick(2, 3);
@@ -747,13 +754,7 @@ Problem random_waiting_readers(std::mt19937& rng) {
   p.native_w = pick(2, 3);
   p.native_h = pick(1, 2);
   const int64_t rows = pick(1, 2), depth = pick(1, 3);
-  int Y = tiny.add_tensor(rows, 1);
-  tiny.add_op(OpType::MatMul, {tiny.add_tensor(rows, depth), tiny.add_tensor(depth, 1)}, Y, pick(2, 12));
-  if (pick(0, 3) == 0) {
-    const int Y2 = tiny.add_tensor(rows, 1);
-    tiny.add_op(OpType::Pointwise, {Y}, Y2, pick(1, 6));
-    Y = Y2;
-  }
+  const int Y = narrow_head(tiny, rows, depth);
   const int S = tiny.add_tensor(rows, 1);
   tiny.add_op(OpType::Pointwise, {Y}, S, pick(1, 12));
   const int64_t width = pick(1, 3);  // m's output columns: g1's depth
