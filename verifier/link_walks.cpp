@@ -17,8 +17,11 @@ bool LinkWalker::out_of_budget() {
   return stopped_;
 }
 
-std::vector<int> LinkWalker::tails(int head) {
+std::vector<int> LinkWalker::tails(int head) { return *tails(head, -1); }
+
+std::optional<std::vector<int>> LinkWalker::tails(int head, int64_t limit) {
   tensors_.next();
+  const int64_t start = visits_;
   std::vector<int> found, stack(p_.outputs[head].begin(), p_.outputs[head].end());
   while (!stack.empty() && !out_of_budget()) {
     const int t = stack.back();
@@ -26,6 +29,7 @@ std::vector<int> LinkWalker::tails(int head) {
     if (!tensors_.add(t)) continue;
     for (const Consumer& c : g_.consumers[t]) {
       visit();
+      if (limit >= 0 && visits_ - start > limit) return std::nullopt;
       if (p_.is_matmul(c.op))
         found.push_back(c.op);
       else

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "sim/graph.hpp"
@@ -35,8 +36,10 @@ class LinkWalker {
   // Past the visit limit or the caller's deadline (asked every 65,536 visits): what was found may be partial.
   bool out_of_budget();
   // The MatMuls `head`'s output reaches through Pointwise ops only: the tails it can head a link to (M12),
-  // sorted.
+  // sorted. With `limit`, a walk of more visits stops there and returns nullopt (a long Pointwise chain
+  // below each of many ops would make their walks quadratic).
   std::vector<int> tails(int head);
+  std::optional<std::vector<int>> tails(int head, int64_t limit);
 
  private:
   const Problem& p_;

@@ -17,6 +17,9 @@ namespace mlsys {
 namespace {
 
 constexpr double kNever = std::numeric_limits<double>::infinity();
+// Theorem 18 walks each reader's tails, at most this many visits each: a reader whose walk is longer is not
+// counted (a long Pointwise chain below many readers would otherwise make the walks quadratic).
+constexpr int64_t kReaderWalk = 512;
 
 // Per op, the fewest tiles a grid has when every MatMul of the subgraph reduces `depth` deep at w = k = depth
 // (M13) and a MatMul downstream of the op, of that depth, is its tail: ceil(W/depth) columns of at least
@@ -242,27 +245,25 @@ bool charge_tails(const Problem& p, const Graph& g, LinkWalker& walk, const std:
 class ChainRuns {
  public:
   ChainRuns(const Problem& p, const Graph& g, LinkWalker& walk, std::map<int64_t, std::vector<double>>& fewest)
-      : p_(p), g_(g), walk_(walk), fewest_(fewest), seen_(p.num_ops()) {}
+      : p_(p), g_(g), walk_(walk), fewest_(fewest) {}
 
   // The depths of the MatMuls above `op` through Pointwise ops only: the heads a link through it starts from.
-  std::set<int64_t> head_depths(int op) {
-    std::set<int64_t> depths;
-    seen_.next();
-    std::vector<int> stack{op};
-    while (!stack.empty() && !walk_.out_of_budget()) {
-      const int x = stack.back();
-      stack.pop_back();
-      for (int in : p_.inputs[x]) {
-        walk_.visit();
-        const int q = g_.producer[in];
-        if (q < 0 || !seen_.add(q)) continue;
-        if (p_.is_matmul(q))
-          depths.insert(g_.reduction_depth[q]);
-        else
-          stack.push_back(q);
-      }
+  // Made once for every op, in topological order (a walk per op would be quadratic on long Pointwise chains).
+  const std::set<int64_t>& head_depths(int op) {
+    if (above_.empty()) {
+      above_.resize(p_.num_ops());
+      for (int x : g_.topological_order)
+        for (int in : p_.inputs[x]) {
+          walk_.visit();
+          const int q = g_.producer[in];
+          if (q < 0) continue;
+          if (p_.is_matmul(q))
+            above_[x].insert(g_.reduction_depth[q]);
+          else
+            above_[x].insert(above_[q].begin(), above_[q].end());
+        }
     }
-    return depths;
+    return above_[op];
   }
 
   // Whether `op`, in-chain beside two tails, may pay less than `padded`: all MatMuls then reduce one depth
@@ -284,7 +285,7 @@ class ChainRuns {
   const Graph& g_;
   LinkWalker& walk_;
   std::map<int64_t, std::vector<double>>& fewest_;
-  EpochMarks seen_;
+  std::vector<std::set<int64_t>> above_;
 };
 
 // Theorem 18: for each Pointwise op `u` whose readers are Pointwise ops reading nothing else made, the readers
@@ -310,7 +311,7 @@ bool charge_shared_paths(const Problem& p, const Graph& g, LinkWalker& walk, con
         if (reads_u_alone) readers.push_back(c.op);
       }
     if (readers.size() < 2) continue;
-    const std::set<int64_t> heads = chains.head_depths(u);  // a reader's heads are above u
+    const std::set<int64_t>& heads = chains.head_depths(u);  // a reader's heads are above u
     if (heads.empty()) continue;  // no reader is ever in-chain: the floor prices them padded
     struct Reader {
       int op;
@@ -323,7 +324,9 @@ bool charge_shared_paths(const Problem& p, const Graph& g, LinkWalker& walk, con
       const double padded = padded_compute_floor(p, g, r, model);
       const double discount = padded - floors[r];
       if (discount <= 1e-12 * padded) continue;
-      std::vector<int> tails = walk.tails(r);
+      std::optional<std::vector<int>> walked = walk.tails(r, kReaderWalk);
+      if (!walked) continue;  // not counted: sound, and the work stays linear
+      std::vector<int> tails = std::move(*walked);
       if (chains.shares_cheaply(r, tails, heads, padded)) continue;
       for (int b : tails) ++tail_uses[b];
       apart.push_back({r, discount, std::move(tails)});
@@ -528,16 +531,19 @@ TailRunBound tail_run_bound(const Problem& p, const Graph& g, const ModelOptions
   const std::string stopped =
       "stopped at the deadline or its work limit (" + std::to_string(max_visits) + " ops visited); no claim";
   // Theorems 18-20 charge runs of Pointwise ops (disjoint ones), Theorem 16 runs of heads: they add.
-  // Theorem 14's count runs of Pointwise ops on paths to tails too, so that variant stands apart.
-  std::map<int64_t, std::vector<double>> fewest;  // per reduction depth no wider than the native tile
+  // Theorem 14's count runs of Pointwise ops on paths to tails too, so that variant stands apart. They walk
+  // with a budget of their own: past it they claim nothing, and Theorems 14 and 16 still stand.
   TailRunBound paths = out;
-  ChainRuns chains(p, g, walk, fewest);
-  if (!charge_shared_paths(p, g, walk, floors, options.matmul_compute, chains, paths) ||
-      !charge_remade_ops(p, g, walk, floors, options.matmul_compute, chains, paths) ||
-      !charge_waiting_readers(p, g, walk, floors, options.matmul_compute, paths)) {
-    out.status = stopped;
-    return out;
+  {
+    LinkWalker path_walk(p, g, max_visits, expired);
+    std::map<int64_t, std::vector<double>> path_fewest;  // filled only by complete walks, or dropped here
+    ChainRuns chains(p, g, path_walk, path_fewest);
+    if (!charge_shared_paths(p, g, path_walk, floors, options.matmul_compute, chains, paths) ||
+        !charge_remade_ops(p, g, path_walk, floors, options.matmul_compute, chains, paths) ||
+        !charge_waiting_readers(p, g, path_walk, floors, options.matmul_compute, paths))
+      paths = out;
   }
+  std::map<int64_t, std::vector<double>> fewest;  // per reduction depth no wider than the native tile
   const double path_charges = paths.shared_path_charges + paths.remade_charges + paths.waiting_charges;
   auto with_paths = [&](TailRunBound&& variant) {
     variant.bound = variant.compute_floor + variant.join_charges + path_charges;
@@ -551,6 +557,17 @@ TailRunBound tail_run_bound(const Problem& p, const Graph& g, const ModelOptions
     variant.waiting_ops = paths.waiting_ops;
     variant.waiting_charges = paths.waiting_charges;
     return std::move(variant);
+  };
+  // Theorems 14 and 16 past the work limit claim nothing; Theorems 18-20, walked apart, still stand alone.
+  auto stop = [&] {
+    if (path_charges <= 0) {
+      out.status = stopped;
+      return out;
+    }
+    TailRunBound alone_paths = with_paths(TailRunBound(paths));
+    alone_paths.applies = true;
+    alone_paths.status = "Theorems 14 and 16 " + stopped;
+    return alone_paths;
   };
   std::vector<TailRunBound::Head> heads;
   for (int o = 0; o < p.num_ops(); ++o) {
@@ -573,10 +590,7 @@ TailRunBound tail_run_bound(const Problem& p, const Graph& g, const ModelOptions
     h.discount = std::min(padded, h.shared_price) - floors[o];
     if (h.discount <= 1e-9 * padded) continue;  // a subgraph of three or more MatMuls streams it as cheaply
     h.tails = walk.tails(o);
-    if (walk.out_of_budget()) {
-      out.status = stopped;
-      return out;
-    }
+    if (walk.out_of_budget()) return stop();
     if (!h.tails.empty()) heads.push_back(std::move(h));
   }
   if (heads.empty()) {
@@ -593,23 +607,14 @@ TailRunBound tail_run_bound(const Problem& p, const Graph& g, const ModelOptions
   // Theorem 14 on every head, and Theorem 16 on the joins with Theorem 14 on the other heads: both sound, the
   // larger stands (where heads of two joins share a tail, Theorem 14 alone may charge more).
   TailRunBound alone = out, joined = out;
-  if (!charge_tails(p, g, walk, floors, heads, alone)) {
-    out.status = stopped;
-    return out;
-  }
+  if (!charge_tails(p, g, walk, floors, heads, alone)) return stop();
   charge_joins(p, g, walk, heads, joined);
-  if (walk.out_of_budget()) {
-    out.status = stopped;
-    return out;
-  }
+  if (walk.out_of_budget()) return stop();
   if (joined.joins.empty()) {  // no head left Theorem 14's list: its charges stand as computed
     out = std::move(alone);
   } else {
     joined.bound += joined.join_charges;
-    if (!charge_tails(p, g, walk, floors, heads, joined)) {
-      out.status = stopped;
-      return out;
-    }
+    if (!charge_tails(p, g, walk, floors, heads, joined)) return stop();
     TailRunBound joined_paths = with_paths(TailRunBound(joined));
     out = joined.bound >= alone.bound ? std::move(joined) : std::move(alone);
     if (joined_paths.bound > out.bound) out = std::move(joined_paths);
