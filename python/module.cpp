@@ -358,7 +358,7 @@ PYBIND11_MODULE(_core, m) {
       "terms (subject, rule, compute, traffic, reason; Theorem 17's crowded intermediates among them), "
       "inner_k_steps (Theorem 11: its cases and trees), deep_weights (Theorem 12: its families), "
       "head_discounts (Theorem 13: its heads), tail_runs (Theorem 14: its heads and tails; Theorem 16: its "
-      "joins; Theorems 18 and 19: shared_paths and remade_ops), exposed_epilogues (Theorem 15: its epilogues and their cases) "
+      "joins; Theorems 18-20: shared_paths, remade_ops and waiting_ops), exposed_epilogues (Theorem 15: its epilogues and their cases) "
       "and cover (op prices and the tightest sets; cover_seconds=0 skips it).");
 
   py::class_<WorkingSetTerm>(m, "WorkingSetTerm", "One term of a working set (M20).")
