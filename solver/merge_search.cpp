@@ -138,14 +138,20 @@ class MergePass {
     if (!retention) return false;
     std::vector<int> ops = s_.subgraphs[i].ops;
     ops.insert(ops.end(), s_.subgraphs[j].ops.begin(), s_.subgraphs[j].ops.end());
-    const double apart = latency_[i] + latency_[j];
-    if (oracle_.lower_bound(ops, retention->in, retention->out) >= apart) return false;
-    const std::optional<SubgraphChoice> best = oracle_.best(ops, retention->in, retention->out);
-    if (!best || best->latency >= apart * (1 - 1e-12)) return false;
-    s_.subgraphs[j] = {ops, best->granularity, retention->out, best->traversal_order()};
-    latency_[j] = best->latency;
+    if (!replace_if_cheaper(j, ops, retention->in, retention->out, latency_[i] + latency_[j])) return false;
     s_.subgraphs.erase(s_.subgraphs.begin() + static_cast<long>(i));
     latency_.erase(latency_.begin() + static_cast<long>(i));
+    return true;
+  }
+
+  // Asks the oracle for `ops` as one subgraph; if it costs less than `apart`, it becomes subgraph `at`.
+  bool replace_if_cheaper(size_t at, const std::vector<int>& ops, const std::vector<int>& in,
+                          const std::vector<int>& out, double apart) {
+    if (oracle_.lower_bound(ops, in, out) >= apart) return false;
+    const std::optional<SubgraphChoice> best = oracle_.best(ops, in, out);
+    if (!best || best->latency >= apart * (1 - 1e-12)) return false;
+    s_.subgraphs[at] = {ops, best->granularity, out, best->traversal_order()};
+    latency_[at] = best->latency;
     return true;
   }
 
@@ -174,13 +180,8 @@ class MergePass {
         if (produced.count(t) && read_outside(t)) return false;
     double apart = 0;
     for (size_t k = first; k <= last; ++k) apart += latency_[k];
-    const std::vector<int>& in = retained_in(first);
-    const std::vector<int>& out = s_.subgraphs[last].retain;
-    if (oracle_.lower_bound(ops, in, out) >= apart) return false;
-    const std::optional<SubgraphChoice> best = oracle_.best(ops, in, out);
-    if (!best || best->latency >= apart * (1 - 1e-12)) return false;
-    s_.subgraphs[last] = {ops, best->granularity, out, best->traversal_order()};
-    latency_[last] = best->latency;
+    const std::vector<int> out = s_.subgraphs[last].retain;  // a copy: the subgraph it lives in is replaced
+    if (!replace_if_cheaper(last, ops, retained_in(first), out, apart)) return false;
     s_.subgraphs.erase(s_.subgraphs.begin() + static_cast<long>(first),
                        s_.subgraphs.begin() + static_cast<long>(last));
     latency_.erase(latency_.begin() + static_cast<long>(first), latency_.begin() + static_cast<long>(last));

@@ -288,6 +288,31 @@ class ChainRuns {
   std::vector<std::set<int64_t>> above_;
 };
 
+// A Pointwise op's in-chain discount below its padded price (M23), with its padded price; 0 when there is none
+// worth charging.
+struct Discount {
+  double padded = 0, value = 0;
+};
+Discount in_chain_discount(const Problem& p, const Graph& g, const std::vector<double>& floors, int op,
+                           MatmulCompute model) {
+  Discount d;
+  d.padded = padded_compute_floor(p, g, op, model);
+  d.value = d.padded - floors[op];
+  if (d.value <= 1e-12 * d.padded) d.value = 0;
+  return d;
+}
+
+// The ops whose runs Theorems 18 and 19 already charged: each op's runs are counted by one theorem only.
+std::vector<bool> charged_ops(const Problem& p, const TailRunBound& out) {
+  std::vector<bool> charged(p.num_ops(), false);
+  for (const TailRunBound::SharedPath& path : out.shared_paths) {
+    charged[path.op] = true;
+    for (int r : path.readers) charged[r] = true;
+  }
+  for (const TailRunBound::RemadeOp& r : out.remade_ops) charged[r.op] = true;
+  return charged;
+}
+
 // Theorem 18: for each Pointwise op `u` whose readers are Pointwise ops reading nothing else made, the readers
 // discounted only in-chain, and apart: a run holds `u` for each of them in-chain, and never serves two of
 // them (two tails beside a head, all of one depth: ChainRuns::shares_cheaply), as their tails are theirs
@@ -321,15 +346,14 @@ bool charge_shared_paths(const Problem& p, const Graph& g, LinkWalker& walk, con
     std::vector<Reader> apart;
     std::map<int, int> tail_uses;
     for (int r : readers) {
-      const double padded = padded_compute_floor(p, g, r, model);
-      const double discount = padded - floors[r];
-      if (discount <= 1e-12 * padded) continue;
+      const Discount discount = in_chain_discount(p, g, floors, r, model);
+      if (discount.value <= 0) continue;
       std::optional<std::vector<int>> walked = walk.tails(r, kReaderWalk);
       if (!walked) continue;  // not counted: sound, and the work stays linear
       std::vector<int> tails = std::move(*walked);
-      if (chains.shares_cheaply(r, tails, heads, padded)) continue;
+      if (chains.shares_cheaply(r, tails, heads, discount.padded)) continue;
       for (int b : tails) ++tail_uses[b];
-      apart.push_back({r, discount, std::move(tails)});
+      apart.push_back({r, discount.value, std::move(tails)});
     }
     if (walk.out_of_budget()) return false;
     TailRunBound::SharedPath path;
@@ -365,11 +389,7 @@ bool charge_shared_paths(const Problem& p, const Graph& g, LinkWalker& walk, con
 // the work limit stopped it.
 bool charge_remade_ops(const Problem& p, const Graph& g, LinkWalker& walk, const std::vector<double>& floors,
                        MatmulCompute model, ChainRuns& chains, TailRunBound& out) {
-  std::vector<bool> charged(p.num_ops(), false);
-  for (const TailRunBound::SharedPath& path : out.shared_paths) {
-    charged[path.op] = true;
-    for (int r : path.readers) charged[r] = true;
-  }
+  const std::vector<bool> charged = charged_ops(p, out);
   for (int o = 0; o < p.num_ops() && !walk.out_of_budget(); ++o) {
     if (p.is_matmul(o) || charged[o]) continue;
     std::vector<int> readers;
@@ -383,14 +403,13 @@ bool charge_remade_ops(const Problem& p, const Graph& g, LinkWalker& walk, const
     std::sort(readers.begin(), readers.end());
     readers.erase(std::unique(readers.begin(), readers.end()), readers.end());
     if (!only_matmuls || readers.size() < 2) continue;
-    const double padded = padded_compute_floor(p, g, o, model);
-    const double discount = padded - floors[o];
-    if (discount <= 1e-12 * padded) continue;
-    if (chains.shares_cheaply(o, readers, chains.head_depths(o), padded)) continue;
+    const Discount discount = in_chain_discount(p, g, floors, o, model);
+    if (discount.value <= 0) continue;
+    if (chains.shares_cheaply(o, readers, chains.head_depths(o), discount.padded)) continue;
     TailRunBound::RemadeOp remade;
     remade.op = o;
     remade.readers = std::move(readers);
-    remade.charge = std::min(discount, floors[o] * static_cast<double>(remade.readers.size() - 1));
+    remade.charge = std::min(discount.value, floors[o] * static_cast<double>(remade.readers.size() - 1));
     out.remade_charges += remade.charge;
     out.remade_ops.push_back(std::move(remade));
   }
@@ -467,19 +486,13 @@ class WaitingReaders {
 // 18 and 19 charge are left out, and each op is counted once. False when the work limit stopped it.
 bool charge_waiting_readers(const Problem& p, const Graph& g, LinkWalker& walk, const std::vector<double>& floors,
                             MatmulCompute model, TailRunBound& out) {
-  std::vector<bool> counted(p.num_ops(), false);
-  for (const TailRunBound::SharedPath& path : out.shared_paths) {
-    counted[path.op] = true;
-    for (int r : path.readers) counted[r] = true;
-  }
-  for (const TailRunBound::RemadeOp& r : out.remade_ops) counted[r.op] = true;
+  std::vector<bool> counted = charged_ops(p, out);
   WaitingReaders readers(p, g, walk);
   for (int o : g.topological_order) {
     if (walk.out_of_budget()) return false;
     if (p.is_matmul(o) || counted[o]) continue;
-    const double padded = padded_compute_floor(p, g, o, model);
-    const double discount = padded - floors[o];
-    if (discount <= 1e-12 * padded) continue;
+    const Discount discount = in_chain_discount(p, g, floors, o, model);
+    if (discount.value <= 0) continue;
     std::vector<int> matmuls, others;
     for (int t : p.outputs[o])
       for (const Consumer& c : g.consumers[t]) (p.is_matmul(c.op) ? matmuls : others).push_back(c.op);
@@ -506,7 +519,7 @@ bool charge_waiting_readers(const Problem& p, const Graph& g, LinkWalker& walk, 
       above += floors[maker];
       x = maker;
     }
-    op.charge = std::min(discount, floors[o] + above);
+    op.charge = std::min(discount.value, floors[o] + above);
     counted[o] = true;
     for (int u : op.above) counted[u] = true;
     out.waiting_charges += op.charge;
@@ -545,18 +558,13 @@ TailRunBound tail_run_bound(const Problem& p, const Graph& g, const ModelOptions
   }
   std::map<int64_t, std::vector<double>> fewest;  // per reduction depth no wider than the native tile
   const double path_charges = paths.shared_path_charges + paths.remade_charges + paths.waiting_charges;
-  auto with_paths = [&](TailRunBound&& variant) {
+  // The compute floor, the joins of `from` (Theorem 16, when it has any) and Theorems 18-20's charges.
+  auto with_paths = [&](const TailRunBound& from) {
+    TailRunBound variant = paths;
+    variant.joins = from.joins;
+    variant.join_charges = from.join_charges;
     variant.bound = variant.compute_floor + variant.join_charges + path_charges;
-    variant.heads.clear();
-    variant.tails.clear();
-    variant.first_runs = 0;
-    variant.shared_paths = paths.shared_paths;
-    variant.shared_path_charges = paths.shared_path_charges;
-    variant.remade_ops = paths.remade_ops;
-    variant.remade_charges = paths.remade_charges;
-    variant.waiting_ops = paths.waiting_ops;
-    variant.waiting_charges = paths.waiting_charges;
-    return std::move(variant);
+    return variant;
   };
   // Theorems 14 and 16 past the work limit claim nothing; Theorems 18-20, walked apart, still stand alone.
   auto stop = [&] {
@@ -564,7 +572,7 @@ TailRunBound tail_run_bound(const Problem& p, const Graph& g, const ModelOptions
       out.status = stopped;
       return out;
     }
-    TailRunBound alone_paths = with_paths(TailRunBound(paths));
+    TailRunBound alone_paths = with_paths(paths);
     alone_paths.applies = true;
     alone_paths.status = "Theorems 14 and 16 " + stopped;
     return alone_paths;
@@ -595,7 +603,7 @@ TailRunBound tail_run_bound(const Problem& p, const Graph& g, const ModelOptions
   }
   if (heads.empty()) {
     if (path_charges > 0) {
-      out = with_paths(std::move(out));
+      out = with_paths(out);
       out.applies = true;
       return out;
     }
@@ -615,12 +623,12 @@ TailRunBound tail_run_bound(const Problem& p, const Graph& g, const ModelOptions
   } else {
     joined.bound += joined.join_charges;
     if (!charge_tails(p, g, walk, floors, heads, joined)) return stop();
-    TailRunBound joined_paths = with_paths(TailRunBound(joined));
+    TailRunBound joined_paths = with_paths(joined);
     out = joined.bound >= alone.bound ? std::move(joined) : std::move(alone);
     if (joined_paths.bound > out.bound) out = std::move(joined_paths);
   }
   if (path_charges > 0 && out.compute_floor + path_charges > out.bound) {
-    out = with_paths(TailRunBound(paths));
+    out = with_paths(paths);
   }
   out.applies = out.bound > out.compute_floor * (1 + 1e-12);
   if (!out.applies) out.status = "each tail's first run serves every head that needs one, and no heads join";
