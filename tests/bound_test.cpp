@@ -379,6 +379,11 @@ TEST(CertifiedBound, NeverAboveTheExactOptimumOfRandomWaitingReaders) {
                     "[ waiting  ] waiting readers", "Theorem 20");
 }
 
+TEST(CertifiedBound, NeverAboveTheExactOptimumOfRandomWaitingChains) {
+  tail_run_campaign("CHAIN", 40, 20261204u, testing::random_waiting_chains, &TailRunBound::waiting_charges,
+                    "[ chains   ] waiting chains", "Theorem 20");
+}
+
 TEST(CertifiedBound, Theorem20ChargesAnOpReadByAMatMulAndByWhatWaitsForIt) {
   // Native [2, 1], bandwidth 100. a: X[1x2] @ W[2x1] -> Y, base 8 (padded 8, streamed 4). P: Y -> S, base 10
   // (in-chain 5). m: S @ V[1x2] -> G[1x2], base 2; g1: G @ W2[2x1] -> G1, base 2 (K = 2; as g2's head 1);
@@ -408,6 +413,40 @@ TEST(CertifiedBound, Theorem20ChargesAnOpReadByAMatMulAndByWhatWaitsForIt) {
   const testing::BruteForceResult exact = testing::brute_force_optimum(p, g, ModelOptions{});
   ASSERT_TRUE(exact.feasible);
   EXPECT_DOUBLE_EQ(exact.optimum, 25.0);
+}
+
+TEST(CertifiedBound, Theorem20ChargesTheOpsAboveThatNoRunWherePIsInChainCanKeep) {
+  // Native [2, 1] (n_k = 2), bandwidth 1000. a: X[3x1] @ W[1x1] -> Y, base 4 (padded 12, streamed 6). D: Y ->
+  // Y2, base 6 (padded 18, in-chain 9); P: Y2 -> S, base 2 (padded 6, in-chain 3), both read by one op alone.
+  // m: V[1x3] @ S[3x1] -> G[1x1], base 2, 3 deep. The gate: g1: O[3x1] @ G -> G1 (as g2's head 1.5), g2: G1 @
+  // W3[1x1] -> G2 (3), base 1 each; q: (S, G2) -> Z, base 1 (3). Floor 6 + 9 + 3 + 2 + 1.5 + 3 + 3 = 27.5.
+  // P runs twice in-chain, with D each time (12 more); or never in-chain, and D neither (9 + 3 more); or
+  // padded once and in-chain once (3 + 3 more), where what the padded run reads was made padded (9 more),
+  // since a run where P is in-chain (tail m, output 1x1) cannot keep Y2 (3x1, M10). So 12: 39.5.
+  const Problem p = parse_problem(nlohmann::json::parse(R"({
+      "widths": [1, 1, 1, 1, 1, 3, 1, 1, 1, 1, 1, 1], "heights": [3, 1, 3, 3, 3, 1, 1, 3, 3, 1, 3, 3],
+      "inputs": [[0, 1], [2], [3], [5, 4], [7, 6], [8, 9], [4, 10]],
+      "outputs": [[2], [3], [4], [6], [8], [10], [11]],
+      "base_costs": [4, 6, 2, 2, 1, 1, 1],
+      "op_types": ["MatMul", "Pointwise", "Pointwise", "MatMul", "MatMul", "MatMul", "Pointwise"],
+      "fast_memory_capacity": 100, "slow_memory_bandwidth": 1000, "native_granularity": [2, 1]})"),
+                                  "chain");
+  const Graph g = analyze_graph(p, "chain");
+  const TailRunBound tails = certified_bound(p, g, ModelOptions{}).tail_runs;
+  EXPECT_DOUBLE_EQ(tails.compute_floor, 27.5);
+  ASSERT_EQ(tails.waiting_ops.size(), 1u);
+  EXPECT_EQ(tails.waiting_ops[0].op, 2);
+  EXPECT_EQ(tails.waiting_ops[0].above, std::vector<int>{1});
+  EXPECT_EQ(tails.waiting_ops[0].read_alone, 1);
+  EXPECT_EQ(tails.waiting_ops[0].never_kept, 1);
+  EXPECT_DOUBLE_EQ(tails.waiting_ops[0].charge, 12.0);
+  EXPECT_DOUBLE_EQ(tails.bound, 39.5);
+  // The optimum, by hand: a, D and P alone and padded, S stored (12 + 18 + 6); m (2); g1 heading g2 (1.5 +
+  // 3); q (3): 45.5. Making P in-chain beside m and again for q costs more: q has no tail, so that second run
+  // is padded.
+  const testing::BruteForceResult exact = testing::brute_force_optimum(p, g, ModelOptions{});
+  ASSERT_TRUE(exact.feasible);
+  EXPECT_DOUBLE_EQ(exact.optimum, 45.5);
 }
 
 TEST(CertifiedBound, Theorem18StaysLinearOnALongChainOfSharedOps) {

@@ -778,6 +778,72 @@ Problem random_waiting_readers(std::mt19937& rng) {
   return p;
 }
 
+Problem random_waiting_chains(std::mt19937& rng) {
+  // EfficientNet's squeeze-and-excite in miniature: a head makes the input of one or two Pointwise ops above P
+  // (the expand convolution's SiLU and the depthwise convolution), read by nothing else or sometimes by a side
+  // reader too; P is read by a pooling MatMul m 3 deep (deeper than n_w = 2, so m shares a subgraph with one
+  // head only, M13), and by a product q whose gate comes from m through two MatMuls. P is [3 x c] and m
+  // reads it as an RHS, or P is [1 x 3] and m reads it as an LHS. Sometimes a third reader of P, 3 deep or
+  // shallow (one k-step: a subgraph where P is in-chain beside it may keep what the ops above make, M17),
+  // or a tail after q.
+  TinyProblem tiny(rng);
+  Problem& p = tiny.p;
+  auto pick = [&](int lo, int hi) { return tiny.pick(lo, hi); };
+  p.native_w = 2;
+  p.native_h = pick(1, 2);
+  const bool rhs = pick(0, 1) == 0;
+  const int64_t rows = rhs ? 3 : 1, cols = rhs ? pick(1, 2) : 3, depth = pick(1, 3);
+  int Y = tiny.add_tensor(rows, cols);
+  tiny.add_op(OpType::MatMul, {tiny.add_tensor(rows, depth), tiny.add_tensor(depth, cols)}, Y, pick(2, 12));
+  const int above = pick(1, 2);
+  for (int u = 0; u < above; ++u) {
+    const int next = tiny.add_tensor(rows, cols);
+    tiny.add_op(OpType::Pointwise, {Y}, next, pick(1, 16));
+    if (pick(0, 5) == 0)  // a side reader: this op may be in-chain where P is not
+      tiny.add_op(OpType::Pointwise, {Y}, tiny.add_tensor(rows, cols), pick(1, 4));
+    Y = next;
+  }
+  const int S = tiny.add_tensor(rows, cols);
+  tiny.add_op(OpType::Pointwise, {Y}, S, pick(1, 12));
+  int G = tiny.add_tensor(1, rhs ? cols : 1);
+  if (rhs)
+    tiny.add_op(OpType::MatMul, {tiny.add_tensor(1, rows), S}, G, pick(1, 6));
+  else
+    tiny.add_op(OpType::MatMul, {S, tiny.add_tensor(cols, 1)}, G, pick(1, 6));
+  // The gate back to P's shape: a broadcast (1 deep), then a MatMul of another depth than m's.
+  const int G1 = tiny.add_tensor(rows, cols);
+  if (rhs)
+    tiny.add_op(OpType::MatMul, {tiny.add_tensor(rows, 1), G}, G1, pick(1, 6));
+  else
+    tiny.add_op(OpType::MatMul, {G, tiny.add_tensor(1, cols)}, G1, pick(1, 6));
+  const int G2 = tiny.add_tensor(rows, cols);
+  tiny.add_op(OpType::MatMul, {G1, tiny.add_tensor(cols, cols)}, G2, pick(1, 6));
+  const int Z = tiny.add_tensor(rows, cols);
+  tiny.add_op(OpType::Pointwise, {S, G2}, Z, pick(1, 8));
+  const int third = pick(0, 3);
+  if (third == 1) {  // a third reader of P, 3 deep
+    const int64_t other = rhs ? 2 * pick(0, 1) + 1 : pick(1, 3);
+    if (rhs)
+      tiny.add_op(OpType::MatMul, {tiny.add_tensor(other, rows), S}, tiny.add_tensor(other, cols), pick(1, 6));
+    else
+      tiny.add_op(OpType::MatMul, {S, tiny.add_tensor(cols, other)}, tiny.add_tensor(rows, other), pick(1, 6));
+  } else if (third == 2) {  // a shallow one (P's other side): in one k-step beside it, with an output of P's
+                            // shape or not, a subgraph where P is in-chain may keep what the ops above make
+    const int64_t other = pick(1, 2);
+    if (rhs)
+      tiny.add_op(OpType::MatMul, {S, tiny.add_tensor(cols, other)}, tiny.add_tensor(rows, other), pick(1, 6));
+    else
+      tiny.add_op(OpType::MatMul, {tiny.add_tensor(other, rows), S}, tiny.add_tensor(other, cols), pick(1, 6));
+  }
+  if (!rhs && pick(0, 2) == 0) {  // a tail after q: Z [1 x 3] @ W [3 x out]
+    const int64_t out = pick(1, 3);
+    tiny.add_op(OpType::MatMul, {Z, tiny.add_tensor(cols, out)}, tiny.add_tensor(rows, out), pick(1, 6));
+  }
+  p.fast_memory_capacity = pick(6, 24);
+  p.slow_memory_bandwidth = std::uniform_real_distribution<double>(0.5, 4.0)(rng);
+  return p;
+}
+
 Problem crowded_branches_once(std::mt19937& rng);
 
 Problem random_crowded_branches(std::mt19937& rng) {

@@ -86,6 +86,9 @@ Problem random_remade_ops(std::mt19937& rng);
 // Theorem 20's: a Pointwise op read by a MatMul and by a product that waits for it through two more MatMuls
 // (squeeze-and-excite).
 Problem random_waiting_readers(std::mt19937& rng);
+// Theorem 20's ops above P: one or two Pointwise ops between a head and P, P read by a pooling MatMul deeper
+// than n_w (EfficientNet's expand SiLU and depthwise convolution ahead of squeeze-and-excite).
+Problem random_waiting_chains(std::mt19937& rng);
 // Theorem 17's: branches of deep MatMuls whose intermediates fit the fast memory about once, the second
 // MatMul's other operand a weight the branches share (benchmark 13 in miniature).
 Problem random_crowded_branches(std::mt19937& rng);

@@ -72,8 +72,13 @@ nlohmann::json tail_run_bound_to_json(const TailRunBound& b) {
     remade.push_back({{"op", r.op}, {"readers", r.readers}, {"charge", r.charge}});
   nlohmann::json waiting = nlohmann::json::array();
   for (const TailRunBound::WaitingOp& w : b.waiting_ops)
-    waiting.push_back(
-        {{"op", w.op}, {"reader", w.reader}, {"waiting", w.waiting}, {"above", w.above}, {"charge", w.charge}});
+    waiting.push_back({{"op", w.op},
+                       {"reader", w.reader},
+                       {"waiting", w.waiting},
+                       {"above", w.above},
+                       {"read_alone", w.read_alone},
+                       {"never_kept", w.never_kept},
+                       {"charge", w.charge}});
   return {{"applies", b.applies},
           {"status", b.status},
           {"bound", b.bound},
@@ -265,9 +270,13 @@ void print_tail_run_bound(std::ostream& out, const TailRunBound& b) {
   if (!b.remade_ops.empty())
     out << " + " << format_display(b.remade_charges) << " over " << b.remade_ops.size()
         << " Pointwise ops read by MatMuls only, made again per reader";
-  if (!b.waiting_ops.empty())
+  if (!b.waiting_ops.empty()) {
+    size_t above = 0;
+    for (const TailRunBound::WaitingOp& w : b.waiting_ops) above += w.above.size();
     out << " + " << format_display(b.waiting_charges) << " over " << b.waiting_ops.size()
-        << " Pointwise ops read by a MatMul and by an op that waits for it, made twice";
+        << " Pointwise ops read by a MatMul and by an op that waits for it, made twice or padded (with " << above
+        << " ops above them)";
+  }
   out << "\n";
   std::vector<const TailRunBound::Tail*> largest;
   for (const TailRunBound::Tail& t : b.tails) largest.push_back(&t);

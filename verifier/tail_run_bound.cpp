@@ -302,6 +302,24 @@ Discount in_chain_discount(const Problem& p, const Graph& g, const std::vector<d
   return d;
 }
 
+// Whether `reader` is the only op that reads what `op` makes.
+bool reads_only(const Problem& p, const Graph& g, int op, int reader) {
+  for (int t : p.outputs[op])
+    for (const Consumer& c : g.consumers[t])
+      if (c.op != reader) return false;
+  return true;
+}
+
+// Whether every MatMul `op`'s output reaches through Pointwise ops only (every tail it can be in-chain
+// towards) reduces deeper than n_w, so in two or more k-steps (M6, M12): where `op` is in-chain, its region
+// and those of the ops above it in-chain then change with the k-step, and none of them can be kept or
+// stored, whose region is the tile's (M17). False past the walk's limit.
+bool tails_reduce_deep(const Problem& p, const Graph& g, LinkWalker& walk, int op) {
+  const std::optional<std::vector<int>> tails = walk.tails(op, kReaderWalk);
+  return tails && std::all_of(tails->begin(), tails->end(),
+                              [&](int t) { return g.reduction_depth[t] > p.native_w; });
+}
+
 // The ops whose runs Theorems 18 and 19 already charged: each op's runs are counted by one theorem only.
 std::vector<bool> charged_ops(const Problem& p, const TailRunBound& out) {
   std::vector<bool> charged(p.num_ops(), false);
@@ -482,8 +500,10 @@ class WaitingReaders {
 // run of P is not in-chain, at its padded price, or none is and P is never stored: then m's first run and q's
 // first run (a later one) each make P or receive it retained from the subgraph just before, and one run
 // cannot serve both, since P made beside m is not kept (M9). So P runs twice, and each run in-chain holds the
-// single-input Pointwise ops above it in-chain too: the charge is min(d_P, f_P + their floors). Ops Theorems
-// 18 and 19 charge are left out, and each op is counted once. False when the work limit stopped it.
+// single-input Pointwise ops above it in-chain too. The charge is the least of that, of P and the ops read
+// alone above it never in-chain, and of P padded once beside an in-chain run (docs/bounds.md#theorem-20).
+// Ops Theorems 18 and 19 charge are left out, and each op is counted once. False when the work limit
+// stopped it.
 bool charge_waiting_readers(const Problem& p, const Graph& g, LinkWalker& walk, const std::vector<double>& floors,
                             MatmulCompute model, TailRunBound& out) {
   std::vector<bool> counted = charged_ops(p, out);
@@ -505,6 +525,12 @@ bool charge_waiting_readers(const Problem& p, const Graph& g, LinkWalker& walk, 
     if (op.reader < 0) continue;
     double above = 0;
     // Up through Pointwise ops that alone make what the last one reads: each in-chain run holds them.
+    // While each is read by the op below it alone, it is in-chain only where P is. If P never runs in-chain,
+    // none of them does and each pays its padded price. If P runs padded somewhere, what it reads there was
+    // made padded, or kept from a run where P is in-chain, which deep tails rule out (M17).
+    double padded_alone = discount.value, padded_once = floors[o] + discount.value;
+    bool read_alone = true;
+    const bool never_kept = tails_reduce_deep(p, g, walk, o);
     for (int x = o; op.above.size() < 64;) {
       int maker = -1;
       bool single = true;
@@ -517,9 +543,18 @@ bool charge_waiting_readers(const Problem& p, const Graph& g, LinkWalker& walk, 
       if (maker < 0 || !single || p.is_matmul(maker) || counted[maker]) break;
       op.above.push_back(maker);
       above += floors[maker];
+      read_alone = read_alone && reads_only(p, g, maker, x);
+      if (read_alone) {
+        const double d = in_chain_discount(p, g, floors, maker, model).value;
+        ++op.read_alone;
+        padded_alone += d;
+        if (never_kept) ++op.never_kept, padded_once += d;
+      }
       x = maker;
     }
-    op.charge = std::min(discount.value, floors[o] + above);
+    // P in-chain twice (each run holds the ops above); or P padded and in-chain once (what it reads there made
+    // padded); or P and the ops read alone above it never in-chain.
+    op.charge = std::min({floors[o] + above, padded_once, padded_alone});
     counted[o] = true;
     for (int u : op.above) counted[u] = true;
     out.waiting_charges += op.charge;

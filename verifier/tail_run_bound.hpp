@@ -76,7 +76,10 @@ struct TailRunBound {
     int reader = -1;         // a MatMul reading it
     int waiting = -1;        // a reader that waits for that MatMul's first run
     std::vector<int> above;  // the Pointwise ops above it that alone make what it reads: in-chain with it
-    double charge = 0;       // min(its discount, its floor and theirs)
+    int read_alone = 0;      // how many of `above`, from it up, are read by the op below alone
+    int never_kept = 0;      // how many of those no subgraph where it runs in-chain can keep (M17)
+    double charge = 0;       // the least of: its floor and theirs (twice in-chain); its discount and
+                             // those read alone (never); its floor, discount and those never kept (both)
   };
   std::vector<WaitingOp> waiting_ops;  // with shared_paths
   double waiting_charges = 0;
