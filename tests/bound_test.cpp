@@ -380,7 +380,7 @@ TEST(CertifiedBound, NeverAboveTheExactOptimumOfRandomWaitingReaders) {
 }
 
 TEST(CertifiedBound, NeverAboveTheExactOptimumOfRandomWaitingChains) {
-  tail_run_campaign("CHAIN", 40, 20261204u, testing::random_waiting_chains, &TailRunBound::waiting_charges,
+  tail_run_campaign("CHAIN", 30, 20261204u, testing::random_waiting_chains, &TailRunBound::waiting_charges,
                     "[ chains   ] waiting chains", "Theorem 20");
 }
 

@@ -780,8 +780,8 @@ Problem random_waiting_readers(std::mt19937& rng) {
 
 Problem random_waiting_chains(std::mt19937& rng) {
   // EfficientNet's squeeze-and-excite in miniature: a head makes the input of one or two Pointwise ops above P
-  // (the expand convolution's SiLU and the depthwise convolution), read by nothing else or sometimes by a side
-  // reader too; P is read by a pooling MatMul m 3 deep (deeper than n_w = 2, so m shares a subgraph with one
+  // (the expand convolution's SiLU and the depthwise convolution), read by nothing else or sometimes by a
+  // MatMul too; P is read by a pooling MatMul m 3 deep (deeper than n_w = 2, so m shares a subgraph with one
   // head only, M13), and by a product q whose gate comes from m through two MatMuls. P is [3 x c] and m
   // reads it as an RHS, or P is [1 x 3] and m reads it as an LHS. Sometimes a third reader of P, 3 deep or
   // shallow (one k-step: a subgraph where P is in-chain beside it may keep what the ops above make, M17),
@@ -799,8 +799,8 @@ Problem random_waiting_chains(std::mt19937& rng) {
   for (int u = 0; u < above; ++u) {
     const int next = tiny.add_tensor(rows, cols);
     tiny.add_op(OpType::Pointwise, {Y}, next, pick(1, 16));
-    if (pick(0, 5) == 0)  // a side reader: this op may be in-chain where P is not
-      tiny.add_op(OpType::Pointwise, {Y}, tiny.add_tensor(rows, cols), pick(1, 4));
+    if (pick(0, 4) == 0)  // a MatMul reading it beside: it may be in-chain where P is not
+      tiny.add_op(OpType::MatMul, {next, tiny.add_tensor(cols, 1)}, tiny.add_tensor(rows, 1), pick(1, 4));
     Y = next;
   }
   const int S = tiny.add_tensor(rows, cols);
