@@ -422,7 +422,7 @@ TEST(CertifiedBound, Theorem20ChargesTheOpsAboveThatNoRunWherePIsInChainCanKeep)
   // W3[1x1] -> G2 (3), base 1 each; q: (S, G2) -> Z, base 1 (3). Floor 6 + 9 + 3 + 2 + 1.5 + 3 + 3 = 27.5.
   // P runs twice in-chain, with D each time (12 more); or never in-chain, and D neither (9 + 3 more); or
   // padded once and in-chain once (3 + 3 more), where what the padded run reads was made padded (9 more),
-  // since a run where P is in-chain (tail m, output 1x1) cannot keep Y2 (3x1, M10). So 12: 39.5.
+  // since a run where P is in-chain towards m, 3 deep, takes two k-steps and cannot keep Y2 (M17). So 12: 39.5.
   const Problem p = parse_problem(nlohmann::json::parse(R"({
       "widths": [1, 1, 1, 1, 1, 3, 1, 1, 1, 1, 1, 1], "heights": [3, 1, 3, 3, 3, 1, 1, 3, 3, 1, 3, 3],
       "inputs": [[0, 1], [2], [3], [5, 4], [7, 6], [8, 9], [4, 10]],
