@@ -449,6 +449,40 @@ TEST(CertifiedBound, Theorem20ChargesTheOpsAboveThatNoRunWherePIsInChainCanKeep)
   EXPECT_DOUBLE_EQ(exact.optimum, 45.5);
 }
 
+TEST(CertifiedBound, Theorem20ChargesTheOpsAboveWhereAShallowTailsOutputHasAnotherShape) {
+  // The test above with 2 rows, so m reduces 2 deep, no deeper than n_w: one k-step can hold it (M17 no
+  // longer forbids keeping). a: X[2x1] @ W[1x1] -> Y, base 4 (padded 8, streamed 4); D: Y -> Y2, base 6
+  // (padded 12, in-chain 6); P: Y2 -> S, base 2 (padded 4, in-chain 2); m: V[1x2] @ S[2x1] -> G[1x1], base 2;
+  // g1: O[2x1] @ G -> G1, g2: G1 @ W3[1x1] -> G2, base 1 each; q: (S, G2) -> Z, base 1. Floor 4 + 6 + 2 + 1
+  // (m as g1's head, streaming G's one row: 2 / 2) + 1 + 2 + 2 = 18. A run where P is in-chain has m as its
+  // tail, whose output G (1x1) is not Y2's shape (2x1): keeping Y2 there would need G ephemeral (M10), so
+  // read by g1, which would make m a middle of depth 2 beside g1 of depth 1 (M13). So the padded-once case
+  // pays D's discount too (2 + 2 + 6 = 10), and the charge is min(twice in-chain 2 + 6, never 2 + 6, 10) = 8,
+  // where the shape test missing gave min(8, 8, 2 + 2) = 4. Bound 26.
+  const Problem p = parse_problem(nlohmann::json::parse(R"({
+      "widths": [1, 1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1], "heights": [2, 1, 2, 2, 2, 1, 1, 2, 2, 1, 2, 2],
+      "inputs": [[0, 1], [2], [3], [5, 4], [7, 6], [8, 9], [4, 10]],
+      "outputs": [[2], [3], [4], [6], [8], [10], [11]],
+      "base_costs": [4, 6, 2, 2, 1, 1, 1],
+      "op_types": ["MatMul", "Pointwise", "Pointwise", "MatMul", "MatMul", "MatMul", "Pointwise"],
+      "fast_memory_capacity": 100, "slow_memory_bandwidth": 1000, "native_granularity": [2, 1]})"),
+                                  "shallow");
+  const Graph g = analyze_graph(p, "shallow");
+  const TailRunBound tails = certified_bound(p, g, ModelOptions{}).tail_runs;
+  ASSERT_EQ(tails.waiting_ops.size(), 1u);
+  EXPECT_EQ(tails.waiting_ops[0].op, 2);
+  EXPECT_EQ(tails.waiting_ops[0].never_kept, 1);
+  EXPECT_DOUBLE_EQ(tails.waiting_ops[0].charge, 8.0);
+  EXPECT_DOUBLE_EQ(tails.compute_floor, 18.0);
+  EXPECT_DOUBLE_EQ(tails.bound, 26.0);
+  // The optimum, by hand: a, D and P alone and padded, S stored (8 + 12 + 4); m (2); g1 heading g2 (1 + 2);
+  // q (2): 31. In-chain beside m, neither Y2 nor S can be kept (M10, M9), so q's S costs a, D and P padded
+  // again.
+  const testing::BruteForceResult exact = testing::brute_force_optimum(p, g, ModelOptions{});
+  ASSERT_TRUE(exact.feasible);
+  EXPECT_DOUBLE_EQ(exact.optimum, 31.0);
+}
+
 TEST(CertifiedBound, Theorem18StaysLinearOnALongChainOfSharedOps) {
   // A head, then 20,000 Pointwise ops U_i in a chain, each also read by two Pointwise ops that feed tails of
   // depth 1 of their own: every U_i has three readers, and U_{i+1}'s tails are all the tails below it.

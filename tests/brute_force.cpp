@@ -779,20 +779,22 @@ Problem random_waiting_readers(std::mt19937& rng) {
 }
 
 Problem random_waiting_chains(std::mt19937& rng) {
-  // EfficientNet's squeeze-and-excite in miniature: a head makes the input of one or two Pointwise ops above P
-  // (the expand convolution's SiLU and the depthwise convolution), read by nothing else or sometimes by a
-  // MatMul too; P is read by a pooling MatMul m 3 deep (deeper than n_w = 2, so m shares a subgraph with one
-  // head only, M13), and by a product q whose gate comes from m through two MatMuls. P is [3 x c] and m
-  // reads it as an RHS, or P is [1 x 3] and m reads it as an LHS. Sometimes a third reader of P, 3 deep or
-  // shallow (one k-step: a subgraph where P is in-chain beside it may keep what the ops above make, M17),
-  // or a tail after q.
+  // EfficientNet's squeeze-and-excite in miniature: a head makes the input of one or two Pointwise ops above
+  // P (the expand convolution's SiLU and the depthwise convolution), read by nothing else or sometimes by a
+  // MatMul too; P is read by a pooling MatMul m, and by a product q whose gate comes from m through two
+  // MatMuls. P is [d x c] and m reads it as an RHS, or P is [1 x d] and m reads it as an LHS. m is d = 3 deep
+  // (deeper than n_w = 2, so m shares a subgraph with one head only, M13), or 2 deep like RegNet's pooling
+  // (one k-step, and its output has another shape than P's, M10). Sometimes a third reader of P, d deep or
+  // shallow (one k-step: a subgraph where P is in-chain beside it may keep what the ops above make, M17), or
+  // a tail after q.
   TinyProblem tiny(rng);
   Problem& p = tiny.p;
   auto pick = [&](int lo, int hi) { return tiny.pick(lo, hi); };
   p.native_w = 2;
   p.native_h = pick(1, 2);
   const bool rhs = pick(0, 1) == 0;
-  const int64_t rows = rhs ? 3 : 1, cols = rhs ? pick(1, 2) : 3, depth = pick(1, 3);
+  const int64_t d = pick(2, 3);
+  const int64_t rows = rhs ? d : 1, cols = rhs ? pick(1, 2) : d, depth = pick(1, 3);
   int Y = tiny.add_tensor(rows, cols);
   tiny.add_op(OpType::MatMul, {tiny.add_tensor(rows, depth), tiny.add_tensor(depth, cols)}, Y, pick(2, 12));
   const int above = pick(1, 2);
@@ -821,8 +823,8 @@ Problem random_waiting_chains(std::mt19937& rng) {
   const int Z = tiny.add_tensor(rows, cols);
   tiny.add_op(OpType::Pointwise, {S, G2}, Z, pick(1, 8));
   const int third = pick(0, 3);
-  if (third == 1) {  // a third reader of P, 3 deep
-    const int64_t other = rhs ? 2 * pick(0, 1) + 1 : pick(1, 3);
+  if (third == 1) {  // a third reader of P, d deep
+    const int64_t other = rhs ? 2 * pick(0, 1) + 1 : pick(1, d);
     if (rhs)
       tiny.add_op(OpType::MatMul, {tiny.add_tensor(other, rows), S}, tiny.add_tensor(other, cols), pick(1, 6));
     else

@@ -310,14 +310,27 @@ bool reads_only(const Problem& p, const Graph& g, int op, int reader) {
   return true;
 }
 
-// Whether every MatMul `op`'s output reaches through Pointwise ops only (every tail it can be in-chain
-// towards) reduces deeper than n_w, so in two or more k-steps (M6, M12): where `op` is in-chain, its region
-// and those of the ops above it in-chain then change with the k-step, and none of them can be kept or
-// stored, whose region is the tile's (M17). False past the walk's limit.
-bool tails_reduce_deep(const Problem& p, const Graph& g, LinkWalker& walk, int op) {
+// Whether no subgraph where `op` runs in-chain can keep what an op above it, read alone, makes (a tensor of
+// `op`'s shape, M2). In such a subgraph the chain goes on from `op` to a tail t among the MatMuls `op`'s
+// output reaches through Pointwise ops, and the kept tensor is a non-ephemeral output. Ruled out for each t
+// when t reduces deeper than n_w: two or more k-steps, where in-chain regions follow the k-step and a kept
+// one is the tile's (M17). Or when t's output has another shape: then every output below t in the subgraph
+// has that shape and must be ephemeral (M10), so a MatMul x there reads it and t is a middle, which needs
+// K_t = K_x (M13); ruled out when every MatMul t's output reaches through Pointwise ops reduces to another
+// depth. False past the walks' limit.
+bool kept_above_nowhere(const Problem& p, const Graph& g, LinkWalker& walk, int op) {
   const std::optional<std::vector<int>> tails = walk.tails(op, kReaderWalk);
-  return tails && std::all_of(tails->begin(), tails->end(),
-                              [&](int t) { return g.reduction_depth[t] > p.native_w; });
+  if (!tails) return false;
+  const int y = p.outputs[op][0];
+  return std::all_of(tails->begin(), tails->end(), [&](int t) {
+    const int64_t depth = g.reduction_depth[t];
+    if (depth > p.native_w) return true;
+    const int z = p.outputs[t][0];
+    if (p.heights[z] == p.heights[y] && p.widths[z] == p.widths[y]) return false;
+    const std::optional<std::vector<int>> below = walk.tails(t, kReaderWalk);
+    return below &&
+           std::none_of(below->begin(), below->end(), [&](int x) { return g.reduction_depth[x] == depth; });
+  });
 }
 
 // The ops whose runs Theorems 18 and 19 already charged: each op's runs are counted by one theorem only.
@@ -527,10 +540,10 @@ bool charge_waiting_readers(const Problem& p, const Graph& g, LinkWalker& walk, 
     // Up through Pointwise ops that alone make what the last one reads: each in-chain run holds them.
     // While each is read by the op below it alone, it is in-chain only where P is. If P never runs in-chain,
     // none of them does and each pays its padded price. If P runs padded somewhere, what it reads there was
-    // made padded, or kept from a run where P is in-chain, which deep tails rule out (M17).
+    // made padded, or kept from a run where P is in-chain, which its tails may rule out (M10, M13, M17).
     double padded_alone = discount.value, padded_once = floors[o] + discount.value;
     bool read_alone = true;
-    const bool never_kept = tails_reduce_deep(p, g, walk, o);
+    const bool never_kept = kept_above_nowhere(p, g, walk, o);
     for (int x = o; op.above.size() < 64;) {
       int maker = -1;
       bool single = true;

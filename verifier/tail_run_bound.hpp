@@ -77,7 +77,7 @@ struct TailRunBound {
     int waiting = -1;        // a reader that waits for that MatMul's first run
     std::vector<int> above;  // the Pointwise ops above it that alone make what it reads: in-chain with it
     int read_alone = 0;      // how many of `above`, from it up, are read by the op below alone
-    int never_kept = 0;      // how many of those no subgraph where it runs in-chain can keep (M17)
+    int never_kept = 0;      // how many of those no subgraph where it runs in-chain can keep (M10, M13, M17)
     double charge = 0;       // the least of: its floor and theirs (twice in-chain); its discount and
                              // those read alone (never); its floor, discount and those never kept (both)
   };
