@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 
 #include "sim/step_model.hpp"
@@ -543,7 +544,7 @@ bool charge_waiting_readers(const Problem& p, const Graph& g, LinkWalker& walk, 
     // made padded, or kept from a run where P is in-chain, which its tails may rule out (M10, M13, M17).
     double padded_alone = discount.value, padded_once = floors[o] + discount.value;
     bool read_alone = true;
-    const bool never_kept = kept_above_nowhere(p, g, walk, o);
+    std::optional<bool> never_kept;  // walked for only once some op above is read alone
     for (int x = o; op.above.size() < 64;) {
       int maker = -1;
       bool single = true;
@@ -561,7 +562,8 @@ bool charge_waiting_readers(const Problem& p, const Graph& g, LinkWalker& walk, 
         const double d = in_chain_discount(p, g, floors, maker, model).value;
         ++op.read_alone;
         padded_alone += d;
-        if (never_kept) ++op.never_kept, padded_once += d;
+        if (!never_kept) never_kept = kept_above_nowhere(p, g, walk, o);
+        if (*never_kept) ++op.never_kept, padded_once += d;
       }
       x = maker;
     }
