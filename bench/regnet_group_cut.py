@@ -7,6 +7,8 @@ import subprocess
 import sys
 import tempfile
 
+from problem_cut import cut_problem
+
 parser = argparse.ArgumentParser()
 parser.add_argument("problem", help="RegNetY-800MF imported by mlsys-import (the default profile)")
 parser.add_argument("--build", default="build/release")
@@ -50,13 +52,7 @@ excite = only([maker[t] for t in p["inputs"][broadcast] if t in maker], "excite 
 ops = [conv, relu_a] + offsets + [total, relu_b, pool, squeeze, excite, broadcast, product]
 # The excite MatMul reads the block's squeeze sum over all groups; in the cut it reads this group's slice.
 rewire = {(excite, t): p["outputs"][squeeze][0] for t in p["inputs"][excite] if t in maker}
-inputs = [[rewire.get((o, t), t) for t in p["inputs"][o]] for o in ops]
-used = sorted({t for i, o in enumerate(ops) for t in inputs[i] + p["outputs"][o]})
-index = {t: j for j, t in enumerate(used)}
-cut = {k: p[k] for k in ("fast_memory_capacity", "slow_memory_bandwidth", "native_granularity")}
-cut.update(widths=[p["widths"][t] for t in used], heights=[p["heights"][t] for t in used],
-           inputs=[[index[t] for t in ins] for ins in inputs], outputs=[[index[t] for t in p["outputs"][o]] for o in ops],
-           base_costs=[p["base_costs"][o] for o in ops], op_types=[p["op_types"][o] for o in ops])
+cut = cut_problem(p, ops, [[rewire.get((o, t), t) for t in p["inputs"][o]] for o in ops])
 
 with tempfile.TemporaryDirectory() as work:
     problem = args.keep or os.path.join(work, "cut.json")

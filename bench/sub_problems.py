@@ -8,6 +8,7 @@ import sys
 import tempfile
 
 from docs_section import replace_section
+from problem_cut import cut_problem
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--build", default="build/release")
@@ -24,18 +25,7 @@ CUTS = [(9, f"first {k} block{'s' if k > 1 else ''}", list(range(4 * k))) for k 
 
 
 def sub_problem(benchmark, ops):
-    """The ops given (in order) with the tensors they touch; tensors no kept op writes are graph inputs, and
-    tensors no kept op reads are graph outputs."""
-    p = json.load(open(f"benchmarks/mlsys-2026-{benchmark}.json"))
-    used = sorted({t for i in ops for t in p["inputs"][i] + p["outputs"][i]})
-    index = {t: j for j, t in enumerate(used)}
-    q = {k: v for k, v in p.items() if k not in ("widths", "heights", "inputs", "outputs", "base_costs", "op_types",
-                                                 "names")}
-    q["widths"], q["heights"] = [p["widths"][t] for t in used], [p["heights"][t] for t in used]
-    q["inputs"] = [[index[t] for t in p["inputs"][i]] for i in ops]
-    q["outputs"] = [[index[t] for t in p["outputs"][i]] for i in ops]
-    q["base_costs"], q["op_types"] = [p["base_costs"][i] for i in ops], [p["op_types"][i] for i in ops]
-    return q
+    return cut_problem(json.load(open(f"benchmarks/mlsys-2026-{benchmark}.json")), ops)
 
 
 def run(*command):
