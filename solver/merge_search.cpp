@@ -1,8 +1,12 @@
 // Fusing the best schedule's neighbours: a pair of subgraphs where the later one reads what the earlier one
 // produces becomes one subgraph at the later one's place when the oracle prices it below the two. Orders
-// put side by side only what their kind lines up; this asks about the pairs the data flow suggests.
+// put side by side only what their kind lines up; this asks about the pairs the data flow suggests. When
+// no fusion gains, a small subgraph whose outputs only MatMuls read may instead run again in front of each
+// of them, as a chain (streamed into each reader), which the orders cannot express.
 #include <algorithm>
+#include <map>
 #include <optional>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "solver/search_internal.hpp"
@@ -23,6 +27,10 @@ constexpr size_t kLongestRun = 5;
 // merged so far is verified and offered in time (DenseNet-169's 34,338 ops: the pass takes about 20 s, and
 // cut by a 10 s deadline it used to be discarded whole). Three times, for a verification slowed by load.
 constexpr double kOfferReserve = 3.0;
+// Streaming a subgraph into its readers: at most this many ops, read by at most this many MatMuls (each
+// reader is a question, and each copy is paid again).
+constexpr size_t kLongestStreamed = 4;
+constexpr size_t kMostStreamReaders = 8;
 
 class MergePass {
  public:
@@ -66,6 +74,17 @@ class MergePass {
             merged = true;
             break;
           }
+      if (merged) continue;
+      // Nothing merges any more: try running small subgraphs again inside each reader's chain.
+      // A subgraph, or two where the first keeps what the second reads (a head kept for its epilogue).
+      index_instances();
+      for (size_t i = 0; i < s_.subgraphs.size() && !over(); ++i)
+        if (try_stream_into_readers(i, i) || (i > 0 && try_stream_into_readers(i - 1, i))) {
+          ++merges;
+          merged = true;
+          index_instances();
+          i = i > 1 ? i - 2 : 0;  // the subgraphs from i - 1 on are new or were after it
+        }
     }
     return merges;
   }
@@ -194,12 +213,139 @@ class MergePass {
     return false;
   }
 
+  // Where each op runs: the subgraphs holding it (an op recomputed runs in several).
+  void index_instances() {
+    instances_.assign(p_.num_ops(), {});
+    for (size_t k = 0; k < s_.subgraphs.size(); ++k)
+      for (int op : s_.subgraphs[k].ops) instances_[op].push_back(k);
+  }
+  // The first subgraph of the run of subgraphs, each keeping tensors for the next, that ends at j: a subgraph
+  // placed before it breaks no hand-over (M26).
+  size_t start_of_retention_run(size_t j) const {
+    while (j > 0 && !retained_in(j).empty()) --j;
+    return j;
+  }
+
+  // Whether tensor t is in slow memory before subgraph k: a graph input, or written back by the one subgraph
+  // that makes it (not read there, not kept), before k.
+  bool stored_before(int t, size_t k) const {
+    const int producer = g_.producer[t];
+    if (producer < 0) return true;
+    if (instances_[producer].size() != 1 || instances_[producer][0] >= k) return false;
+    const SubgraphSpec& maker = s_.subgraphs[instances_[producer][0]];
+    if (std::find(maker.retain.begin(), maker.retain.end(), t) != maker.retain.end()) return false;
+    return std::none_of(g_.consumers[t].begin(), g_.consumers[t].end(), [&](const Consumer& c) {
+      return std::find(maker.ops.begin(), maker.ops.end(), c.op) != maker.ops.end();
+    });
+  }
+
+  // Subgraphs first..last (one, or two where the first keeps what the second reads) run again in front of
+  // each MatMul that reads what they make, each copy with that reader as its one subgraph, and are dropped:
+  // the readers leave their subgraphs, which then load the readers' outputs. A head computed once and read by
+  // a few MatMuls then pays its streamed price per reader instead of its padded one (M24), with its epilogue
+  // in-chain: RegNet's stride-2 1x1 convolution and its ReLU, read by one to four of the grouped
+  // convolution's offsets. Only where nothing else changes: the run receives and keeps nothing outside
+  // itself, its ops and their readers run once, and no reader's output is kept for the subgraph after its
+  // host.
+  bool try_stream_into_readers(size_t first, size_t last) {
+    if (!retained_in(first).empty() || !s_.subgraphs[last].retain.empty()) return false;
+    std::vector<int> made;  // the run's ops, in order
+    for (size_t k = first; k <= last; ++k) {
+      if (k < last && s_.subgraphs[k].retain.empty()) return false;
+      made.insert(made.end(), s_.subgraphs[k].ops.begin(), s_.subgraphs[k].ops.end());
+    }
+    if (made.size() > kLongestStreamed) return false;
+    if (std::none_of(made.begin(), made.end(), [&](int op) { return p_.is_matmul(op); })) return false;
+    std::unordered_set<int> own(made.begin(), made.end());
+    std::vector<int> readers;
+    for (int op : made) {
+      if (instances_[op].size() != 1) return false;
+      for (int t : p_.outputs[op]) {
+        if (g_.is_graph_output[t]) return false;
+        for (const Consumer& c : g_.consumers[t])
+          if (!own.count(c.op) && std::find(readers.begin(), readers.end(), c.op) == readers.end())
+            readers.push_back(c.op);
+      }
+    }
+    if (readers.empty() || readers.size() > kMostStreamReaders) return false;
+    std::map<size_t, std::vector<int>> hosts;  // host subgraph -> the readers leaving it
+    for (int r : readers) {
+      if (!p_.is_matmul(r) || instances_[r].size() != 1) return false;
+      const size_t host = instances_[r][0];
+      if (host <= last || start_of_retention_run(host) <= last) return false;
+      for (int t : p_.outputs[r])
+        if (std::find(s_.subgraphs[host].retain.begin(), s_.subgraphs[host].retain.end(), t) !=
+            s_.subgraphs[host].retain.end())
+          return false;
+      for (int t : p_.inputs[r])
+        if (!own.count(g_.producer[t]) && !stored_before(t, start_of_retention_run(host))) return false;
+      hosts[host].push_back(r);
+    }
+    // Price the copies and what is left of each host; keep the change only if the whole costs less.
+    double before = 0, after = 0;
+    for (size_t k = first; k <= last; ++k) before += latency_[k];
+    struct Priced {
+      SubgraphSpec spec;
+      double latency;
+    };
+    std::map<size_t, std::vector<Priced>> inserted;  // before which subgraph (a retention run's start)
+    std::map<size_t, std::optional<Priced>> rest;    // host -> what is left of it (nullopt: nothing)
+    for (const auto& [host, leaving] : hosts) {
+      before += latency_[host];
+      for (int r : leaving) {
+        std::vector<int> ops = made;
+        ops.push_back(r);
+        const std::optional<SubgraphChoice> copy = oracle_.best(ops, {}, {});
+        if (!copy) return false;
+        after += copy->latency;
+        inserted[start_of_retention_run(host)].push_back(
+            {{ops, copy->granularity, {}, copy->traversal_order()}, copy->latency});
+      }
+      std::vector<int> left;
+      for (int op : s_.subgraphs[host].ops)
+        if (std::find(leaving.begin(), leaving.end(), op) == leaving.end()) left.push_back(op);
+      if (left.empty()) {
+        rest[host] = std::nullopt;
+        continue;
+      }
+      const std::vector<int> out = s_.subgraphs[host].retain;
+      const std::optional<SubgraphChoice> smaller = oracle_.best(left, retained_in(host), out);
+      if (!smaller) return false;
+      after += smaller->latency;
+      rest[host] = Priced{{left, smaller->granularity, out, smaller->traversal_order()}, smaller->latency};
+      if (after >= before) return false;
+    }
+    if (after >= before * (1 - 1e-12)) return false;
+    std::vector<SubgraphSpec> subgraphs;
+    std::vector<double> latency;
+    for (size_t k = 0; k < s_.subgraphs.size(); ++k) {
+      if (auto it = inserted.find(k); it != inserted.end())
+        for (Priced& copy : it->second) {
+          subgraphs.push_back(std::move(copy.spec));
+          latency.push_back(copy.latency);
+        }
+      if (k >= first && k <= last) continue;
+      if (auto it = rest.find(k); it != rest.end()) {
+        if (!it->second) continue;
+        subgraphs.push_back(std::move(it->second->spec));
+        latency.push_back(it->second->latency);
+        continue;
+      }
+      subgraphs.push_back(std::move(s_.subgraphs[k]));
+      latency.push_back(latency_[k]);
+    }
+    s_.subgraphs = std::move(subgraphs);
+    latency_ = std::move(latency);
+    return true;
+  }
+
   Incumbent& inc_;
   const Problem& p_;
   const Graph& g_;
   SubgraphOracle oracle_;
   Schedule s_;
   std::vector<double> latency_;
+  std::vector<std::vector<size_t>> instances_;  // per op, the subgraphs that run it
   Clock::time_point stop_at_;
 };
 

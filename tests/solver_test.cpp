@@ -177,6 +177,29 @@ TEST(SolverQuality, TheMergePassFusesARunOfSubgraphsWhereNoPairGains) {
   ASSERT_EQ(best->subgraphs.size(), 1u);
 }
 
+TEST(SolverQuality, TheMergePassStreamsAHeadIntoEachOfItsReaders) {
+  // h: X[128x64] @ W[64x32] -> Y, P: Y -> Y2 (Pointwise, 128 x 32), read by b1, b2: Y2 @ V_i[32x32] -> Z_i.
+  // Bases h, P 40, b_i 32; bandwidth 256 (a 128 x 32 tensor moves in 16). Made once, h and P cost 80 together
+  // (P padded, M23; X and W load in 40), and b1, b2 then cost 64 (compute; Y2, the V_i and the Z_i move in
+  // 40): 144 at best, and no merge of those gains. As a chain into each reader, h streams a quarter tile (32
+  // of n_k = 128 columns, M24) and P is in-chain at a quarter: 10 + 10 + 32 = 52 of compute against 60 of
+  // traffic (X 32, W 8, V_i 4, Z_i 16), twice: 120. P's output feeds a MatMul, so no run can keep or store it
+  // (M9, M8), and one run cannot hold both readers (three MatMuls of depths 64 and 32, M13).
+  ProblemBuilder b;
+  const int x = b.tensor(128, 64), w = b.tensor(64, 32), y = b.tensor(128, 32), y2 = b.tensor(128, 32);
+  b.op("MatMul", {x, w}, y, 40);
+  b.op("Pointwise", {y}, y2, 40);
+  for (int i = 0; i < 2; ++i) b.op("MatMul", {y2, b.tensor(32, 32)}, b.tensor(128, 32), 32);
+  SolveStats stats;
+  const std::optional<Schedule> best = solve_on_one_thread(
+      b.problem(1000000, 256, 128, 128), [](SolveOptions& o) { o.max_orders = 1; }, stats);
+  ASSERT_TRUE(best);
+  EXPECT_NEAR(stats.best_cost, 120, 1e-9);
+  EXPECT_NE(stats.best_strategy.find("merge"), std::string::npos) << stats.best_strategy;
+  ASSERT_EQ(best->subgraphs.size(), 2u);
+  for (const SubgraphSpec& sg : best->subgraphs) EXPECT_EQ(sg.ops.size(), 3u);
+}
+
 TEST(SolverQuality, AMergePassCutByTheDeadlineOffersWhatItMerged) {
   // A chain of 4,000 MatMuls (256 x 256, each with its own weight) and 4,000 Pointwise ops between them: the
   // merge pass from the first schedule (every op alone) takes about 6 s here, so a 3 s budget cuts it. It stops
