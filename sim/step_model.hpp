@@ -25,6 +25,11 @@ double compute_floor(const Problem& problem, const Graph& graph, int op, MatmulC
 // What `op` pays wherever it is neither a link's head nor in-chain: every output tile padded on both axes
 // (M23, M24), times K/n_k under native-k. compute_floor is this unless a role streams an axis.
 double padded_compute_floor(const Problem& problem, const Graph& graph, int op, MatmulCompute model);
+// The least `op` pays in a run where it is a head or in-chain on a path into MatMul `tail`'s input `side`
+// (0 LHS, 1 RHS), and into no other tail: proportional on that axis, once per column (row) of the tail's
+// grid (M24), or its padded price if that is less. At least compute_floor, which takes the cheapest role.
+double compute_toward_tail(const Problem& problem, const Graph& graph, int op, int tail, int side,
+                           MatmulCompute model);
 // compute_floor of every op, by op index.
 std::vector<double> compute_floors(const Problem& problem, const Graph& graph, MatmulCompute model);
 // The least a MatMul `head` computes per tile of its tail when it heads a link into the tail's input `side`

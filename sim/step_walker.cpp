@@ -334,6 +334,13 @@ PaddedOutput padded_output(const Problem& problem, const Graph& graph, int op, M
   return out;
 }
 
+// Native tiles an op pays streamed on one side of a link (0: its columns, into an LHS; 1: its rows, into an
+// RHS), proportional on that axis, once per column (row) of the tail's grid.
+double streamed_tiles(const Problem& problem, const PaddedOutput& o, int side, double grid) {
+  const double n_k = static_cast<double>(problem.native_w);
+  return side == 0 ? o.padded_rows * (o.cols / n_k) * grid : (o.rows / n_k) * o.padded_cols * grid;
+}
+
 }  // namespace
 
 double padded_compute_floor(const Problem& problem, const Graph& graph, int op, MatmulCompute model) {
@@ -348,15 +355,27 @@ double compute_floor(const Problem& problem, const Graph& graph, int op, MatmulC
   // roles the graph allows it (Graph::streamable_axes); they agree whenever the output's sides are multiples
   // of n_k and n_h = n_w (all 24 benchmarks).
   const PaddedOutput o = padded_output(problem, graph, op, model);
-  const double n_k = static_cast<double>(problem.native_w);
   double tiles = o.padded_rows * o.padded_cols;
   const uint8_t axes = graph.streamable_axes[op];
   // Streamed, it runs again on every column (row) of the tail's grid (M24).
-  const double columns = static_cast<double>(graph.lhs_tail_columns[op]);
-  const double rows = static_cast<double>(graph.rhs_tail_rows[op]);
-  if (axes & kStreamsColumns) tiles = std::min(tiles, o.padded_rows * (o.cols / n_k) * columns);
-  if (axes & kStreamsRows) tiles = std::min(tiles, (o.rows / n_k) * o.padded_cols * rows);
+  if (axes & kStreamsColumns)
+    tiles = std::min(tiles, streamed_tiles(problem, o, 0, static_cast<double>(graph.lhs_tail_columns[op])));
+  if (axes & kStreamsRows)
+    tiles = std::min(tiles, streamed_tiles(problem, o, 1, static_cast<double>(graph.rhs_tail_rows[op])));
   return o.per_tile * tiles;
+}
+
+double compute_toward_tail(const Problem& problem, const Graph& graph, int op, int tail, int side,
+                           MatmulCompute model) {
+  const PaddedOutput o = padded_output(problem, graph, op, model);
+  // The tail's grid has at least ceil(W / n) columns for an LHS path, ceil(H / n) rows for an RHS one (see
+  // Graph::lhs_tail_columns).
+  const int y = problem.outputs[tail][0];
+  const int64_t n = std::max(problem.native_w, problem.native_h);
+  const int64_t grid = side == 0 ? (problem.widths[y] + n - 1) / n : (problem.heights[y] + n - 1) / n;
+  const double tiles =
+      std::min(o.padded_rows * o.padded_cols, streamed_tiles(problem, o, side, static_cast<double>(grid)));
+  return std::max(compute_floor(problem, graph, op, model), o.per_tile * tiles);
 }
 
 double head_compute_per_tail_tile(const Problem& problem, const Graph& graph, int head, int side,

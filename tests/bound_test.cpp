@@ -483,6 +483,34 @@ TEST(CertifiedBound, Theorem20ChargesTheOpsAboveWhereAShallowTailsOutputHasAnoth
   EXPECT_DOUBLE_EQ(exact.optimum, 31.0);
 }
 
+TEST(CertifiedBound, Theorem20PricesTheRunBesideMTowardsM) {
+  // Native [4, 4] (n_k = 4). a: X[2x2] @ W[2x1] -> Y[2x1], base 8; P: Y -> S, base 8; m: V[1x2] @ S -> G[1x1],
+  // base 2 (S is its RHS, 2 deep); g1: O[2x1] @ G -> G1, g2: G1 @ W3[1x1] -> G2, base 2 each; q: (S, G2) -> Z,
+  // base 2; t: Z @ W4[1x1] -> Out[2x1], base 2 (Z is its LHS, 1 deep). Every output is one padded tile. a, P,
+  // g2 and q stream their one column towards t (1/4 of a tile, M24), m its one row towards g1 and g1 its
+  // column towards g2: floor 2 + 2 + 0.5 + 0.5 + 0.5 + 0.5 + 2 = 8. q waits for m (g1 and g2 between, 1
+  // deep against m's 2). P in-chain beside m's first run has m as its only tail (q, P's other reader, cannot
+  // be there), so it streams S's 2 rows into m's RHS there: 8 * 2/4 = 4, not the 2 of its column. So the
+  // twice-in-chain term is 4 (it was P's floor, 2), against never in-chain 6 and padded once 2 + 6: charge 4.
+  const Problem p = parse_problem(nlohmann::json::parse(R"({
+      "widths": [2, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1], "heights": [2, 2, 2, 2, 1, 1, 2, 2, 1, 2, 2, 1, 2],
+      "inputs": [[0, 1], [2], [4, 3], [6, 5], [7, 8], [3, 9], [10, 11]],
+      "outputs": [[2], [3], [5], [7], [9], [10], [12]],
+      "base_costs": [8, 8, 2, 2, 2, 2, 2],
+      "op_types": ["MatMul", "Pointwise", "MatMul", "MatMul", "MatMul", "Pointwise", "MatMul"],
+      "fast_memory_capacity": 100, "slow_memory_bandwidth": 1000, "native_granularity": [4, 4]})"),
+                                  "towards-m");
+  const Graph g = analyze_graph(p, "towards-m");
+  const TailRunBound tails = certified_bound(p, g, ModelOptions{}).tail_runs;
+  EXPECT_DOUBLE_EQ(tails.compute_floor, 8.0);
+  ASSERT_EQ(tails.waiting_ops.size(), 1u);
+  EXPECT_EQ(tails.waiting_ops[0].op, 1);
+  EXPECT_DOUBLE_EQ(tails.waiting_ops[0].charge, 4.0);
+  const testing::BruteForceResult exact = testing::brute_force_optimum(p, g, ModelOptions{});
+  ASSERT_TRUE(exact.feasible);
+  EXPECT_LE(tails.bound, exact.optimum + 1e-9);
+}
+
 TEST(CertifiedBound, Theorem18StaysLinearOnALongChainOfSharedOps) {
   // A head, then 20,000 Pointwise ops U_i in a chain, each also read by two Pointwise ops that feed tails of
   // depth 1 of their own: every U_i has three readers, and U_{i+1}'s tails are all the tails below it.

@@ -786,7 +786,7 @@ Problem random_waiting_chains(std::mt19937& rng) {
   // (deeper than n_w = 2, so m shares a subgraph with one head only, M13), or 2 deep like RegNet's pooling
   // (one k-step, and its output has another shape than P's, M10). Sometimes a third reader of P, d deep or
   // shallow (one k-step: a subgraph where P is in-chain beside it may keep what the ops above make, M17), or
-  // a tail after q.
+  // a tail after q (sometimes on P's other side).
   TinyProblem tiny(rng);
   Problem& p = tiny.p;
   auto pick = [&](int lo, int hi) { return tiny.pick(lo, hi); };
@@ -837,7 +837,8 @@ Problem random_waiting_chains(std::mt19937& rng) {
     else
       tiny.add_op(OpType::MatMul, {tiny.add_tensor(other, rows), S}, tiny.add_tensor(other, cols), pick(1, 6));
   }
-  if (!rhs && pick(0, 2) == 0) {  // a tail after q: Z [1 x 3] @ W [3 x out]
+  if (pick(0, 2) == 0) {  // a tail after q reading Z as its LHS: on P's other side when m reads an RHS, so P's
+                          // cheapest stream is not the one it has beside m's first run
     const int64_t out = pick(1, 3);
     tiny.add_op(OpType::MatMul, {Z, tiny.add_tensor(cols, out)}, tiny.add_tensor(rows, out), pick(1, 6));
   }

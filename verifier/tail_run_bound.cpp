@@ -510,6 +510,31 @@ class WaitingReaders {
   std::vector<bool> same_depth_;    // some path from m has only MatMuls of m's depth, at most n_w
 };
 
+// Theorem 20's first run: the side of P's output that m reads, when no other tail can be in-chain beside it
+// in the run of P that serves m's first run. m is then P's only MatMul reader, reading it once, and every
+// other reader waits for m: none can be in that run, nor before it (docs/bounds.md#theorem-20).
+std::optional<int> only_tail_in_first_run(const Problem& p, const Graph& g, WaitingReaders& readers, int o,
+                                          int m) {
+  constexpr size_t kMostReaders = 8;  // each is a walk of the graph between m and it
+  std::optional<int> side;
+  std::vector<int> others;
+  for (int t : p.outputs[o])
+    for (const Consumer& c : g.consumers[t]) {
+      if (c.op != m) {
+        if (p.is_matmul(c.op)) return std::nullopt;
+        others.push_back(c.op);
+      } else if (side) {
+        return std::nullopt;
+      } else {
+        side = c.position;
+      }
+    }
+  if (others.size() > kMostReaders) return std::nullopt;
+  for (int q : others)
+    if (!readers.waits(m, q)) return std::nullopt;
+  return side;
+}
+
 // Theorem 20: a Pointwise op P read by a MatMul m and by an op q that waits for m (WaitingReaders). Either some
 // run of P is not in-chain, at its padded price, or none is and P is never stored: then m's first run and q's
 // first run (a later one) each make P or receive it retained from the subgraph just before, and one run
@@ -537,7 +562,12 @@ bool charge_waiting_readers(const Problem& p, const Graph& g, LinkWalker& walk, 
       for (size_t j = 0; j < others.size() && j < 4 && op.reader < 0; ++j)
         if (readers.waits(matmuls[i], others[j])) op.reader = matmuls[i], op.waiting = others[j];
     if (op.reader < 0) continue;
-    double above = 0;
+    // The run that serves m's first run, priced towards m when m is the only tail it can have there.
+    const std::optional<int> side = only_tail_in_first_run(p, g, readers, o, op.reader);
+    auto first_run = [&](int x) {
+      return side ? compute_toward_tail(p, g, x, op.reader, *side, model) : floors[x];
+    };
+    double twice = first_run(o);
     // Up through Pointwise ops that alone make what the last one reads: each in-chain run holds them.
     // While each is read by the op below it alone, it is in-chain only where P is. If P never runs in-chain,
     // none of them does and each pays its padded price. If P runs padded somewhere, what it reads there was
@@ -556,7 +586,7 @@ bool charge_waiting_readers(const Problem& p, const Graph& g, LinkWalker& walk, 
       }
       if (maker < 0 || !single || p.is_matmul(maker) || counted[maker]) break;
       op.above.push_back(maker);
-      above += floors[maker];
+      twice += first_run(maker);
       read_alone = read_alone && reads_only(p, g, maker, x);
       if (read_alone) {
         const double d = in_chain_discount(p, g, floors, maker, model).value;
@@ -569,7 +599,7 @@ bool charge_waiting_readers(const Problem& p, const Graph& g, LinkWalker& walk, 
     }
     // P in-chain twice (each run holds the ops above); or P padded and in-chain once (what it reads there made
     // padded); or P and the ops read alone above it never in-chain.
-    op.charge = std::min({floors[o] + above, padded_once, padded_alone});
+    op.charge = std::min({twice, padded_once, padded_alone});
     counted[o] = true;
     for (int u : op.above) counted[u] = true;
     out.waiting_charges += op.charge;
