@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -84,6 +85,15 @@ class MergePass {
           merged = true;
           index_instances();
           i = i > 1 ? i - 2 : 0;  // the subgraphs from i - 1 on are new or were after it
+        }
+      if (merged) continue;
+      // A Pointwise op read in several later subgraphs (squeeze-and-excite's activation, read by the pooling
+      // MatMul and by the product) made again, in-chain, inside each of them.
+      for (int op = 0; op < p_.num_ops() && !over(); ++op)
+        if (try_stream_chain_into_readers(op)) {
+          ++merges;
+          merged = true;
+          index_instances();
         }
     }
     return merges;
@@ -333,6 +343,190 @@ class MergePass {
       }
       subgraphs.push_back(std::move(s_.subgraphs[k]));
       latency.push_back(latency_[k]);
+    }
+    s_.subgraphs = std::move(subgraphs);
+    latency_ = std::move(latency);
+    return true;
+  }
+
+  // The ops a chain into P's readers carries: a MatMul head, then the Pointwise ops down to P, each read by
+  // the next alone and the only maker of what the next reads; the head is a maker of what the top one reads,
+  // read by it alone. Empty when P has no such chain.
+  std::vector<int> chain_above(int pointwise) const {
+    std::vector<int> chain{pointwise};
+    for (int x = pointwise; chain.size() <= kLongestStreamed;) {
+      std::vector<int> makers;
+      for (int t : p_.inputs[x])
+        if (g_.producer[t] >= 0) makers.push_back(g_.producer[t]);
+      auto read_by_x_alone = [&](int maker) {
+        for (int t : p_.outputs[maker])
+          for (const Consumer& c : g_.consumers[t])
+            if (c.op != x) return false;
+        return true;
+      };
+      if (makers.size() == 1 && !p_.is_matmul(makers[0]) && read_by_x_alone(makers[0])) {
+        chain.insert(chain.begin(), makers[0]);
+        x = makers[0];
+        continue;
+      }
+      for (int maker : makers)
+        if (p_.is_matmul(maker) && read_by_x_alone(maker)) {
+          chain.insert(chain.begin(), maker);
+          return chain;
+        }
+      return {};
+    }
+    return {};
+  }
+
+  // A Pointwise op P read in two or more later subgraphs runs again, in-chain, inside each of them, with the
+  // ops above it down from a MatMul head (chain_above), and leaves its own subgraphs. Made once, P and the ops
+  // above it pay their padded price (M23); in each reader's subgraph they stream towards its tail. A reader's
+  // subgraph may hold another MatMul that the chain's head would make a third (M13): it then runs alone just
+  // before. RegNet's squeeze-and-excite: the sum of a grouped convolution's offsets and its ReLU run once
+  // towards the pooling MatMul and once towards the 1x1 convolution after the product.
+  bool try_stream_chain_into_readers(int pointwise) {
+    if (p_.is_matmul(pointwise)) return false;
+    std::vector<int> readers;
+    for (int t : p_.outputs[pointwise]) {
+      if (g_.is_graph_output[t]) return false;
+      for (const Consumer& c : g_.consumers[t])
+        if (std::find(readers.begin(), readers.end(), c.op) == readers.end()) readers.push_back(c.op);
+    }
+    if (readers.size() < 2 || readers.size() > kMostStreamReaders) return false;
+    const std::vector<int> chain = chain_above(pointwise);
+    if (chain.empty()) return false;
+    // Where the chain's ops run now, each once, in subgraphs that receive and keep only what chain ops make
+    // (the one-op segments of a head, its epilogue and P hand each other their outputs), and whose successor
+    // is one of them or a host when they keep something.
+    std::unordered_set<int> made;
+    for (int op : chain) made.insert(p_.outputs[op].begin(), p_.outputs[op].end());
+    auto only_made = [&](const std::vector<int>& tensors) {
+      return std::all_of(tensors.begin(), tensors.end(), [&](int t) { return made.count(t) > 0; });
+    };
+    std::set<size_t> makers;
+    for (int op : chain) {
+      if (instances_[op].size() != 1) return false;
+      const size_t k = instances_[op][0];
+      if (!only_made(retained_in(k)) || !only_made(s_.subgraphs[k].retain)) return false;
+      makers.insert(k);
+    }
+    std::map<size_t, std::vector<int>> hosts;  // host -> the readers in it
+    for (int r : readers) {
+      if (instances_[r].size() != 1 || instances_[r][0] <= *makers.rbegin()) return false;
+      hosts[instances_[r][0]].push_back(r);
+    }
+    if (hosts.size() < 2) return false;
+    for (size_t k : makers)
+      if (!s_.subgraphs[k].retain.empty() && !makers.count(k + 1) && !hosts.count(k + 1)) return false;
+    // What the chain reads besides its own ops must be in slow memory before the first host: stored there
+    // already, or made beside a chain op that read it, and then read by nothing else there (with the chain
+    // gone it is written back).
+    const std::unordered_set<int> own(chain.begin(), chain.end());
+    for (int op : chain)
+      for (int t : p_.inputs[op]) {
+        const int maker = g_.producer[t];
+        if (own.count(maker) || stored_before(t, hosts.begin()->first)) continue;
+        if (maker < 0 || instances_[maker].size() != 1 || !makers.count(instances_[maker][0])) return false;
+        if (std::any_of(g_.consumers[t].begin(), g_.consumers[t].end(), [&](const Consumer& c) {
+              return !own.count(c.op) && instances_[c.op] == instances_[maker];
+            }))
+          return false;
+      }
+    double before = 0, after = 0;
+    struct Priced {
+      SubgraphSpec spec;
+      double latency;
+    };
+    std::map<size_t, std::optional<Priced>> replaced;  // subgraph -> what takes its place (nullopt: nothing)
+    std::map<size_t, std::vector<Priced>> inserted;    // before which subgraph
+    std::map<size_t, std::vector<Priced>> appended;    // after which subgraph
+    for (size_t k : makers) {
+      before += latency_[k];
+      std::vector<int> left;
+      for (int op : s_.subgraphs[k].ops)
+        if (!own.count(op)) left.push_back(op);
+      if (left.empty()) {
+        replaced[k] = std::nullopt;
+        continue;
+      }
+      const std::optional<SubgraphChoice> smaller = oracle_.best(left, {}, {});
+      if (!smaller) return false;
+      after += smaller->latency;
+      replaced[k] = Priced{{left, smaller->granularity, {}, smaller->traversal_order()}, smaller->latency};
+    }
+    for (const auto& [host, in_host] : hosts) {
+      before += latency_[host];
+      if (after >= before) return false;
+      const SubgraphSpec& h = s_.subgraphs[host];
+      std::vector<int> in;  // what it receives, but what the chain now makes inside it
+      for (int t : retained_in(host))
+        if (!made.count(t)) in.push_back(t);
+      std::vector<int> ops = chain;
+      ops.insert(ops.end(), h.ops.begin(), h.ops.end());
+      std::optional<SubgraphChoice> best = oracle_.best(ops, in, h.retain);
+      std::optional<Priced> alone;
+      bool alone_after = false;
+      // Or one MatMul of the host that is not the chain's tail runs alone: just before it when the host reads
+      // what it makes, just after when it reads what the host makes (with nothing kept across).
+      for (int x : h.ops) {
+        if (!p_.is_matmul(x) || std::count(in_host.begin(), in_host.end(), x)) continue;
+        auto made_in_host = [&](int t) {
+          return g_.producer[t] >= 0 && g_.producer[t] != x &&
+                 std::find(h.ops.begin(), h.ops.end(), g_.producer[t]) != h.ops.end();
+        };
+        const bool after_host = std::any_of(p_.inputs[x].begin(), p_.inputs[x].end(), made_in_host);
+        if (after_host && !h.retain.empty()) continue;
+        if (!after_host) {
+          const size_t at = start_of_retention_run(host);
+          if (!std::all_of(p_.inputs[x].begin(), p_.inputs[x].end(), [&](int t) { return stored_before(t, at); }))
+            continue;
+        }
+        if (std::any_of(p_.outputs[x].begin(), p_.outputs[x].end(), [&](int t) {
+              return std::find(h.retain.begin(), h.retain.end(), t) != h.retain.end() ||
+                     (after_host && std::any_of(g_.consumers[t].begin(), g_.consumers[t].end(), [&](const Consumer& c) {
+                        return std::find(h.ops.begin(), h.ops.end(), c.op) != h.ops.end();
+                      }));
+            }))
+          continue;
+        const std::optional<SubgraphChoice> first = oracle_.best({x}, {}, {});
+        if (!first) continue;
+        std::vector<int> rest = chain;
+        for (int op : h.ops)
+          if (op != x) rest.push_back(op);
+        const std::optional<SubgraphChoice> second = oracle_.best(rest, in, h.retain);
+        if (!second || (best && first->latency + second->latency >= best->latency)) continue;
+        best = second;
+        ops = rest;
+        alone = Priced{{{x}, first->granularity, {}, first->traversal_order()}, first->latency};
+        alone_after = after_host;
+      }
+      if (!best) return false;
+      after += best->latency + (alone ? alone->latency : 0);
+      if (alone) (alone_after ? appended[host] : inserted[start_of_retention_run(host)]).push_back(*alone);
+      replaced[host] = Priced{{ops, best->granularity, h.retain, best->traversal_order()}, best->latency};
+    }
+    if (after >= before * (1 - 1e-12)) return false;
+    std::vector<SubgraphSpec> subgraphs;
+    std::vector<double> latency;
+    for (size_t k = 0; k < s_.subgraphs.size(); ++k) {
+      if (auto it = inserted.find(k); it != inserted.end())
+        for (Priced& x : it->second) {
+          subgraphs.push_back(std::move(x.spec));
+          latency.push_back(x.latency);
+        }
+      if (auto it = replaced.find(k); it == replaced.end()) {
+        subgraphs.push_back(std::move(s_.subgraphs[k]));
+        latency.push_back(latency_[k]);
+      } else if (it->second) {
+        subgraphs.push_back(std::move(it->second->spec));
+        latency.push_back(it->second->latency);
+      }
+      if (auto it = appended.find(k); it != appended.end())
+        for (Priced& x : it->second) {
+          subgraphs.push_back(std::move(x.spec));
+          latency.push_back(x.latency);
+        }
     }
     s_.subgraphs = std::move(subgraphs);
     latency_ = std::move(latency);

@@ -200,6 +200,37 @@ TEST(SolverQuality, TheMergePassStreamsAHeadIntoEachOfItsReaders) {
   for (const SubgraphSpec& sg : best->subgraphs) EXPECT_EQ(sg.ops.size(), 3u);
 }
 
+TEST(SolverQuality, TheMergePassStreamsAnActivationIntoEachOfItsReadersSubgraphs) {
+  // Squeeze-and-excite in miniature, native [128, 128], bandwidth 100,000 (every subgraph compute-bound):
+  // h: A[64x32] @ Wh[32x32] -> Y, base 8; u: Y -> Y2, base 64; P: Y2 -> S, base 32 (both [64x32]);
+  // m: L[1x64] @ S -> G[1x32] (S its RHS, 64 deep), base 8; g1: G @ W1[32x32] -> G1, base 4; g2: B[64x1] @ G1
+  // -> G2[64x32], base 4; q: (S, G2) -> Z, base 32; t: Z @ Wt[32x128] -> O[64x128], base 16. Made once, h, u
+  // and P cost 8 + 64 + 32 (padded, M23), and the one-op schedule the test starts from ends at 135 after the
+  // merges. Run twice instead, in-chain: towards m (its RHS, 64 of n_k = 128 rows, M24) h, u, P cost 4, 32, 16
+  // beside m's 8: 60; towards t (32 columns) 2, 16, 8 beside q's 8 and t's 16: 50, with G2 made apart by g1
+  // heading g2 (1/128 of 4, then 4). 60 + 4.03125 + 50 = 114.03125.
+  ProblemBuilder b;
+  const int a = b.tensor(64, 32), y = b.tensor(64, 32), y2 = b.tensor(64, 32), s = b.tensor(64, 32);
+  const int g = b.tensor(1, 32), g1 = b.tensor(1, 32), g2 = b.tensor(64, 32), z = b.tensor(64, 32);
+  b.op("MatMul", {a, b.tensor(32, 32)}, y, 8);
+  b.op("Pointwise", {y}, y2, 64);
+  b.op("Pointwise", {y2}, s, 32);
+  b.op("MatMul", {b.tensor(1, 64), s}, g, 8);
+  b.op("MatMul", {g, b.tensor(32, 32)}, g1, 4);
+  b.op("MatMul", {b.tensor(64, 1), g1}, g2, 4);
+  b.op("Pointwise", {s, g2}, z, 32);
+  b.op("MatMul", {z, b.tensor(32, 128)}, b.tensor(64, 128), 16);
+  SolveStats stats;
+  const std::optional<Schedule> best = solve_on_one_thread(
+      b.problem(1000000, 100000, 128, 128), [](SolveOptions& o) { o.max_orders = 1; }, stats);
+  ASSERT_TRUE(best);
+  EXPECT_NEAR(stats.best_cost, 114.03125, 1e-9);
+  EXPECT_NE(stats.best_strategy.find("merge"), std::string::npos) << stats.best_strategy;
+  ASSERT_EQ(best->subgraphs.size(), 3u);
+  EXPECT_EQ(best->subgraphs[0].ops, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(best->subgraphs[2].ops, (std::vector<int>{0, 1, 2, 6, 7}));
+}
+
 TEST(SolverQuality, AMergePassCutByTheDeadlineOffersWhatItMerged) {
   // A chain of 4,000 MatMuls (256 x 256, each with its own weight) and 4,000 Pointwise ops between them: the
   // merge pass from the first schedule (every op alone) takes about 6 s here, so a 3 s budget cuts it. It stops
