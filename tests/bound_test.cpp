@@ -511,6 +511,61 @@ TEST(CertifiedBound, Theorem20PricesTheRunBesideMTowardsM) {
   EXPECT_LE(tails.bound, exact.optimum + 1e-9);
 }
 
+TEST(CertifiedBound, NeverAboveTheExactOptimumOfRandomDeepHeadReaders) {
+  int charged = 0, largest = 0, tight = 0;
+  const Campaign c = run_campaign(
+      "BESIDE", 150, 20261205u, testing::random_deep_head_readers,
+      [&](const Problem& p, const Graph& g, double optimum) {
+        const CertifiedBound bound = certified_bound(p, g, ModelOptions{});
+        ASSERT_LE(bound.bound, optimum * (1 + 1e-9))
+            << "the certified bound " << bound.bound << " (" << largest_bound_name(bound)
+            << ") above the optimum " << optimum << " of problem " << problem_to_json(p).dump();
+        if (bound.head_loads_beside_runs.applies) ++charged;
+        if (largest_bound_name(bound) == "head loads beside tail runs") {
+          ++largest;
+          if (bound.bound >= optimum * (1 - 1e-9)) ++tight;
+        }
+      });
+  EXPECT_GT(charged, c.checked / 10) << "of " << c.checked;
+  std::cout << "[ beside   ] deep head readers: " << c.checked << " problems (and " << c.infeasible
+            << " without a schedule): Theorem 21 charged on " << charged << ", the largest bound on " << largest
+            << ", equal to the optimum on " << tight << "\n";
+}
+
+TEST(CertifiedBound, Theorem21AddsADeepHeadsUnhiddenLoadsToTheTailRuns) {
+  // Native [2, 1], bandwidth 0.25. d: X[1x3] @ W[3x1] -> Y, base 8, 3 deep (padded 8, streamed 4); r: Y -> S,
+  // base 10 (in-chain 5); t1, t2: S @ V_i[1x1] -> O_i, base 2; s: (O1, O2) -> Z, base 10; and apart from
+  // them Q: U -> U', base 100. Floor 4 + 5 + 2 + 2 + 10 + 100 = 123. Theorem 19: r feeds two MatMuls, so it
+  // runs again or padded, 5 more: the tail-run bound is 128. d's first run, if it heads a link, holds d, r
+  // and one t_i (M13), not s, which reads the other t_i's output, made after it (Theorem 13's pool without
+  // that: 21, which hides the loads); it loads X and W, 24, against 11 of compute and the 5 of r's charge
+  // that r's runs there may take. So d pays min(discount 4, 24 - 16 = 8) = 4 on top: 132. Theorem 13 alone
+  // gives 127.
+  const Problem p = parse_problem(nlohmann::json::parse(R"({
+      "widths": [3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], "heights": [1, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1],
+      "inputs": [[0, 1], [2], [3, 4], [3, 6], [5, 7], [9]], "outputs": [[2], [3], [5], [7], [8], [10]],
+      "base_costs": [8, 10, 2, 2, 10, 100],
+      "op_types": ["MatMul", "Pointwise", "MatMul", "MatMul", "Pointwise", "Pointwise"],
+      "fast_memory_capacity": 100, "slow_memory_bandwidth": 0.25, "native_granularity": [2, 1]})"),
+                                  "beside");
+  const Graph g = analyze_graph(p, "beside");
+  const CertifiedBound bound = certified_bound(p, g, ModelOptions{});
+  EXPECT_DOUBLE_EQ(bound.tail_runs.compute_floor, 123.0);
+  EXPECT_DOUBLE_EQ(bound.tail_runs.bound, 128.0);
+  EXPECT_DOUBLE_EQ(bound.head_discounts.bound, 127.0);
+  const HeadDiscountBound& beside = bound.head_loads_beside_runs;
+  ASSERT_TRUE(beside.applies) << beside.status;
+  ASSERT_EQ(beside.heads.size(), 1u);
+  EXPECT_EQ(beside.heads[0].pool.size(), 3u);
+  EXPECT_DOUBLE_EQ(beside.heads[0].runs_beside, 5.0);
+  EXPECT_DOUBLE_EQ(beside.heads[0].charge, 4.0);
+  EXPECT_DOUBLE_EQ(beside.bound, 132.0);
+  EXPECT_EQ(largest_bound_name(bound), "head loads beside tail runs");
+  const testing::BruteForceResult exact = testing::brute_force_optimum(p, g, ModelOptions{});
+  ASSERT_TRUE(exact.feasible);
+  EXPECT_LE(bound.bound, exact.optimum + 1e-9);
+}
+
 TEST(CertifiedBound, Theorem18StaysLinearOnALongChainOfSharedOps) {
   // A head, then 20,000 Pointwise ops U_i in a chain, each also read by two Pointwise ops that feed tails of
   // depth 1 of their own: every U_i has three readers, and U_{i+1}'s tails are all the tails below it.

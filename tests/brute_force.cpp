@@ -837,13 +837,56 @@ Problem random_waiting_chains(std::mt19937& rng) {
     else
       tiny.add_op(OpType::MatMul, {tiny.add_tensor(other, rows), S}, tiny.add_tensor(other, cols), pick(1, 6));
   }
-  if (pick(0, 2) == 0) {  // a tail after q reading Z as its LHS: on P's other side when m reads an RHS, so P's
-                          // cheapest stream is not the one it has beside m's first run
-    const int64_t out = pick(1, 3);
+  // A tail after q reading Z as its LHS: on P's other side when m reads an RHS, so P's cheapest stream is not
+  // the one it has beside m's first run. At most 6 output elements, so every traversal is tried.
+  if (pick(0, 2) == 0) {
+    const int64_t out = rhs ? pick(1, 2) : pick(1, 3);
     tiny.add_op(OpType::MatMul, {Z, tiny.add_tensor(cols, out)}, tiny.add_tensor(rows, out), pick(1, 6));
   }
   p.fast_memory_capacity = pick(6, 24);
   p.slow_memory_bandwidth = std::uniform_real_distribution<double>(0.5, 4.0)(rng);
+  return p;
+}
+
+Problem random_deep_head_readers(std::mt19937& rng) {
+  // RegNet's 1x1 convolution ahead of a grouped convolution in miniature. The head d reduces 3 deep against
+  // n_w = 2, so a subgraph where it heads a link holds one tail (M13); it reads graph inputs, or a tensor a
+  // Pointwise op makes. Its Pointwise op r is read by two or three 1-deep MatMuls t_i (r runs again or
+  // padded, Theorem 19). Sometimes a Pointwise sum merges the t_i's outputs (no first run of d holds it), with
+  // a tail after it now and then; sometimes a compute-heavy Pointwise op stands apart, so that d's loads, not
+  // the compute, are what a schedule must hide.
+  TinyProblem tiny(rng);
+  Problem& p = tiny.p;
+  auto pick = [&](int lo, int hi) { return tiny.pick(lo, hi); };
+  p.native_w = 2;
+  p.native_h = pick(1, 2);
+  const int64_t rows = pick(1, 2);
+  int X = tiny.add_tensor(rows, 3);
+  if (pick(0, 3) == 0) {
+    const int made = tiny.add_tensor(rows, 3);
+    tiny.add_op(OpType::Pointwise, {X}, made, pick(1, 8));
+    X = made;
+  }
+  const int Y = tiny.add_tensor(rows, 1);
+  tiny.add_op(OpType::MatMul, {X, tiny.add_tensor(3, 1)}, Y, pick(2, 12));
+  const int S = tiny.add_tensor(rows, 1);
+  tiny.add_op(OpType::Pointwise, {Y}, S, pick(1, 12));
+  std::vector<int> outputs;
+  for (int r = pick(2, 3); r > 0; --r) {
+    outputs.push_back(tiny.add_tensor(rows, 1));
+    tiny.add_op(OpType::MatMul, {S, tiny.add_tensor(1, 1)}, outputs.back(), pick(1, 6));
+  }
+  if (pick(0, 1) == 0) {
+    const int Z = tiny.add_tensor(rows, 1);
+    tiny.add_op(OpType::Pointwise, outputs, Z, pick(1, 12));
+    if (pick(0, 2) == 0) {
+      const int64_t width = pick(1, 2);
+      tiny.add_op(OpType::MatMul, {Z, tiny.add_tensor(1, width)}, tiny.add_tensor(rows, width), pick(1, 6));
+    }
+  }
+  if (pick(0, 1) == 0) tiny.add_op(OpType::Pointwise, {tiny.add_tensor(1, 1)}, tiny.add_tensor(1, 1), pick(20, 60));
+  p.fast_memory_capacity = pick(6, 24);
+  p.slow_memory_bandwidth = std::uniform_real_distribution<double>(0.15, 1.0)(rng);
   return p;
 }
 

@@ -89,6 +89,10 @@ Problem random_waiting_readers(std::mt19937& rng);
 // Theorem 20's ops above P: one or two Pointwise ops between a head and P, P read by a pooling MatMul deeper
 // than n_w (EfficientNet's expand SiLU and depthwise convolution ahead of squeeze-and-excite).
 Problem random_waiting_chains(std::mt19937& rng);
+// Theorems 13 and 21's: a head 3 deep against n_w = 2, its Pointwise op read by two or three MatMuls whose
+// outputs a sum sometimes merges (RegNet's 1x1 convolution ahead of a grouped convolution), beside a
+// compute-heavy op apart.
+Problem random_deep_head_readers(std::mt19937& rng);
 // Theorem 17's: branches of deep MatMuls whose intermediates fit the fast memory about once, the second
 // MatMul's other operand a weight the branches share (benchmark 13 in miniature).
 Problem random_crowded_branches(std::mt19937& rng);

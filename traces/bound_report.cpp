@@ -25,6 +25,7 @@ nlohmann::json certified_bound_to_json(const CertifiedBound& b) {
   out["deep_weights"] = deep_weight_bound_to_json(b.deep_weights);
   out["head_discounts"] = head_discount_bound_to_json(b.head_discounts);
   out["tail_runs"] = tail_run_bound_to_json(b.tail_runs);
+  out["head_loads_beside_runs"] = head_discount_bound_to_json(b.head_loads_beside_runs);
   out["exposed_epilogues"] = exposed_epilogue_bound_to_json(b.exposed_epilogues);
   return out;
 }
@@ -109,11 +110,13 @@ nlohmann::json head_discount_bound_to_json(const HeadDiscountBound& b) {
          {"tails", h.tails},
          {"pool", h.pool},
          {"pool_compute", h.pool_compute},
+         {"runs_beside", h.runs_beside},
          {"charge", h.charge}});
   return {{"applies", b.applies},
           {"status", b.status},
           {"bound", b.bound},
           {"compute_floor", b.compute_floor},
+          {"base", b.base},
           {"free_operands", b.free_operands},
           {"heads", heads}};
 }
@@ -216,16 +219,20 @@ void print_deep_weight_bound(std::ostream& out, const DeepWeightBound& b) {
         << "; the rest, " << format_display(f.excess()) << ", no compute hides\n";
 }
 
-void print_head_discount_bound(std::ostream& out, const HeadDiscountBound& b) {
-  out << "head-discount bound (compute plus what each deep MatMul pays for its streamed price, "
-         "docs/bounds.md#theorem-13): ";
+// Theorem 13 (on the compute floor) and Theorem 21 (the same charges on the tail-run bound, `beside_runs`).
+void print_head_discount_bound(std::ostream& out, const HeadDiscountBound& b, bool beside_runs) {
+  const char* base = beside_runs ? "tail-run bound" : "compute floor";
+  out << (beside_runs ? "head loads beside tail runs (the tail-run bound plus what each deep MatMul's first head "
+                        "subgraph cannot hide beyond the charges its ops may take, docs/bounds.md#theorem-21): "
+                      : "head-discount bound (compute plus what each deep MatMul pays for its streamed price, "
+                        "docs/bounds.md#theorem-13): ");
   if (!b.applies) {
-    out << format_number(b.bound) << ", the compute floor (" << b.status << ")\n";
+    out << format_number(b.bound) << ", the " << base << " (" << b.status << ")\n";
     return;
   }
   double charges = 0;
   for (const HeadDiscountBound::Head& h : b.heads) charges += h.charge;
-  out << format_number(b.bound) << "\n  = compute floor " << format_display(b.compute_floor) << " + "
+  out << format_number(b.bound) << "\n  = " << base << " " << format_display(b.base) << " + "
       << format_display(charges) << " over " << b.heads.size() << " heads - "
       << format_display(b.free_operands)
       << " (per made operand, the readers that may take it kept by the subgraph before)\n";
@@ -335,8 +342,9 @@ void print_certified_bound(std::ostream& out, const CertifiedBound& b) {
         << "\n";
   print_inner_k_step_bound(out, b.inner_k_steps);
   print_deep_weight_bound(out, b.deep_weights);
-  print_head_discount_bound(out, b.head_discounts);
+  print_head_discount_bound(out, b.head_discounts, false);
   print_tail_run_bound(out, b.tail_runs);
+  print_head_discount_bound(out, b.head_loads_beside_runs, true);
   print_exposed_epilogue_bound(out, b.exposed_epilogues);
   if (!b.cover) return;
   const CoverBound& c = *b.cover;

@@ -15,7 +15,8 @@ void print_inner_k_step_bound(std::ostream& out, const InnerKStepBound& bound);
 nlohmann::json deep_weight_bound_to_json(const DeepWeightBound& bound);
 void print_deep_weight_bound(std::ostream& out, const DeepWeightBound& bound);
 nlohmann::json head_discount_bound_to_json(const HeadDiscountBound& bound);
-void print_head_discount_bound(std::ostream& out, const HeadDiscountBound& bound);
+// Theorem 13's bound, or with `beside_runs` Theorem 21's (the same charges on the tail-run bound).
+void print_head_discount_bound(std::ostream& out, const HeadDiscountBound& bound, bool beside_runs);
 nlohmann::json tail_run_bound_to_json(const TailRunBound& bound);
 void print_tail_run_bound(std::ostream& out, const TailRunBound& bound);
 nlohmann::json exposed_epilogue_bound_to_json(const ExposedEpilogueBound& bound);

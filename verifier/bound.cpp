@@ -630,6 +630,8 @@ CertifiedBound certified_bound(const Problem& p, const Graph& g, const ModelOpti
   out.deep_weights = deep_weight_bound(p, g, options, base.op_floor);      // Theorem 12
   out.head_discounts = head_discount_bound(p, g, options, base.op_floor, expired);  // Theorem 13
   out.tail_runs = tail_run_bound(p, g, options, base.op_floor, expired);            // Theorem 14
+  out.head_loads_beside_runs =
+      head_loads_beside_tail_runs(p, g, options, base.op_floor, out.tail_runs, expired);  // Theorem 21
   out.exposed_epilogues = exposed_epilogue_bound(p, g, options, expired);           // Theorem 15
   out.bound = largest_bound_without_cover(out);
   return out;
@@ -639,13 +641,14 @@ namespace {
 
 // The bounds besides the cover bound, each with its name, in the order that breaks ties: a later one is the
 // largest only if it beats every earlier one.
-std::array<std::pair<const char*, double>, 6> named_bounds(const CertifiedBound& b) {
+std::array<std::pair<const char*, double>, 7> named_bounds(const CertifiedBound& b) {
   return {{{"lambda", b.lambda_bound},
            {"inner k-steps", b.inner_k_steps.bound},
            {"deep weights", b.deep_weights.bound},
            {"head discounts", b.head_discounts.bound},
            {"tail runs", b.tail_runs.bound},
-           {"exposed epilogues", b.exposed_epilogues.bound}}};
+           {"exposed epilogues", b.exposed_epilogues.bound},
+           {"head loads beside tail runs", b.head_loads_beside_runs.bound}}};
 }
 
 }  // namespace

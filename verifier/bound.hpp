@@ -50,6 +50,7 @@ struct CertifiedBound {
   DeepWeightBound deep_weights;
   HeadDiscountBound head_discounts;
   TailRunBound tail_runs;
+  HeadDiscountBound head_loads_beside_runs;  // Theorem 21: Theorem 13's charges on the tail-run bound
   ExposedEpilogueBound exposed_epilogues;
   std::optional<CoverBound> cover;
 };

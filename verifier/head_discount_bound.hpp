@@ -12,6 +12,7 @@
 
 #include "sim/graph.hpp"
 #include "sim/problem.hpp"
+#include "verifier/tail_run_bound.hpp"
 
 namespace mlsys {
 
@@ -30,12 +31,15 @@ struct HeadDiscountBound {
     std::vector<int> tails;   // the MatMuls its output reaches through Pointwise ops only
     std::vector<int> pool;    // the ops a subgraph where it heads its heaviest tail can hold
     double pool_compute = 0;  // their compute floors (other deep heads padded): the most such a subgraph
-                              // computes, with any tail
+                              // computes, with any tail; plus runs_beside
+    double runs_beside = 0;   // Theorem 21: the tail-run charges its pool's runs may take (less from the
+                              // discount too)
     double charge = 0;        // what the bound adds for this head
   };
   std::vector<Head> heads;   // those charged
   double free_operands = 0;  // per made operand, the readers that may get it without a load or extra run
-  double bound = 0;          // compute_floor + the charges - free_operands
+  double base = 0;           // compute_floor (Theorem 13), or the tail-run bound (Theorem 21)
+  double bound = 0;          // base + the charges - free_operands
 };
 
 // No claim with --allow-supernative-k (k may then exceed n_k, and a deep MatMul may sit among many).
@@ -45,5 +49,14 @@ HeadDiscountBound head_discount_bound(const Problem& problem, const Graph& graph
                                       const std::vector<double>& op_floors,
                                       const std::function<bool()>& expired = nullptr,
                                       int64_t max_visits = 50'000'000);
+
+// Theorem 21 (docs/bounds.md#theorem-21): the same charges on top of the tail-run bound (Theorems 16,
+// 18-20), each head less the charges that runs of the ops its first head subgraph may hold could take. No
+// claim when that bound charges Theorem 14's heads.
+HeadDiscountBound head_loads_beside_tail_runs(const Problem& problem, const Graph& graph,
+                                              const ModelOptions& options, const std::vector<double>& op_floors,
+                                              const TailRunBound& tail_runs,
+                                              const std::function<bool()>& expired = nullptr,
+                                              int64_t max_visits = 50'000'000);
 
 }  // namespace mlsys
