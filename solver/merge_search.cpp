@@ -236,6 +236,43 @@ class MergePass {
     return j;
   }
 
+  // A subgraph the oracle priced, and a change to the schedule made of them: subgraphs replaced (nullopt:
+  // dropped), and new ones placed before or after a subgraph.
+  struct Priced {
+    SubgraphSpec spec;
+    double latency;
+  };
+  struct Edit {
+    std::map<size_t, std::optional<Priced>> replaced;
+    std::map<size_t, std::vector<Priced>> before, after;
+  };
+  std::optional<Priced> price(const std::vector<int>& ops, const std::vector<int>& in,
+                              const std::vector<int>& out) {
+    const std::optional<SubgraphChoice> best = oracle_.best(ops, in, out);
+    if (!best) return std::nullopt;
+    return Priced{{ops, best->granularity, out, best->traversal_order()}, best->latency};
+  }
+  void apply(Edit& edit) {
+    std::vector<SubgraphSpec> subgraphs;
+    std::vector<double> latency;
+    auto add = [&](Priced& x) {
+      subgraphs.push_back(std::move(x.spec));
+      latency.push_back(x.latency);
+    };
+    for (size_t k = 0; k < s_.subgraphs.size(); ++k) {
+      for (Priced& x : edit.before[k]) add(x);
+      if (auto it = edit.replaced.find(k); it == edit.replaced.end()) {
+        subgraphs.push_back(std::move(s_.subgraphs[k]));
+        latency.push_back(latency_[k]);
+      } else if (it->second) {
+        add(*it->second);
+      }
+      for (Priced& x : edit.after[k]) add(x);
+    }
+    s_.subgraphs = std::move(subgraphs);
+    latency_ = std::move(latency);
+  }
+
   // Whether tensor t is in slow memory before subgraph k: a graph input, or written back by the one subgraph
   // that makes it (not read there, not kept), before k.
   bool stored_before(int t, size_t k) const {
@@ -293,59 +330,33 @@ class MergePass {
     }
     // Price the copies and what is left of each host; keep the change only if the whole costs less.
     double before = 0, after = 0;
-    for (size_t k = first; k <= last; ++k) before += latency_[k];
-    struct Priced {
-      SubgraphSpec spec;
-      double latency;
-    };
-    std::map<size_t, std::vector<Priced>> inserted;  // before which subgraph (a retention run's start)
-    std::map<size_t, std::optional<Priced>> rest;    // host -> what is left of it (nullopt: nothing)
+    Edit edit;
+    for (size_t k = first; k <= last; ++k) {
+      before += latency_[k];
+      edit.replaced[k] = std::nullopt;
+    }
     for (const auto& [host, leaving] : hosts) {
       before += latency_[host];
       for (int r : leaving) {
         std::vector<int> ops = made;
         ops.push_back(r);
-        const std::optional<SubgraphChoice> copy = oracle_.best(ops, {}, {});
+        std::optional<Priced> copy = price(ops, {}, {});
         if (!copy) return false;
         after += copy->latency;
-        inserted[start_of_retention_run(host)].push_back(
-            {{ops, copy->granularity, {}, copy->traversal_order()}, copy->latency});
+        edit.before[start_of_retention_run(host)].push_back(std::move(*copy));
       }
       std::vector<int> left;
       for (int op : s_.subgraphs[host].ops)
         if (std::find(leaving.begin(), leaving.end(), op) == leaving.end()) left.push_back(op);
-      if (left.empty()) {
-        rest[host] = std::nullopt;
-        continue;
-      }
-      const std::vector<int> out = s_.subgraphs[host].retain;
-      const std::optional<SubgraphChoice> smaller = oracle_.best(left, retained_in(host), out);
-      if (!smaller) return false;
-      after += smaller->latency;
-      rest[host] = Priced{{left, smaller->granularity, out, smaller->traversal_order()}, smaller->latency};
+      edit.replaced[host] = std::nullopt;
+      if (left.empty()) continue;
+      edit.replaced[host] = price(left, retained_in(host), s_.subgraphs[host].retain);
+      if (!edit.replaced[host]) return false;
+      after += edit.replaced[host]->latency;
       if (after >= before) return false;
     }
     if (after >= before * (1 - 1e-12)) return false;
-    std::vector<SubgraphSpec> subgraphs;
-    std::vector<double> latency;
-    for (size_t k = 0; k < s_.subgraphs.size(); ++k) {
-      if (auto it = inserted.find(k); it != inserted.end())
-        for (Priced& copy : it->second) {
-          subgraphs.push_back(std::move(copy.spec));
-          latency.push_back(copy.latency);
-        }
-      if (k >= first && k <= last) continue;
-      if (auto it = rest.find(k); it != rest.end()) {
-        if (!it->second) continue;
-        subgraphs.push_back(std::move(it->second->spec));
-        latency.push_back(it->second->latency);
-        continue;
-      }
-      subgraphs.push_back(std::move(s_.subgraphs[k]));
-      latency.push_back(latency_[k]);
-    }
-    s_.subgraphs = std::move(subgraphs);
-    latency_ = std::move(latency);
+    apply(edit);
     return true;
   }
 
@@ -434,103 +445,77 @@ class MergePass {
           return false;
       }
     double before = 0, after = 0;
-    struct Priced {
-      SubgraphSpec spec;
-      double latency;
-    };
-    std::map<size_t, std::optional<Priced>> replaced;  // subgraph -> what takes its place (nullopt: nothing)
-    std::map<size_t, std::vector<Priced>> inserted;    // before which subgraph
-    std::map<size_t, std::vector<Priced>> appended;    // after which subgraph
+    Edit edit;
     for (size_t k : makers) {
       before += latency_[k];
       std::vector<int> left;
       for (int op : s_.subgraphs[k].ops)
         if (!own.count(op)) left.push_back(op);
-      if (left.empty()) {
-        replaced[k] = std::nullopt;
-        continue;
-      }
-      const std::optional<SubgraphChoice> smaller = oracle_.best(left, {}, {});
-      if (!smaller) return false;
-      after += smaller->latency;
-      replaced[k] = Priced{{left, smaller->granularity, {}, smaller->traversal_order()}, smaller->latency};
+      edit.replaced[k] = std::nullopt;
+      if (left.empty()) continue;
+      edit.replaced[k] = price(left, {}, {});
+      if (!edit.replaced[k]) return false;
+      after += edit.replaced[k]->latency;
     }
     for (const auto& [host, in_host] : hosts) {
       before += latency_[host];
-      if (after >= before) return false;
-      const SubgraphSpec& h = s_.subgraphs[host];
-      std::vector<int> in;  // what it receives, but what the chain now makes inside it
-      for (int t : retained_in(host))
-        if (!made.count(t)) in.push_back(t);
-      std::vector<int> ops = chain;
-      ops.insert(ops.end(), h.ops.begin(), h.ops.end());
-      std::optional<SubgraphChoice> best = oracle_.best(ops, in, h.retain);
-      std::optional<Priced> alone;
-      bool alone_after = false;
-      // Or one MatMul of the host that is not the chain's tail runs alone: just before it when the host reads
-      // what it makes, just after when it reads what the host makes (with nothing kept across).
-      for (int x : h.ops) {
-        if (!p_.is_matmul(x) || std::count(in_host.begin(), in_host.end(), x)) continue;
-        auto made_in_host = [&](int t) {
-          return g_.producer[t] >= 0 && g_.producer[t] != x &&
-                 std::find(h.ops.begin(), h.ops.end(), g_.producer[t]) != h.ops.end();
-        };
-        const bool after_host = std::any_of(p_.inputs[x].begin(), p_.inputs[x].end(), made_in_host);
-        if (after_host && !h.retain.empty()) continue;
-        if (!after_host) {
-          const size_t at = start_of_retention_run(host);
-          if (!std::all_of(p_.inputs[x].begin(), p_.inputs[x].end(), [&](int t) { return stored_before(t, at); }))
-            continue;
-        }
-        if (std::any_of(p_.outputs[x].begin(), p_.outputs[x].end(), [&](int t) {
-              return std::find(h.retain.begin(), h.retain.end(), t) != h.retain.end() ||
-                     (after_host && std::any_of(g_.consumers[t].begin(), g_.consumers[t].end(), [&](const Consumer& c) {
-                        return std::find(h.ops.begin(), h.ops.end(), c.op) != h.ops.end();
-                      }));
-            }))
-          continue;
-        const std::optional<SubgraphChoice> first = oracle_.best({x}, {}, {});
-        if (!first) continue;
-        std::vector<int> rest = chain;
-        for (int op : h.ops)
-          if (op != x) rest.push_back(op);
-        const std::optional<SubgraphChoice> second = oracle_.best(rest, in, h.retain);
-        if (!second || (best && first->latency + second->latency >= best->latency)) continue;
-        best = second;
-        ops = rest;
-        alone = Priced{{{x}, first->granularity, {}, first->traversal_order()}, first->latency};
-        alone_after = after_host;
-      }
-      if (!best) return false;
-      after += best->latency + (alone ? alone->latency : 0);
-      if (alone) (alone_after ? appended[host] : inserted[start_of_retention_run(host)]).push_back(*alone);
-      replaced[host] = Priced{{ops, best->granularity, h.retain, best->traversal_order()}, best->latency};
+      const std::optional<double> placed = after < before ? place_chain(chain, made, host, in_host, edit)
+                                                          : std::nullopt;
+      if (!placed) return false;
+      after += *placed;
     }
     if (after >= before * (1 - 1e-12)) return false;
-    std::vector<SubgraphSpec> subgraphs;
-    std::vector<double> latency;
-    for (size_t k = 0; k < s_.subgraphs.size(); ++k) {
-      if (auto it = inserted.find(k); it != inserted.end())
-        for (Priced& x : it->second) {
-          subgraphs.push_back(std::move(x.spec));
-          latency.push_back(x.latency);
-        }
-      if (auto it = replaced.find(k); it == replaced.end()) {
-        subgraphs.push_back(std::move(s_.subgraphs[k]));
-        latency.push_back(latency_[k]);
-      } else if (it->second) {
-        subgraphs.push_back(std::move(it->second->spec));
-        latency.push_back(it->second->latency);
-      }
-      if (auto it = appended.find(k); it != appended.end())
-        for (Priced& x : it->second) {
-          subgraphs.push_back(std::move(x.spec));
-          latency.push_back(x.latency);
-        }
-    }
-    s_.subgraphs = std::move(subgraphs);
-    latency_ = std::move(latency);
+    apply(edit);
     return true;
+  }
+
+  // The chain's copy inside `host` (which holds `in_host`, the chain's readers there), into `edit`: the host's
+  // ops after the chain's, or, if cheaper, with one MatMul that is no reader run alone, just before the host
+  // when the host reads what it makes, just after when it reads what the host makes (nothing kept across).
+  // Returns what it costs, or nullopt when no form of it works.
+  std::optional<double> place_chain(const std::vector<int>& chain, const std::unordered_set<int>& made, size_t host,
+                   const std::vector<int>& in_host, Edit& edit) {
+    const SubgraphSpec& h = s_.subgraphs[host];
+    std::vector<int> in;  // what it receives, but what the chain now makes inside it
+    for (int t : retained_in(host))
+      if (!made.count(t)) in.push_back(t);
+    std::vector<int> ops = chain;
+    ops.insert(ops.end(), h.ops.begin(), h.ops.end());
+    std::optional<Priced> best = price(ops, in, h.retain), alone;
+    bool alone_after = false;
+    auto in_h = [&](int op) { return std::find(h.ops.begin(), h.ops.end(), op) != h.ops.end(); };
+    auto kept = [&](int t) { return std::find(h.retain.begin(), h.retain.end(), t) != h.retain.end(); };
+    for (int x : h.ops) {
+      if (!p_.is_matmul(x) || std::count(in_host.begin(), in_host.end(), x)) continue;
+      const bool after_host = std::any_of(p_.inputs[x].begin(), p_.inputs[x].end(), [&](int t) {
+        return g_.producer[t] >= 0 && g_.producer[t] != x && in_h(g_.producer[t]);
+      });
+      const size_t at = start_of_retention_run(host);
+      if (after_host ? !h.retain.empty()
+                     : !std::all_of(p_.inputs[x].begin(), p_.inputs[x].end(),
+                                    [&](int t) { return stored_before(t, at); }))
+        continue;
+      if (std::any_of(p_.outputs[x].begin(), p_.outputs[x].end(), [&](int t) {
+            return kept(t) || (after_host && std::any_of(g_.consumers[t].begin(), g_.consumers[t].end(),
+                                                         [&](const Consumer& c) { return in_h(c.op); }));
+          }))
+        continue;
+      std::optional<Priced> first = price({x}, {}, {});
+      if (!first) continue;
+      std::vector<int> rest = chain;
+      for (int op : h.ops)
+        if (op != x) rest.push_back(op);
+      std::optional<Priced> second = price(rest, in, h.retain);
+      if (!second || (best && first->latency + second->latency >= best->latency)) continue;
+      best = std::move(second);
+      alone = std::move(first);
+      alone_after = after_host;
+    }
+    if (!best) return std::nullopt;
+    const double cost = best->latency + (alone ? alone->latency : 0);
+    if (alone) (alone_after ? edit.after[host] : edit.before[start_of_retention_run(host)]).push_back(*alone);
+    edit.replaced[host] = std::move(best);
+    return cost;
   }
 
   Incumbent& inc_;
