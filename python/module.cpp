@@ -353,12 +353,13 @@ PYBIND11_MODULE(_core, m) {
       py::arg("problem"), py::arg("matmul_compute") = "full-k", py::arg("allow_supernative_k") = false,
       py::arg("cover_seconds") = 10.0,
       "The certified lower bound on every schedule (docs/bounds.md), as `bound --json` prints it: bound (the "
-      "largest of lambda_bound, the bounds of inner_k_steps, deep_weights, head_discounts, tail_runs and "
-      "exposed_epilogues, and the cover bound), lambda_bound, lambda, compute, traffic, rule_book_bound, the "
+      "largest of lambda_bound, the bounds of inner_k_steps, deep_weights, head_discounts, tail_runs, "
+      "exposed_epilogues and head_loads_beside_runs, and the cover bound), lambda_bound, lambda, compute, traffic, rule_book_bound, the "
       "terms (subject, rule, compute, traffic, reason; Theorem 17's crowded intermediates among them), "
       "inner_k_steps (Theorem 11: its cases and trees), deep_weights (Theorem 12: its families), "
       "head_discounts (Theorem 13: its heads), tail_runs (Theorem 14: its heads and tails; Theorem 16: its "
-      "joins; Theorems 18-20: shared_paths, remade_ops and waiting_ops), exposed_epilogues (Theorem 15: its epilogues and their cases) "
+      "joins; Theorems 18-20: shared_paths, remade_ops and waiting_ops), exposed_epilogues (Theorem 15: its epilogues and their cases), "
+      "head_loads_beside_runs (Theorem 21: Theorem 13's heads on the tail-run bound, each with runs_beside) "
       "and cover (op prices and the tightest sets; cover_seconds=0 skips it).");
 
   py::class_<WorkingSetTerm>(m, "WorkingSetTerm", "One term of a working set (M20).")

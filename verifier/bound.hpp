@@ -37,13 +37,14 @@ struct CertifiedBound {
   double compute = 0, traffic = 0;  // the sums of the terms at that lambda
   double rule_book = 0;             // section 8's bound, for comparison (the certified one is never lower)
   std::vector<BoundTerm> terms;
-  // `bound` is the largest of seven bounds, each valid on its own: the lambda combination (kept in
+  // `bound` is the largest of eight bounds, each valid on its own: the lambda combination (kept in
   // `lambda_bound`, which the terms above add up to), Theorem 11's compute plus unhidden inner k-steps
   // (docs/bounds.md#theorem-11), Theorem 12's compute plus the loads of inputs only deep MatMuls read beyond
   // what can hide them (docs/bounds.md#theorem-12), Theorem 13's compute plus what each deep head pays for
   // its streamed price (docs/bounds.md#theorem-13), Theorem 14's compute plus the tail runs heads streamed
   // one at a time need (docs/bounds.md#theorem-14), Theorem 15's graph traffic plus the compute of Pointwise
-  // ops between deep MatMuls that it cannot hide (docs/bounds.md#theorem-15), and the cover bound
+  // ops between deep MatMuls that it cannot hide (docs/bounds.md#theorem-15), Theorem 21's tail runs plus
+  // Theorem 13's charges less what both may count (docs/bounds.md#theorem-21), and the cover bound
   // (docs/bounds.md#theorem-6) when asked for.
   double lambda_bound = 0;
   InnerKStepBound inner_k_steps;
@@ -56,8 +57,8 @@ struct CertifiedBound {
 };
 
 // The largest of the bounds without the cover bound, and its name: "lambda", "inner k-steps" (Theorem 11),
-// "deep weights" (Theorem 12), "head discounts" (Theorem 13), "tail runs" (Theorem 14) or "exposed epilogues"
-// (Theorem 15).
+// "deep weights" (Theorem 12), "head discounts" (Theorem 13), "tail runs" (Theorem 14), "exposed epilogues"
+// (Theorem 15) or "head loads beside tail runs" (Theorem 21).
 double largest_bound_without_cover(const CertifiedBound& bound);
 std::string largest_bound_name(const CertifiedBound& bound);
 
