@@ -106,8 +106,7 @@ class PoolFinder {
       const int x = stack.back();
       stack.pop_back();
       for (int t : p_.outputs[x])
-        for (const Consumer& c : g_.consumers[t]) {
-          walk_.visit();
+        for (const Consumer& c : g_.consumers[t]) {  // capped below, apart from the walks' shared budget
           if (position_[c.op] > last || !descendants_.add(c.op)) continue;
           if (++walked > kMostDescendants) return members;
           stack.push_back(c.op);
