@@ -248,8 +248,10 @@ void print_head_discount_bound(std::ostream& out, const HeadDiscountBound& b, bo
     if (h.made_operand >= 0)
       out << " and tensor " << h.made_operand << " (" << format_display(h.made_loads)
           << ") unless the subgraph before makes it again (" << format_display(h.remake) << ")";
-    out << ", beside " << h.pool.size() << " ops computing at least " << format_display(h.pool_compute)
-        << "; charged " << format_display(h.charge) << "\n";
+    out << ", beside " << h.pool.size() << " ops computing at least " << format_display(h.pool_compute);
+    if (h.runs_beside > 0)
+      out << " (of which " << format_display(h.runs_beside) << " are tail-run charges their runs may take)";
+    out << "; charged " << format_display(h.charge) << "\n";
   }
   if (largest.size() > shown)
     out << "    ... and " << largest.size() - shown << " more heads (bound --json)\n";
