@@ -157,4 +157,11 @@ Graph analyze_graph(const Problem& p, const std::string& file) {
   return g;
 }
 
+bool reads_only(const Problem& problem, const Graph& graph, int op, int reader) {
+  for (int t : problem.outputs[op])
+    for (const Consumer& c : graph.consumers[t])
+      if (c.op != reader) return false;
+  return true;
+}
+
 }  // namespace mlsys

@@ -42,6 +42,9 @@ std::vector<int> topological_order(const Problem& problem, const Graph& graph,
 // scan the ready list: quadratic on a graph of many independent ops).
 std::vector<int> lowest_index_topological_order(const Problem& problem, const Graph& graph);
 
+// Whether `reader` is the only op that reads what `op` makes.
+bool reads_only(const Problem& problem, const Graph& graph, int op, int reader);
+
 // Validates M2 and derives M3. Throws InputError (exit 2) naming the op, tensor and rule; `file` is for
 // messages.
 Graph analyze_graph(const Problem& problem, const std::string& file);

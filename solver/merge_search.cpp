@@ -273,6 +273,21 @@ class MergePass {
     latency_ = std::move(latency);
   }
 
+  // The ops outside `ops` that read what they make, each once; nullopt when one of those tensors is a graph
+  // output (it must be stored where it is made).
+  std::optional<std::vector<int>> readers_outside(const std::vector<int>& ops) const {
+    std::vector<int> readers;
+    for (int op : ops)
+      for (int t : p_.outputs[op]) {
+        if (g_.is_graph_output[t]) return std::nullopt;
+        for (const Consumer& c : g_.consumers[t])
+          if (std::find(ops.begin(), ops.end(), c.op) == ops.end() &&
+              std::find(readers.begin(), readers.end(), c.op) == readers.end())
+            readers.push_back(c.op);
+      }
+    return readers;
+  }
+
   // Whether tensor t is in slow memory before subgraph k: a graph input, or written back by the one subgraph
   // that makes it (not read there, not kept), before k.
   bool stored_before(int t, size_t k) const {
@@ -303,18 +318,11 @@ class MergePass {
     }
     if (made.size() > kLongestStreamed) return false;
     if (std::none_of(made.begin(), made.end(), [&](int op) { return p_.is_matmul(op); })) return false;
-    std::unordered_set<int> own(made.begin(), made.end());
-    std::vector<int> readers;
-    for (int op : made) {
-      if (instances_[op].size() != 1) return false;
-      for (int t : p_.outputs[op]) {
-        if (g_.is_graph_output[t]) return false;
-        for (const Consumer& c : g_.consumers[t])
-          if (!own.count(c.op) && std::find(readers.begin(), readers.end(), c.op) == readers.end())
-            readers.push_back(c.op);
-      }
-    }
-    if (readers.empty() || readers.size() > kMostStreamReaders) return false;
+    if (std::any_of(made.begin(), made.end(), [&](int op) { return instances_[op].size() != 1; })) return false;
+    const std::unordered_set<int> own(made.begin(), made.end());
+    const std::optional<std::vector<int>> found = readers_outside(made);
+    if (!found || found->empty() || found->size() > kMostStreamReaders) return false;
+    const std::vector<int>& readers = *found;
     std::map<size_t, std::vector<int>> hosts;  // host subgraph -> the readers leaving it
     for (int r : readers) {
       if (!p_.is_matmul(r) || instances_[r].size() != 1) return false;
@@ -369,19 +377,13 @@ class MergePass {
       std::vector<int> makers;
       for (int t : p_.inputs[x])
         if (g_.producer[t] >= 0) makers.push_back(g_.producer[t]);
-      auto read_by_x_alone = [&](int maker) {
-        for (int t : p_.outputs[maker])
-          for (const Consumer& c : g_.consumers[t])
-            if (c.op != x) return false;
-        return true;
-      };
-      if (makers.size() == 1 && !p_.is_matmul(makers[0]) && read_by_x_alone(makers[0])) {
+      if (makers.size() == 1 && !p_.is_matmul(makers[0]) && reads_only(p_, g_, makers[0], x)) {
         chain.insert(chain.begin(), makers[0]);
         x = makers[0];
         continue;
       }
       for (int maker : makers)
-        if (p_.is_matmul(maker) && read_by_x_alone(maker)) {
+        if (p_.is_matmul(maker) && reads_only(p_, g_, maker, x)) {
           chain.insert(chain.begin(), maker);
           return chain;
         }
@@ -398,13 +400,9 @@ class MergePass {
   // towards the pooling MatMul and once towards the 1x1 convolution after the product.
   bool try_stream_chain_into_readers(int pointwise) {
     if (p_.is_matmul(pointwise)) return false;
-    std::vector<int> readers;
-    for (int t : p_.outputs[pointwise]) {
-      if (g_.is_graph_output[t]) return false;
-      for (const Consumer& c : g_.consumers[t])
-        if (std::find(readers.begin(), readers.end(), c.op) == readers.end()) readers.push_back(c.op);
-    }
-    if (readers.size() < 2 || readers.size() > kMostStreamReaders) return false;
+    const std::optional<std::vector<int>> found = readers_outside({pointwise});
+    if (!found || found->size() < 2 || found->size() > kMostStreamReaders) return false;
+    const std::vector<int>& readers = *found;
     const std::vector<int> chain = chain_above(pointwise);
     if (chain.empty()) return false;
     // Where the chain's ops run now, each once, in subgraphs that receive and keep only what chain ops make

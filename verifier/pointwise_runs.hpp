@@ -31,14 +31,6 @@ inline Discount in_chain_discount(const Problem& p, const Graph& g, const std::v
   return d;
 }
 
-// Whether `reader` is the only op that reads what `op` makes.
-inline bool reads_only(const Problem& p, const Graph& g, int op, int reader) {
-  for (int t : p.outputs[op])
-    for (const Consumer& c : g.consumers[t])
-      if (c.op != reader) return false;
-  return true;
-}
-
 // The ops whose runs Theorems 18 and 19 already charged: each op's runs are counted by one theorem only.
 inline std::vector<bool> charged_ops(const Problem& p, const TailRunBound& out) {
   std::vector<bool> charged(p.num_ops(), false);
