@@ -37,9 +37,8 @@ TEST(ExactSearch, PruningByFloorsNeverChangesTheResult) {
   // below the incumbent would show as a dearer result than the unpruned search's, and the brute force over
   // every schedule the rule book accepts bounds both from below.
   const char* trials_env = std::getenv("MLSYS_EXACT_TRIALS");
-  const char* seed_env = std::getenv("MLSYS_EXACT_SEED");
   const int trials = trials_env ? std::atoi(trials_env) : 150;
-  std::mt19937 rng(seed_env ? static_cast<unsigned>(std::atol(seed_env)) : 20261126u);
+  std::mt19937 rng(test::campaign_seed("MLSYS_EXACT_SEED", 20261126u));
   int checked = 0, above_brute_force = 0, proved_by_search = 0;
   double seconds_pruned = 0, seconds_full = 0;
   while (checked < trials) {

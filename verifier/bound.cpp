@@ -633,7 +633,8 @@ CertifiedBound certified_bound(const Problem& p, const Graph& g, const ModelOpti
   out.head_loads_beside_runs =
       head_loads_beside_tail_runs(p, g, options, base.op_floor, out.tail_runs, expired);  // Theorem 21
   out.exposed_epilogues = exposed_epilogue_bound(p, g, options, expired);           // Theorem 15
-  out.bound = largest_bound_without_cover(out);
+  out.rounding_ulps = certified_rounding_ulps(p);
+  out.bound = round_down_certified(largest_bound_without_cover(out), out.rounding_ulps);
   return out;
 }
 
@@ -668,7 +669,10 @@ std::string largest_bound_name(const CertifiedBound& b) {
 }
 
 void add_cover_bound(CertifiedBound& bound, CoverBound cover) {
-  if (cover.attempted) bound.bound = std::max(largest_bound_without_cover(bound), cover.bound);
+  // The cover bound arrives stepped down already (cover_bound rounds its own sum).
+  if (cover.attempted)
+    bound.bound = std::max(round_down_certified(largest_bound_without_cover(bound), bound.rounding_ulps),
+                           cover.bound);
   bound.cover = std::move(cover);
 }
 

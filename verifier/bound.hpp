@@ -12,6 +12,7 @@
 #include "sim/graph.hpp"
 #include "sim/problem.hpp"
 #include "sim/step_model.hpp"
+#include "verifier/certified_rounding.hpp"
 #include "verifier/cover_bound.hpp"
 #include "verifier/deep_weight_bound.hpp"
 #include "verifier/exposed_epilogue_bound.hpp"
@@ -32,7 +33,10 @@ struct BoundTerm {
 };
 
 struct CertifiedBound {
-  double bound = 0;   // lambda * compute + (1 - lambda) * traffic, maximized over lambda in [0, 1]
+  // The largest of the bounds below, stepped down by `rounding_ulps` (docs/bounds.md#rounding): the value
+  // every program reports as certified. The bounds it is the largest of are kept as summed.
+  double bound = 0;
+  int64_t rounding_ulps = 0;
   double lambda = 0;  // every step costs max(compute, memory) >= lambda compute + (1 - lambda) memory
   double compute = 0, traffic = 0;  // the sums of the terms at that lambda
   double rule_book = 0;             // section 8's bound, for comparison (the certified one is never lower)

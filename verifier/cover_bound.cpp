@@ -12,6 +12,8 @@
 #include <numeric>
 #include <tuple>
 
+#include "verifier/certified_rounding.hpp"
+
 namespace mlsys {
 
 namespace {
@@ -448,8 +450,9 @@ void certify(const SetFloors& f, Prices& y, CoverBound& out) {
   for (size_t r = 0; r < y.store.size(); ++r)
     if (y.store[r] > 0)
       out.store_terms.push_back({f.store_rows[r].tensor, f.store_rows[r].reader, y.store[r]});
-  out.bound =
-      std::accumulate(y.op.begin(), y.op.end(), 0.0) + std::accumulate(y.store.begin(), y.store.end(), 0.0);
+  out.bound = round_down_certified(
+      std::accumulate(y.op.begin(), y.op.end(), 0.0) + std::accumulate(y.store.begin(), y.store.end(), 0.0),
+      certified_rounding_ulps(f.p));
   out.attempted = true;
   out.status = out.complete ? "complete" : "time limit";
   std::vector<std::pair<double, size_t>> tight;
