@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +12,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
+#include <iostream>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -39,8 +42,19 @@ static std::string slurp(const std::string& path) {
 CommandResult run_command(const std::string& binary, const std::string& args) {
   const std::string dir = temp_dir("cmd");
   const std::string command = "'" + binary + "' " + args + " >'" + dir + "/out' 2>'" + dir + "/err' </dev/null";
+  // RUSAGE_CHILDREN counts every child waited for: the difference is the command's own CPU time, since no
+  // other child of this process ends meanwhile (a CpuLoad is reaped only when it is destroyed).
+  auto cpu = [] {
+    rusage u{};
+    getrusage(RUSAGE_CHILDREN, &u);
+    return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+  };
+  const double cpu_before = cpu();
+  const auto start = std::chrono::steady_clock::now();
   const int status = std::system(command.c_str());
   CommandResult r;
+  r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r.cpu_seconds = cpu() - cpu_before;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
   r.out = slurp(dir + "/out");
   r.err = slurp(dir + "/err");
@@ -205,12 +219,49 @@ RandomSplitK random_split_k(std::mt19937& rng) {
   return c;
 }
 
+void expect_certified(double certified, double exact, int64_t ulps) {
+  EXPECT_LE(certified, exact) << std::setprecision(17) << "certified " << certified << " above " << exact;
+  EXPECT_GE(certified, exact * (1 - static_cast<double>(ulps + 2) * 0x1p-52))
+      << std::setprecision(17) << "certified " << certified << " more than " << ulps << " ulps below " << exact;
+}
+
+unsigned campaign_seed(const char* seed_variable, unsigned seed) {
+  const char* own = std::getenv(seed_variable);
+  const char* moving = std::getenv("MLSYS_CAMPAIGN_SEED");
+  unsigned chosen = seed;
+  if (own) {
+    chosen = static_cast<unsigned>(std::atol(own));
+  } else if (moving && *moving) {
+    // FNV-1a of the moving seed's text, mixed with the campaign's own seed so that campaigns differ.
+    uint32_t h = 2166136261u;
+    for (const char* c = moving; *c; ++c) h = (h ^ static_cast<unsigned char>(*c)) * 16777619u;
+    chosen = h ^ (seed * 2654435761u);
+  }
+  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::cerr << "campaign seed " << chosen << "; reproduce with " << seed_variable << "=" << chosen
+            << " ctest --preset release -R '" << (test ? test->name() : "") << "$'\n";
+  return chosen;
+}
+
 std::pair<int, std::mt19937> campaign(const char* trials_variable, int trials, const char* seed_variable,
                                       unsigned seed) {
   const char* trials_env = std::getenv(trials_variable);
-  const char* seed_env = std::getenv(seed_variable);
-  return {trials_env ? std::atoi(trials_env) : trials,
-          std::mt19937(seed_env ? static_cast<unsigned>(std::atol(seed_env)) : seed)};
+  return {trials_env ? std::atoi(trials_env) : trials, std::mt19937(campaign_seed(seed_variable, seed))};
+}
+
+bool expect_deadline_promise(const CommandResult& r, double timeout, const std::string& out,
+                             double first_schedule_cpu) {
+  EXPECT_LT(r.wall_seconds, timeout + kDeadlineMargin) << "gone later than the timeout and its margin";
+  if (r.exit_code == 0) return true;
+  EXPECT_EQ(1, r.exit_code) << r.err;
+  EXPECT_NE(std::string::npos, r.err.find("came before a first schedule was complete")) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(out)) << "a partial file was left at " << out;
+  EXPECT_LT(r.cpu_seconds, first_schedule_cpu)
+      << "no schedule, though the process received " << r.cpu_seconds << " s of CPU, at least the "
+      << first_schedule_cpu << " s its first schedule needs";
+  std::cerr << "no schedule: the process received " << r.cpu_seconds << " s of CPU in " << r.wall_seconds
+            << " s, below the " << first_schedule_cpu << " s its first schedule needs\n";
+  return false;
 }
 
 }  // namespace mlsys::test

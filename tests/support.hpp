@@ -23,18 +23,39 @@ Loaded load(const std::string& problem_path, const std::string& solution_path);
 struct CommandResult {
   int exit_code = -1;
   std::string out, err;
+  double wall_seconds = 0;  // from the start of the command to its end
+  double cpu_seconds = 0;   // user + system time the command (and its children) received
 };
 // Runs `binary args...` with stdout and stderr captured into files (no shell quoting issues for our paths).
 CommandResult run_command(const std::string& binary, const std::string& args);
 
 // A campaign's number of trials and random generator: the defaults, or those the environment names
-// (docs/bounds.md#soundness runs them longer).
+// (docs/bounds.md#soundness runs them longer). Without its own seed variable, a campaign's seed moves with
+// MLSYS_CAMPAIGN_SEED (scripts/test derives it from the commit), so that CI runs new problems each commit;
+// the seed and the command that reproduces it go to stderr, which ctest shows when the test fails.
 std::pair<int, std::mt19937> campaign(const char* trials_variable, int trials, const char* seed_variable,
                                       unsigned seed);
 
 // A busy machine for as long as the object lives: `stress-ng --cpu workers` in a process group of its own,
 // stopped by the destructor. Deadline tests check the programs' promises under a load they make themselves.
 // Fails the calling test when stress-ng is missing (scripts/install-deps installs it).
+// A certified bound against its hand-derived exact value: never above it, and below it by no more than the
+// stated rounding step of `ulps` (docs/bounds.md#rounding).
+void expect_certified(double certified, double exact, int64_t ulps);
+
+// The seed a campaign runs: `seed_variable`'s value, else `seed` moved by MLSYS_CAMPAIGN_SEED, printed.
+unsigned campaign_seed(const char* seed_variable, unsigned seed);
+
+// mlsys's deadline promise on one finished run of `mlsys PROBLEM OUT --timeout T` (docs/solver.md#deadline):
+// the process is gone by T plus kDeadlineMargin, and it leaves either a schedule (exit 0, returned true for
+// the caller to verify) or exit 1 with the documented message and no file at `out`. The second outcome is
+// a failure only when the process received at least `first_schedule_cpu` seconds of CPU, what its first
+// schedule needs (measured and documented per graph in docs/solver.md#deadline): on a busy machine the
+// program cannot control how much CPU it gets, only what it does with it.
+inline constexpr double kDeadlineMargin = 0.25;
+bool expect_deadline_promise(const CommandResult& r, double timeout, const std::string& out,
+                             double first_schedule_cpu);
+
 class CpuLoad {
  public:
   explicit CpuLoad(int workers);
