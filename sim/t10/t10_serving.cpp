@@ -6,18 +6,24 @@
 
 namespace mlsys::t10 {
 
+// The Elk artifact gives its HBM a bandwidth but no capacity. 4,000 GB/s is an H100-class part's bandwidth
+// (3.35 TB/s SXM), whose capacity is 80 GB: each 4,000 GB/s of a preset brings 80 GB.
+constexpr double kHbmBytesPer4000Gbps = 80e9;
+
 std::optional<ServingChip> serving_chip_preset(const std::string& name) {
   ServingChip c;
   c.chip.name = name;
   if (name == "ipu-mk2") return c;  // T1's chip, no HBM
   if (name == "elk-1472") {         // the artifact's default: one chip, HBM 4,000 GB/s (launch.py hbm_bw)
     c.hbm_gbps = 4000;
+    c.hbm_capacity_bytes = kHbmBytesPer4000Gbps;
     return c;
   }
   if (name == "elk-5888") {  // four chips' cores, 16,000 GB/s (the artifact's large configuration)
     c.chip.cores = 5888;
     c.chips = 4;
     c.hbm_gbps = 16000;
+    c.hbm_capacity_bytes = 4 * kHbmBytesPer4000Gbps;
     return c;
   }
   return std::nullopt;
@@ -43,6 +49,7 @@ ServingChoice serving_choice(const ServingOperator& op, const OperatorOption& op
     c.preload_bytes = option.cold_input(1);
     c.hbm_bytes = op.hbm_bytes;
   }
+  c.hbm_bytes += op.hbm_write_bytes;
   return c;
 }
 

@@ -23,6 +23,7 @@ struct ServingChip {
   double clock_hz = 1.325e9;         // the calibrated model's cycle (IPU Mk2)
   double hbm_gbps = 0;               // 0: no HBM (nothing can be loaded)
   double hbm_capacity_bytes = 0;     // 0: unlimited
+  double host_link_gbps = 0;         // to the host, for swapped KV caches (same units as HBM); 0: none
   double noc_gib_per_core = 5.5;     // how fast HBM loads reach one core over the NoC (GBPS_PER_CORE)
   int64_t chips = 1;  // chips the cores span (1,472 each); chip.inter_chip_overhead prices crossing them
   double hbm_bytes_per_cycle() const { return hbm_gbps * 1000.0 * 1024 * 1024 / clock_hz; }
@@ -30,8 +31,9 @@ struct ServingChip {
   double cycles_to_ms(double cycles) const { return cycles / clock_hz * 1e3; }
 };
 
-// Presets: "ipu-mk2" (no HBM), "elk-1472" (1,472 cores, 4,000 GB/s), "elk-5888" (5,888 cores over four chips,
-// 16,000 GB/s). nullopt for an unknown name.
+// Presets: "ipu-mk2" (no HBM), "elk-1472" (1,472 cores, 4,000 GB/s, 80 GB), "elk-5888" (5,888 cores over
+// four chips, 16,000 GB/s, 320 GB); docs/t10-traffic.md#capacity cites the capacities. nullopt for an
+// unknown name.
 std::optional<ServingChip> serving_chip_preset(const std::string& name);
 std::vector<std::string> serving_chip_preset_names();
 
@@ -44,6 +46,9 @@ struct ServingOperator {
   TensorOperator op;
   HbmOperand hbm = HbmOperand::None;
   int64_t hbm_bytes = 0;  // the operand's size, read once from HBM
+  // The KV rows this operator's new positions add, written to HBM through the same channel, in the slot of
+  // this operator's load (docs/t10-traffic.md#writes).
+  int64_t hbm_write_bytes = 0;
   int layer = 0;
 };
 
@@ -59,7 +64,7 @@ struct ServingProgram {
 struct ServingChoice {
   OperatorOption option;
   int64_t preload_bytes = 0;  // per core: operand B in the cold layout (0 when nothing is loaded)
-  int64_t hbm_bytes = 0;      // from HBM, all cores together (each byte once)
+  int64_t hbm_bytes = 0;      // through the HBM channel, all cores together (each byte once): read and written
 };
 ServingChoice serving_choice(const ServingOperator& op, const OperatorOption& option);
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <regex>
 #include <set>
+#include <stdexcept>
 #include <tuple>
 
 #include "sim/t10/t10_program.hpp"
@@ -81,17 +82,23 @@ Expression parse_expression(const std::string& text, const std::function<void(co
   return e;
 }
 
-// A shape for one decode step: 99 -> batch, the first 66 -> 1, later 66s -> L; multiples of 99 (a batch
-// folded with heads or the sequence) -> that multiple of the batch.
-std::vector<int64_t> decode_shape(const std::vector<int64_t>& shape, const ServingShape& at) {
+// What the codes stand for in one instantiation: 99 the batch (requests), the first 66 of a shape the query
+// positions each request adds, a later 66 the keys it attends over (its context).
+struct Dims {
+  int64_t batch = 1, query = 1, context = 1;
+};
+
+// 99 -> batch, the first 66 -> query, later 66s -> context; 99 x 66 (the batch folded with the sequence) ->
+// batch x query; other multiples of 99 (a batch folded with heads) -> that multiple of the batch.
+std::vector<int64_t> decode_shape(const std::vector<int64_t>& shape, const Dims& at) {
   std::vector<int64_t> out;
   bool first_sequence = true;
   for (int64_t d : shape) {
     if (d == kSequenceCode) {
-      out.push_back(first_sequence ? 1 : at.sequence);
+      out.push_back(first_sequence ? at.query : at.context);
       first_sequence = false;
     } else if (d == kBatchCode * kSequenceCode) {
-      out.push_back(at.batch);
+      out.push_back(at.batch * at.query);
       first_sequence = false;
     } else if (d % kBatchCode == 0) {
       out.push_back(d / kBatchCode * at.batch);
@@ -115,7 +122,7 @@ bool is_activation(const std::vector<int64_t>& raw) {
 
 // A MatMul from Dot or BatchMatMul: batch dims are in both inputs and the output, m in input 0 and the
 // output, n in input 1 and the output, k in both inputs only.
-ServingOperator matmul(const Expression& e, const ServingShape& at, int64_t dtype,
+ServingOperator matmul(const Expression& e, const Dims& at, int64_t dtype,
                        const std::function<void(const std::string&)>& fail) {
   if (e.inputs.size() != 2) fail("a product needs two inputs");
   const Operand &a = e.inputs[0], &b = e.inputs[1];
@@ -124,11 +131,11 @@ ServingOperator matmul(const Expression& e, const ServingShape& at, int64_t dtyp
   auto in = [](const std::vector<std::string>& names, const std::string& n) {
     return std::find(names.begin(), names.end(), n) != names.end();
   };
-  // By index name: the query rows (in input0 and the output only) are the one decoded position; any other
-  // sequence index is the KV cache's length.
+  // By index name: the query rows (in input0 and the output only) are the new positions; any other sequence
+  // index is the context the queries attend over.
   auto length = [&](const std::string& name, int64_t raw) -> int64_t {
     if (raw == kSequenceCode)
-      return in(e.output, name) && !in(b.index, name) && in(a.index, name) ? 1 : at.sequence;
+      return in(e.output, name) && !in(b.index, name) && in(a.index, name) ? at.query : at.context;
     return decode_shape({raw}, at)[0];
   };
   ServingOperator op;
@@ -197,19 +204,61 @@ void assign_layers(ServingProgram& p, int keep, const std::string& file) {
 
 }  // namespace
 
-ServingProgram read_elk_model(const nlohmann::json& doc, const std::string& file, const ServingShape& at,
-                              const ServingChip& chip) {
+struct ServingModel::Node {
+  std::string type, name;
+  Expression e;
+  std::vector<int64_t> slice_extent;  // a Slice's where clause, codes not yet replaced
+  bool per_request = false;           // a product with the KV cache, or an operator over scores
+  bool kv_product = false;
+  int layer = 0;
+};
+
+namespace {
+
+// Whether a raw shape names the sequence twice (queries against keys: attention scores).
+bool names_sequence_twice(const std::vector<int64_t>& raw) {
+  return std::count(raw.begin(), raw.end(), kSequenceCode) >= 2;
+}
+
+// One node at the given dimensions. `fail` names the node.
+ServingOperator instantiate_node(const ServingModel::Node& n, const Dims& at, int64_t dtype,
+                                 const std::function<void(const std::string&)>& fail) {
+  ServingOperator op;
+  if (n.type == "Dot" || n.type == "BatchMatMul") {
+    op = matmul(n.e, at, dtype, fail);
+  } else {
+    std::vector<int64_t> shape = decode_shape(n.e.inputs[0].shape, at);
+    for (const Operand& in : n.e.inputs)  // a broadcast operand is the smaller one
+      if (shape_elements(decode_shape(in.shape, at)) > shape_elements(shape)) shape = decode_shape(in.shape, at);
+    if (shape.empty()) fail("an operand without dimensions");
+    op.op.type = kRowWise.count(n.type) ? OperatorType::RowWise
+                 : kUnary.count(n.type) ? OperatorType::Relu
+                                        : OperatorType::Elementwise;
+    std::tie(op.op.m, op.op.n) = rows_and_columns(shape);
+    if (n.type == "Slice" && n.slice_extent.size() == shape.size())  // the output's size
+      std::tie(op.op.m, op.op.n) = rows_and_columns(decode_shape(n.slice_extent, at));
+    op.op.inputs = static_cast<int64_t>(kBinary.count(n.type) ? 2 : 1);
+  }
+  if (op.op.m < 1 || op.op.n < 1 || op.op.k < 1 || op.op.batch < 1 || op.op.m > kMaxOperatorDimension ||
+      op.op.n > kMaxOperatorDimension || op.op.k > kMaxOperatorDimension)
+    fail("a dimension outside 1 to 2^24");
+  op.op.name = n.name;
+  op.layer = n.layer;
+  return op;
+}
+
+}  // namespace
+
+ServingModel ServingModel::read_elk(const nlohmann::json& doc, const std::string& file, int keep_layers,
+                                    const ServingChip& chip) {
   if (!doc.is_array())
     throw InputError(file, "", "", "an Elk model file is a list of nodes [id, expression, type, inputs]");
   if (doc.size() > kMaxProgramOperators)
     throw InputError(file, "", "", "more than " + std::to_string(kMaxProgramOperators) + " nodes");
-  if (at.batch < 1 || at.batch > (1 << 20)) throw InputError(file, "--batch", "", "expected 1 to 2^20");
-  if (at.sequence < 1 || at.sequence > (1 << 24)) throw InputError(file, "--seq", "", "expected 1 to 2^24");
-  ServingProgram p;
-  p.program.chip = chip.chip;
-  p.program.dtype_bytes = 2;  // the calibrated model's FP16
-  p.batch = at.batch;
-  p.sequence = at.sequence;
+  ServingModel model;
+  model.chip_ = chip;
+  model.file_ = file;
+  std::vector<std::string> fields;  // per node kept, its "[i]"
   for (size_t i = 0; i < doc.size(); ++i) {
     const std::string field = "[" + std::to_string(i) + "]";
     auto fail = [&](const std::string& why) { throw InputError(file, field, "", why); };
@@ -218,46 +267,103 @@ ServingProgram read_elk_model(const nlohmann::json& doc, const std::string& file
       fail("expected [id, expression, type, inputs]");
     const std::string type = node[2].get<std::string>();
     if (kNoOperator.count(type)) continue;
-    const Expression e = parse_expression(node[1].get<std::string>(), fail);
-    ServingOperator op;
+    auto n = std::make_shared<Node>();
+    n->type = type;
+    n->e = parse_expression(node[1].get<std::string>(), fail);
     if (type == "Dot" || type == "BatchMatMul") {
-      op = matmul(e, at, p.program.dtype_bytes, fail);
+      if (n->e.inputs.size() != 2) fail("a product needs two inputs");
+      n->kv_product = is_activation(n->e.inputs[1].shape);
+      n->per_request = n->kv_product;
     } else if (kUnary.count(type) || kBinary.count(type) || kRowWise.count(type) || type == "Slice") {
-      std::vector<int64_t> shape = decode_shape(e.inputs[0].shape, at);
-      for (const Operand& in : e.inputs)  // a broadcast operand is the smaller one
-        if (shape_elements(decode_shape(in.shape, at)) > shape_elements(shape))
-          shape = decode_shape(in.shape, at);
-      if (shape.empty()) fail("an operand without dimensions");
-      op.op.type = kRowWise.count(type) ? OperatorType::RowWise
-                   : kUnary.count(type) ? OperatorType::Relu
-                                        : OperatorType::Elementwise;
-      std::tie(op.op.m, op.op.n) = rows_and_columns(shape);
-      if (type == "Slice") {  // the slice's extent is its where clause: the output's size
+      for (const Operand& in : n->e.inputs) n->per_request = n->per_request || names_sequence_twice(in.shape);
+      if (type == "Slice") {
         static const std::regex where(R"(in\s+(\d+))");
         const std::string text = node[1].get<std::string>();
-        std::vector<int64_t> extent;
-        for (auto it = std::sregex_iterator(text.begin(), text.end(), where); it != std::sregex_iterator();
-             ++it)
-          extent.push_back(std::stoll((*it)[1]));
-        if (extent.size() == shape.size()) {
-          extent = decode_shape(extent, at);
-          std::tie(op.op.m, op.op.n) = rows_and_columns(extent);
-        }
+        for (auto it = std::sregex_iterator(text.begin(), text.end(), where); it != std::sregex_iterator(); ++it)
+          n->slice_extent.push_back(std::stoll((*it)[1]));
       }
-      op.op.inputs = static_cast<int64_t>(kBinary.count(type) ? 2 : 1);
     } else {
       fail("operator type " + type +
            " is not one a decode step has (Dot, BatchMatMul, elementwise, Sum, SoftmaxBasic, Slice)");
     }
-    if (op.op.m < 1 || op.op.n < 1 || op.op.k < 1 || op.op.batch < 1 || op.op.m > kMaxOperatorDimension ||
-        op.op.n > kMaxOperatorDimension || op.op.k > kMaxOperatorDimension)
-      fail("a dimension outside 1 to 2^24");
-    op.op.name =
-        type + "#" + std::to_string(node[0].is_number_integer() ? node[0].get<int64_t>() : int64_t(i));
-    p.ops.push_back(op);
+    n->name = type + "#" + std::to_string(node[0].is_number_integer() ? node[0].get<int64_t>() : int64_t(i));
+    model.nodes_.push_back(std::move(n));
+    fields.push_back(field);
   }
-  if (p.ops.empty()) throw InputError(file, "", "", "no operator of a decode step in the file");
-  assign_layers(p, at.layers, file);
+  if (model.nodes_.empty()) throw InputError(file, "", "", "no operator of a decode step in the file");
+  // Layers from one reference instantiation (one request, one position, one key): one operator per node.
+  ServingProgram reference;
+  reference.program.dtype_bytes = 2;
+  const Dims unit{1, 1, 1};
+  for (size_t i = 0; i < model.nodes_.size(); ++i)
+    reference.ops.push_back(instantiate_node(*model.nodes_[i], unit, 2, [&](const std::string& why) {
+      throw InputError(file, fields[i], "", why);
+    }));
+  assign_layers(reference, 0, file);
+  if (keep_layers > reference.layers)
+    throw InputError(file, "--layers", "", "the file has " + std::to_string(reference.layers) + " layers");
+  std::vector<std::shared_ptr<const Node>> kept;
+  for (size_t i = 0; i < model.nodes_.size(); ++i) {
+    auto n = std::make_shared<Node>(*model.nodes_[i]);
+    n->layer = reference.ops[i].layer;
+    if (keep_layers > 0 && n->layer >= keep_layers) continue;
+    // At one key and one request, a KV product's operand is one position's key or value rows.
+    if (n->kv_product) model.kv_bytes_per_token_ += reference.ops[i].hbm_bytes;
+    if (!n->per_request && reference.ops[i].hbm == HbmOperand::Weight)
+      model.weight_bytes_ += reference.ops[i].hbm_bytes;
+    kept.push_back(std::move(n));
+  }
+  model.nodes_ = std::move(kept);
+  model.layers_ = keep_layers > 0 ? keep_layers : reference.layers;
+  return model;
+}
+
+ServingProgram ServingModel::instantiate(const IterationShape& shape, int first_layers) const {
+  ServingProgram p;
+  p.program.chip = chip_.chip;
+  p.program.dtype_bytes = 2;  // the calibrated model's FP16
+  const bool sample = first_layers > 0 && first_layers + 1 < layers_;
+  p.layers = sample ? first_layers + 1 : layers_;
+  for (const auto& node : nodes_) {
+    if (sample && node->layer >= first_layers && node->layer != layers_ - 1) continue;
+    auto fail = [&](const std::string& why) { throw std::invalid_argument(node->name + ": " + why); };
+    if (!node->per_request) {
+      if (shape.tokens > 0) p.ops.push_back(instantiate_node(*node, {shape.tokens, 1, 1}, p.program.dtype_bytes, fail));
+      continue;
+    }
+    for (size_t g = 0; g < shape.groups.size(); ++g) {
+      const AttentionGroup& group = shape.groups[g];
+      ServingOperator op =
+          instantiate_node(*node, {group.requests, group.query, group.context}, p.program.dtype_bytes, fail);
+      if (shape.groups.size() > 1) op.op.name += "/" + std::to_string(g);
+      if (node->kv_product) {
+        // The operand holds `context` positions of every request: `cached` of them come from HBM, and the
+        // `query` new ones, computed in this iteration, are written there.
+        const int64_t per_position = op.hbm_bytes / group.context;
+        op.hbm_bytes = per_position * group.cached;
+        op.hbm_write_bytes = per_position * group.query;
+        if (group.cached == 0) op.hbm = HbmOperand::None;
+      }
+      p.ops.push_back(std::move(op));
+    }
+  }
+  for (const ServingOperator& o : p.ops) p.program.ops.push_back(o.op);
+  return p;
+}
+
+ServingProgram read_elk_model(const nlohmann::json& doc, const std::string& file, const ServingShape& at,
+                              const ServingChip& chip) {
+  if (at.batch < 1 || at.batch > (1 << 20)) throw InputError(file, "--batch", "", "expected 1 to 2^20");
+  if (at.sequence < 1 || at.sequence > (1 << 24)) throw InputError(file, "--seq", "", "expected 1 to 2^24");
+  const ServingModel model = ServingModel::read_elk(doc, file, at.layers, chip);
+  ServingProgram p;
+  try {
+    p = model.instantiate({at.batch, {{at.batch, 1, at.sequence, at.sequence}}});
+  } catch (const std::invalid_argument& e) {
+    throw InputError(file, "--batch", "", std::string("at this batch and --seq: ") + e.what());
+  }
+  p.batch = at.batch;
+  p.sequence = at.sequence;
   return p;
 }
 
