@@ -27,6 +27,7 @@ enum class Reconciliation { Exact, Heuristic };
 struct OperatorOptions {
   std::vector<OperatorOption> options;  // Pareto-minimal in (cold, extra, time), fastest first
   int64_t plans_priced = 0;
+  TensorOperator op;  // the shape they are for (its name is the first operator's that asked)
 };
 
 // All the options of one operator (throws std::invalid_argument when it has none, naming why).

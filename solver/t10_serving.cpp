@@ -3,9 +3,15 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <atomic>
 #include <map>
+#include <optional>
+#include <set>
+#include <thread>
 #include <stdexcept>
 
+#include "sim/json_io.hpp"
+#include "sim/violation.hpp"
 #include "solver/t10_compile.hpp"
 
 namespace mlsys::t10 {
@@ -171,7 +177,156 @@ std::vector<int> local_search(Space& s, std::vector<int> index, double& best, Cl
 
 }  // namespace
 
-ServingResult serve(const ServingProgram& program, const ServingChip& chip, const ServeOptions& options) {
+namespace {
+std::string table_key(const TensorOperator& op) {
+  return std::string(to_string(op.type)) + ":" + std::to_string(op.batch) + "x" + std::to_string(op.m) + "x" +
+         std::to_string(op.k) + "x" + std::to_string(op.n) + "/" + std::to_string(op.inputs);
+}
+}  // namespace
+
+void ServingOptionCache::prefetch(const TensorProgram& program, int threads) {
+  std::vector<const TensorOperator*> missing;
+  std::set<std::string> seen;
+  for (const TensorOperator& op : program.ops) {
+    const std::string key = table_key(op);
+    if (!tables_.count(key) && !stored_.count(key) && seen.insert(key).second) missing.push_back(&op);
+  }
+  if (missing.size() < 2 || threads < 2) return;
+  const auto start = Clock::now();
+  std::vector<std::optional<OperatorOptions>> out(missing.size());
+  std::vector<std::string> errors(missing.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next++) < missing.size();) {
+      try {
+        out[i] = operator_options(program, *missing[i]);
+      } catch (const std::invalid_argument& e) {
+        errors[i] = e.what();  // left for options() to throw on the calling thread
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
+  for (size_t i = 0; i < missing.size(); ++i)
+    if (out[i]) {
+      out[i]->op = *missing[i];
+      plans_ += out[i]->plans_priced;
+      tables_.emplace(table_key(*missing[i]), std::move(*out[i]));
+    }
+}
+
+namespace {
+
+// What makes two chips' tables differ: every field of the calibrated model's chip.
+nlohmann::json chip_fingerprint(const Chip& c) {
+  return {{"cores", c.cores},
+          {"sram_bytes_per_core", c.sram_bytes_per_core},
+          {"systolic", c.systolic},
+          {"flops_per_cycle", c.flops_per_cycle},
+          {"local_bytes_per_cycle", c.local_bytes_per_cycle},
+          {"noc_elems_per_cycle", c.noc_elems_per_cycle},
+          {"noc_topology", c.noc_topology},
+          {"inter_chip_overhead", c.inter_chip_overhead},
+          {"dtype_bytes", 2},  // serving's FP16
+          {"version", 1}};
+}
+
+}  // namespace
+
+bool ServingOptionCache::load(const std::string& path, const Chip& chip, std::string& why_not) {
+  const nlohmann::json doc = read_json_file(path);
+  if (!doc.is_object() || doc.value("format", "") != "mlsys t10 option plans")
+    throw InputError(path, "format", "", "not an option-plan file (\"format\": \"mlsys t10 option plans\")");
+  if (doc.value("chip", nlohmann::json()) != chip_fingerprint(chip)) {
+    why_not = "its tables are for another chip (" + doc.value("chip", nlohmann::json()).dump() + ")";
+    return false;
+  }
+  const nlohmann::json& tables = doc.at("tables");
+  if (!tables.is_array()) throw InputError(path, "tables", "", "expected a list");
+  for (size_t t = 0; t < tables.size(); ++t) {
+    const std::string where = "tables[" + std::to_string(t) + "]";
+    const nlohmann::json& j = tables[t];
+    StoredTable s;
+    try {
+      const std::optional<OperatorType> type = operator_type_from(j.at("type").get<std::string>());
+      if (!type) throw InputError(path, where + ".type", "", "not an operator type");
+      s.op.type = *type;
+      s.op.batch = j.at("batch").get<int64_t>();
+      s.op.m = j.at("m").get<int64_t>();
+      s.op.k = j.at("k").get<int64_t>();
+      s.op.n = j.at("n").get<int64_t>();
+      s.op.inputs = j.at("inputs").get<int64_t>();
+      s.plans_priced = j.at("plans_priced").get<int64_t>();
+      for (const nlohmann::json& p : j.at("plans")) {
+        const std::vector<int64_t> v = p.get<std::vector<int64_t>>();
+        if (v.size() != 11) throw InputError(path, where + ".plans", "", "a plan is 11 integers");
+        StoredPlan sp;
+        sp.plan.f_op = {v[0], v[1], v[2]};
+        sp.plan.am = v[3], sp.plan.ak = v[4], sp.plan.bk = v[5], sp.plan.bn = v[6], sp.plan.cm = v[7];
+        sp.plan.cn = v[8], sp.plan.pb = v[9];
+        sp.no_copy = v[10] != 0;
+        s.plans.push_back(sp);
+      }
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError(path, where, "", std::string("malformed table: ") + e.what());
+    }
+    if (s.op.batch < 1 || s.op.m < 1 || s.op.k < 1 || s.op.n < 1 || s.plans.empty())
+      throw InputError(path, where, "", "dimensions must be 1 or more, and a table has a plan");
+    stored_[table_key(s.op)] = std::move(s);
+  }
+  return true;
+}
+
+std::string ServingOptionCache::to_json_text(const Chip& chip) const {
+  nlohmann::json tables = nlohmann::json::array();
+  auto add = [&](const TensorOperator& op, const std::vector<StoredPlan>& plans, int64_t priced) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const StoredPlan& s : plans) {
+      const Plan& p = s.plan;
+      list.push_back({p.f_op[0], p.f_op[1], p.f_op[2], p.am, p.ak, p.bk, p.bn, p.cm, p.cn, p.pb, s.no_copy ? 1 : 0});
+    }
+    tables.push_back({{"type", to_string(op.type)}, {"batch", op.batch}, {"m", op.m}, {"k", op.k}, {"n", op.n},
+                      {"inputs", op.inputs}, {"plans_priced", priced}, {"plans", list}});
+  };
+  for (const auto& [key, table] : tables_) {
+    if (table.options.empty()) continue;
+    std::vector<StoredPlan> plans;
+    for (const OperatorOption& o : table.options) plans.push_back({o.plan, !o.cold_is_hot});
+    add(table.op, plans, table.plans_priced);
+  }
+  for (const auto& [key, s] : stored_)
+    if (!tables_.count(key)) add(s.op, s.plans, s.plans_priced);
+  return nlohmann::json{{"format", "mlsys t10 option plans"}, {"chip", chip_fingerprint(chip)}, {"tables", tables}}
+      .dump();
+}
+
+const OperatorOptions& ServingOptionCache::options(const TensorProgram& program, const TensorOperator& op) {
+  const std::string key = table_key(op);
+  const auto found = tables_.find(key);
+  if (found != tables_.end()) return found->second;
+  if (const auto stored = stored_.find(key); stored != stored_.end()) {
+    // The plans the file kept, priced again by the model.
+    OperatorOptions table;
+    table.plans_priced = stored->second.plans_priced;
+    for (const StoredPlan& s : stored->second.plans)
+      table.options.push_back(price_option(program, op, s.plan, s.no_copy));
+    table.op = op;
+    ++from_file_;
+    return tables_.emplace(key, std::move(table)).first->second;
+  }
+  const auto start = Clock::now();
+  OperatorOptions table = operator_options(program, op);
+  table.op = op;
+  seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
+  plans_ += table.plans_priced;
+  return tables_.emplace(key, std::move(table)).first->second;
+}
+
+ServingResult serve(const ServingProgram& program, const ServingChip& chip, const ServeOptions& options,
+                    ServingOptionCache* cache) {
   ServingResult r;
   const auto start = Clock::now();
   Space s{program, chip, {}, {}, 0};
@@ -181,7 +336,9 @@ ServingResult serve(const ServingProgram& program, const ServingChip& chip, cons
     const auto [it, fresh] = classes.emplace(class_key(op), static_cast<int>(classes.size()));
     s.class_of.push_back(it->second);
     if (fresh) {
-      const OperatorOptions table = operator_options(program.program, op.op);
+      OperatorOptions own;
+      if (!cache) own = operator_options(program.program, op.op);
+      const OperatorOptions& table = cache ? cache->options(program.program, op.op) : own;
       std::vector<ServingChoice>& list = by_class[it->second];
       for (const OperatorOption& o : table.options) list.push_back(serving_choice(op, o));
       r.options += static_cast<int64_t>(list.size());
@@ -193,6 +350,13 @@ ServingResult serve(const ServingProgram& program, const ServingChip& chip, cons
   }
   r.classes = static_cast<int64_t>(classes.size());
   r.options_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  if (!options.baselines &&
+      (options.policy == ServingPolicy::Elk || options.policy == ServingPolicy::Fastest)) {
+    r.choices = s.pick(options.policy == ServingPolicy::Elk ? elk_rule(s) : fastest(s));
+    r.timeline = serving_timeline(program, chip, r.choices, r.lookahead);
+    r.evaluations = 1;
+    return r;
+  }
   r.lower_bound = serving_lower_bound(program, chip, s.choices);
 
   const std::vector<int> quick = fastest(s), elk = elk_rule(s);

@@ -20,10 +20,12 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "sim/t10/t10_serving.hpp"
+#include "solver/t10_compile.hpp"
 
 namespace mlsys::t10 {
 
@@ -52,11 +54,50 @@ struct ServeOptions {
   ServingPolicy policy = ServingPolicy::Ours;
   double seconds = 30;             // the local search's deadline
   std::vector<GivenChoice> given;  // policy `given`: one per operator
+  // false: policies elk and fastest run only their own rule (one timeline, no baselines, no lower bound),
+  // as a serving run does for each of its iterations.
+  bool baselines = true;
   std::function<void(const std::string&)> progress;
 };
 
+// Each operator shape's options, computed once for every program priced on one chip (a serving run prices
+// thousands of iterations whose operators repeat).
+class ServingOptionCache {
+ public:
+  const OperatorOptions& options(const TensorProgram& program, const TensorOperator& op);
+  // Computes the tables `program` lacks on `threads` threads at once (each table is independent work).
+  void prefetch(const TensorProgram& program, int threads);
+  int64_t tables() const { return static_cast<int64_t>(tables_.size()); }
+  double seconds() const { return seconds_; }
+  int64_t plans_priced() const { return plans_; }
+  int64_t tables_from_file() const { return from_file_; }
+
+  // A file of the tables' Pareto plans (docs/t10-traffic.md#options-cache): only which plans survive is
+  // kept; their prices are computed again by the model when a table is first asked for. A file for another
+  // chip is ignored (returns false with the reason); a malformed one throws InputError naming the field.
+  bool load(const std::string& path, const Chip& chip, std::string& why_not);
+  std::string to_json_text(const Chip& chip) const;
+
+ private:
+  struct StoredPlan {
+    Plan plan;
+    bool no_copy = false;
+  };
+  struct StoredTable {
+    TensorOperator op;
+    std::vector<StoredPlan> plans;
+    int64_t plans_priced = 0;
+  };
+  std::map<std::string, OperatorOptions> tables_;
+  std::map<std::string, StoredTable> stored_;  // from a file, not yet priced
+  int64_t from_file_ = 0;
+  double seconds_ = 0;
+  int64_t plans_ = 0;
+};
+
 // Throws std::invalid_argument when an operator has no plan that fits a core, or a given schedule's length is
-// not the operator count.
-ServingResult serve(const ServingProgram& program, const ServingChip& chip, const ServeOptions& options);
+// not the operator count. With `cache`, option tables come from it (and are added to it).
+ServingResult serve(const ServingProgram& program, const ServingChip& chip, const ServeOptions& options,
+                    ServingOptionCache* cache = nullptr);
 
 }  // namespace mlsys::t10
