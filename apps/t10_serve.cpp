@@ -53,13 +53,12 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
                     "write a Perfetto trace of the replay (HBM, NoC, compute, SRAM)");
   serve->add_option("--html", a.html_path,
                     "write an HTML report (timeline, HBM and NoC use, SRAM over time)");
+  add_traffic_options(serve, a.traffic);
   return serve;
 }
 
-namespace {
-
 // A chip file: {"preset": NAME} and any of the fields below overriding it.
-ServingChip read_chip(const std::string& spec) {
+ServingChip read_serving_chip(const std::string& spec) {
   if (auto preset = serving_chip_preset(spec)) return *preset;
   const nlohmann::json j = read_json_file(spec);
   auto fail = [&](const std::string& field, const std::string& why) {
@@ -88,12 +87,28 @@ ServingChip read_chip(const std::string& spec) {
   number("clock_hz", 1e6, 1e11, c.clock_hz);
   number("chips", 1, 1024, chips);
   number("inter_chip_overhead", 1, 100, c.chip.inter_chip_overhead);
+  number("host_link_gbps", 0, 1e7, c.host_link_gbps);
   c.chip.cores = static_cast<int64_t>(cores);
   c.chip.sram_bytes_per_core = static_cast<int64_t>(sram);
   c.chips = static_cast<int64_t>(chips);
   c.chip.name = spec;
   return c;
 }
+
+ServingChip serving_chip_for(const ServeArgs& a) {
+  ServingChip chip = read_serving_chip(a.chip);
+  if (a.cores > 0) {
+    chip.chip.cores = a.cores;
+    chip.chips = (a.cores + 1471) / 1472;
+  }
+  if (a.hbm_gbps > 0) chip.hbm_gbps = a.hbm_gbps;
+  if (chip.hbm_gbps <= 0)
+    throw InputError(a.chip, "hbm_gbps", "",
+                     "the chip has no HBM: serving loads weights and the KV cache from it");
+  return chip;
+}
+
+namespace {
 
 // A schedule file: per operator [cold, hot] bytes per core, as a list or under "cold_hot".
 std::vector<GivenChoice> read_schedule(const std::string& path, size_t operators) {
@@ -155,15 +170,8 @@ std::string shape_text(const ServeArgs& a) {
 
 int run_serve(const ServeArgs& a) {
   const auto start = std::chrono::steady_clock::now();
-  ServingChip chip = read_chip(a.chip);
-  if (a.cores > 0) {
-    chip.chip.cores = a.cores;
-    chip.chips = (a.cores + 1471) / 1472;
-  }
-  if (a.hbm_gbps > 0) chip.hbm_gbps = a.hbm_gbps;
-  if (chip.hbm_gbps <= 0)
-    throw InputError(a.chip, "hbm_gbps", "",
-                     "the chip has no HBM: serving loads weights and the KV cache from it");
+  if (traffic_requested(a)) return run_serve_traffic(a);
+  const ServingChip chip = serving_chip_for(a);
   const ServingProgram program =
       read_serving_model(read_json_file(a.model_path), a.model_path, {a.batch, a.sequence, a.layers}, chip);
   ServeOptions options;

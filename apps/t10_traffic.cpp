@@ -1,0 +1,229 @@
+// `t10 serve MODEL --requests FILE | --arrivals poisson|gamma ...`: request traffic on the chip with HBM
+// (docs/t10-traffic.md). Parse, run, print: the scheduler, the pricing and the reports live in the libraries.
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+
+#include "apps/t10_serve.hpp"
+#include "sim/json_io.hpp"
+#include "sim/t10/t10_requests.hpp"
+#include "sim/t10/t10_serving_io.hpp"
+#include "sim/t10/t10_traffic.hpp"
+#include "sim/t10/t10_traffic_sim.hpp"
+#include "sim/violation.hpp"
+#include "solver/t10_traffic_pricing.hpp"
+#include "traces/atomic_file.hpp"
+#include "traces/perfetto_trace.hpp"
+#include "traces/t10_traffic_report.hpp"
+
+namespace mlsys::t10 {
+
+void add_traffic_options(CLI::App* serve, TrafficArgs& a) {
+  const std::string group = "Request traffic (docs/t10-traffic.md)";
+  auto opt = [&](const std::string& name, auto& value, const std::string& help) {
+    return serve->add_option(name, value, help)->group(group);
+  };
+  opt("--requests", a.requests_path,
+      "a request file: JSON lines {\"arrival_ms\", \"prompt_tokens\", \"output_tokens\"[, \"id\"]}");
+  opt("--arrivals", a.arrivals, "generate requests: poisson or gamma arrivals")
+      ->check(CLI::IsMember({"poisson", "gamma"}));
+  opt("--workload", a.workload, "a preset of lengths and rate for --arrivals: conversation")
+      ->check(CLI::IsMember(workload_preset_names()));
+  opt("--rate", a.rate, "requests per second (default: the preset's)")->check(CLI::PositiveNumber);
+  opt("--cv", a.cv, "gamma arrivals: the gaps' coefficient of variation (1 is Poisson)")->check(CLI::PositiveNumber);
+  opt("--count", a.count, "requests to generate (default 100)")->check(CLI::Range(int64_t{1}, int64_t{1000000}));
+  opt("--seed", a.seed, "the generator's seed (default 1)");
+  opt("--prompt-dist", a.prompt_dist, "fixed, uniform or lognormal")
+      ->check(CLI::IsMember({"fixed", "uniform", "lognormal"}));
+  opt("--prompt-mean", a.prompt_mean, "mean prompt tokens")->check(CLI::PositiveNumber);
+  opt("--prompt-spread", a.prompt_spread, "uniform: half-width; lognormal: standard deviation")
+      ->check(CLI::NonNegativeNumber);
+  opt("--output-dist", a.output_dist, "fixed, uniform or lognormal")
+      ->check(CLI::IsMember({"fixed", "uniform", "lognormal"}));
+  opt("--output-mean", a.output_mean, "mean output tokens")->check(CLI::PositiveNumber);
+  opt("--output-spread", a.output_spread, "uniform: half-width; lognormal: standard deviation")
+      ->check(CLI::NonNegativeNumber);
+  opt("--max-prompt", a.max_prompt, "clip generated prompts to this many tokens")
+      ->check(CLI::Range(int64_t{1}, kMaxRequestTokens));
+  opt("--max-output", a.max_output, "clip generated outputs to this many tokens")
+      ->check(CLI::Range(int64_t{1}, kMaxRequestTokens));
+  opt("--write-requests", a.write_requests, "write the requests (generated or read) as JSON lines");
+  opt("--scheduler", a.scheduler, "vllm, sarathi (default) or decode-first")
+      ->check(CLI::IsMember(batch_scheduler_names()));
+  opt("--max-batch", a.max_batch, "requests in one iteration (default 64)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
+  opt("--token-budget", a.token_budget, "tokens in one iteration (default: vllm 4096, sarathi 512)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  opt("--slo-ttft-ms", a.slo_ttft_ms, "time-to-first-token objective for goodput")->check(CLI::NonNegativeNumber);
+  opt("--slo-tpot-ms", a.slo_tpot_ms, "time-per-output-token objective for goodput")->check(CLI::NonNegativeNumber);
+  serve->add_flag("--exact", a.exact, "price every iteration at its own shape (no bucket, no interpolation)")
+      ->group(group);
+  opt("--kv-steps", a.kv_steps, "when not --exact, KV lengths round up to this many values an octave (default 32)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  opt("--options-cache", a.options_cache,
+      "a file of option tables' plans: read if it exists (for this chip), written at the end; runs that share "
+      "it skip the plan search");
+  opt("--price-check", a.price_samples, "iterations priced exactly to check the approximations (default 20)")
+      ->check(CLI::Range(0, 100000));
+}
+
+bool traffic_requested(const ServeArgs& a) {
+  return !a.traffic.requests_path.empty() || !a.traffic.arrivals.empty();
+}
+
+namespace {
+
+LengthDistribution::Kind length_kind(const std::string& name) {
+  if (name == "uniform") return LengthDistribution::Kind::Uniform;
+  if (name == "lognormal") return LengthDistribution::Kind::Lognormal;
+  return LengthDistribution::Kind::Fixed;
+}
+
+std::vector<ServingRequest> requests_for(const TrafficArgs& t) {
+  if (!t.requests_path.empty()) {
+    if (!t.arrivals.empty())
+      throw InputError(t.requests_path, "--arrivals", "", "a request file or generated arrivals, not both");
+    return read_requests_file(t.requests_path);
+  }
+  Workload w;
+  if (!t.workload.empty()) w = *workload_preset(t.workload);
+  w.arrivals.kind = t.arrivals == "gamma" ? ArrivalProcess::Kind::Gamma : ArrivalProcess::Kind::Poisson;
+  w.arrivals.cv = t.cv;
+  if (t.rate > 0) w.arrivals.rate_per_s = t.rate;
+  w.requests = t.count;
+  w.seed = t.seed;
+  auto lengths = [&](LengthDistribution& d, const std::string& dist, double mean, double spread, int64_t max,
+                     const char* option) {
+    if (mean > 0) d = {length_kind(dist), mean, spread, 1, kMaxRequestTokens};
+    if (d.mean <= 0) throw InputError("", option, "", "required without --workload");
+    if (max > 0) d.max = std::max<int64_t>(d.min, max);
+  };
+  lengths(w.prompt, t.prompt_dist, t.prompt_mean, t.prompt_spread, t.max_prompt, "--prompt-mean");
+  lengths(w.output, t.output_dist, t.output_mean, t.output_spread, t.max_output, "--output-mean");
+  return generate_requests(w);
+}
+
+}  // namespace
+
+int run_serve_traffic(const ServeArgs& a) {
+  const auto start = std::chrono::steady_clock::now();
+  const TrafficArgs& t = a.traffic;
+  if (a.batch > 0 || a.sequence > 0)
+    throw InputError(a.model_path, a.batch > 0 ? "--batch" : "--seq", "",
+                     "request traffic sets each iteration's batch and KV lengths itself");
+  if (!a.schedule_path.empty())
+    throw InputError(a.schedule_path, "--schedule", "", "a given schedule prices one step, not request traffic");
+  if (a.no_simulate && !a.trace_path.empty())
+    throw InputError(a.trace_path, "--trace", "", "the trace is the SystemC replay's: drop --no-simulate");
+  const ServingChip chip = serving_chip_for(a);
+  const std::vector<ServingRequest> requests = requests_for(t);
+  if (!t.write_requests.empty()) write_file_atomic(t.write_requests, requests_to_jsonl(requests));
+  const nlohmann::json doc = read_json_file(a.model_path);
+  if (!doc.is_array())
+    throw InputError(a.model_path, "", "",
+                     "request traffic needs an Elk model file, whose shapes follow each iteration; an imported "
+                     "step's shapes were fixed by mlsys-import");
+  const ServingModel model = ServingModel::read_elk(doc, a.model_path, a.layers, chip);
+
+  TrafficOptions options;
+  options.scheduler = *batch_scheduler_from(t.scheduler);
+  options.max_batch = t.max_batch;
+  options.token_budget = t.token_budget > 0 ? t.token_budget : default_token_budget(options.scheduler);
+  options.kv_bytes_per_token = model.kv_bytes_per_token();
+  options.slo_ttft_ms = t.slo_ttft_ms;
+  options.slo_tpot_ms = t.slo_tpot_ms;
+  if (chip.host_link_gbps > 0) options.host_link_bytes_per_ms = chip.host_link_gbps * 1000.0 * 1024 * 1024 / 1e3;
+  if (chip.hbm_capacity_bytes > 0) {
+    options.kv_capacity_bytes = chip.hbm_capacity_bytes - static_cast<double>(model.weight_bytes());
+    if (options.kv_capacity_bytes <= 0) {
+      std::cerr << "error: the weights need " << model.weight_bytes() << " B of HBM, the chip has "
+                << static_cast<int64_t>(chip.hbm_capacity_bytes) << " B\n";
+      return 1;
+    }
+  }
+
+  PricingOptions pricing;
+  const std::string policy = a.policy == "ours" ? "elk" : a.policy;  // a search per iteration would not end
+  pricing.policy = *serving_policy_from(policy);
+  pricing.exact = t.exact;
+  pricing.kv_steps_per_octave = t.kv_steps;
+  pricing.progress = [](const std::string& line) { std::cerr << line << "\n"; };
+  TrafficPricer pricer(model, chip, pricing);
+  if (!t.options_cache.empty() && std::filesystem::exists(t.options_cache)) {
+    std::string why_not;
+    if (!pricer.option_cache().load(t.options_cache, chip.chip, why_not))
+      std::cerr << "t10 serve: not using " << t.options_cache << ": " << why_not << "\n";
+  }
+  auto save_tables = [&] {
+    if (!t.options_cache.empty()) write_file_atomic(t.options_cache, pricer.option_cache().to_json_text(chip.chip));
+  };
+  const IterationPricer price = [&](const IterationShape& s) { return pricer.price(s); };
+  auto progress = [](const std::string& line) { std::cerr << line << "\n"; };
+  std::cerr << "t10 serve: " << requests.size() << " requests, scheduler " << t.scheduler << ", "
+            << (t.exact ? "exact pricing" : "bucketed pricing") << "\n";
+  TrafficRun run;
+  try {
+    run = run_traffic(requests, options, price, progress);
+  } catch (const std::invalid_argument& e) {
+    save_tables();
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+
+  TrafficReport report;
+  report.model = a.model_path;
+  report.chip = chip.chip.name;
+  report.run = &run;
+  report.metrics = summarize_traffic(run, options);
+  report.options = options;
+  report.hbm_capacity_bytes = chip.hbm_capacity_bytes;
+  report.weight_bytes = static_cast<double>(model.weight_bytes());
+  // Each request's TTFT against its prompt's prefill alone on the whole chip (priced like the run's).
+  for (const RequestOutcome& o : run.requests) {
+    if (o.status != RequestOutcome::Status::Finished) continue;
+    const int64_t p = o.request.prompt_tokens;
+    const double alone = pricer.price({p, {{1, p, p, 0}}}).ms;
+    const double slack = o.ttft_ms() - alone;
+    if (report.ttft_bound.checked == 0 || slack < report.ttft_bound.worst_slack_ms) {
+      report.ttft_bound.worst_slack_ms = slack;
+      report.ttft_bound.worst_request = o.request.id;
+    }
+    ++report.ttft_bound.checked;
+    report.ttft_bound.violations += slack < -1e-9 * std::max(1.0, alone);
+  }
+  if (!t.exact) report.price_check = check_prices(run, pricer, t.price_samples);
+  report.pricing = {{"policy", policy},
+                    {"exact", t.exact},
+                    {"kv_steps_per_octave", t.exact ? 0 : t.kv_steps},
+                    {"sample_layers", t.exact ? 0 : pricing.sample_layers},
+                    {"token_grid", t.exact ? "none" : "powers of two (interpolated)"},
+                    {"approximate_iterations", report.metrics.approximate_iterations},
+                    {"timelines", pricer.timelines()},
+                    {"memo_hits", pricer.memo_hits()},
+                    {"option_tables", pricer.option_cache().tables()},
+                    {"option_tables_from_file", pricer.option_cache().tables_from_file()},
+                    {"options_seconds", pricer.option_cache().seconds()}};
+  if (!a.no_simulate) {
+    PerfettoTrace trace("t10 serve: " + a.model_path);
+    report.replay = replay_traffic(requests, options, price, run, a.trace_path.empty() ? nullptr : &trace);
+    if (!a.trace_path.empty()) trace.write(a.trace_path);
+  }
+  save_tables();
+  report.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!a.html_path.empty()) write_file_atomic(a.html_path, traffic_report_html(report));
+  if (a.json_out)
+    std::cout << traffic_json(report).dump(1) << "\n";
+  else
+    std::cout << traffic_text(report);
+  if (report.metrics.unfinished > 0) {
+    std::cerr << "error: " << report.metrics.unfinished << " admitted requests did not finish\n";
+    return 1;
+  }
+  if (report.replay && !report.replay->agrees) {
+    std::cerr << "error: the SystemC replay disagrees: " << report.replay->disagreement << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace mlsys::t10

@@ -1,0 +1,75 @@
+// Pricing the iterations of a serving run (docs/t10-traffic.md#pricing): each iteration is a program of the
+// serving step model (ServingModel::instantiate), scheduled by a per-operator policy (elk or fastest) and
+// timed by its timeline, exactly as `t10 serve` times one decode step. Option tables are computed once per
+// operator shape. Unless `exact`, three approximations make thousands of iterations affordable, and the
+// price check reports what they cost:
+// - identical layers: the timeline of the first `sample_layers` layers and the last one, and of one layer
+//   more, extrapolated linearly to every layer;
+// - tokens: the price at the two neighbouring powers of two, interpolated linearly;
+// - KV lengths (context and cached) rounded up to one of `kv_steps_per_octave` values an octave (exact below
+//   that many, at most 1/steps above the length).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "sim/t10/t10_traffic.hpp"
+#include "solver/t10_serving.hpp"
+
+namespace mlsys::t10 {
+
+struct PricingOptions {
+  ServingPolicy policy = ServingPolicy::Elk;  // elk or fastest (a search per iteration would not end)
+  bool exact = false;
+  int sample_layers = 2;
+  int64_t kv_steps_per_octave = 32;
+  int threads = 2;  // option tables computed at once
+  std::function<void(const std::string&)> progress;  // told every 5 s of work: tables and timelines so far
+};
+
+class TrafficPricer {
+ public:
+  // Throws std::invalid_argument for a policy other than elk and fastest.
+  TrafficPricer(const ServingModel& model, const ServingChip& chip, PricingOptions options);
+  // The iteration's price, exact or approximated as the options say (then `exact` is false unless no
+  // approximation applied). Throws std::invalid_argument when an operator cannot fit a core.
+  IterationPrice price(const IterationShape& shape);
+  // The iteration's own timeline, every layer, no bucket (cached too).
+  IterationPrice price_exactly(const IterationShape& shape);
+
+  int64_t timelines() const { return timelines_; }
+  int64_t memo_hits() const { return hits_; }
+  const ServingOptionCache& option_cache() const { return cache_; }
+  ServingOptionCache& option_cache() { return cache_; }
+
+ private:
+  IterationPrice timeline_price(const IterationShape& shape, int first_layers);
+  IterationPrice layered(const IterationShape& shape);
+
+  const ServingModel& model_;
+  ServingChip chip_;
+  PricingOptions options_;
+  ServingOptionCache cache_;
+  std::map<std::string, IterationPrice> memo_;
+  int64_t timelines_ = 0, hits_ = 0;
+  std::chrono::steady_clock::time_point last_progress_ = std::chrono::steady_clock::now();
+};
+
+// The grid of token counts between which prices are interpolated: the powers of two.
+std::pair<int64_t, int64_t> token_grid_neighbours(int64_t tokens);
+
+// The price check: `samples` iterations of the run (evenly spaced, and the longest), priced exactly.
+struct PriceCheck {
+  int64_t sampled = 0;
+  double largest_relative_difference = 0;
+  int worst_iteration = -1;
+  bool below_one_percent = true;
+};
+PriceCheck check_prices(const TrafficRun& run, TrafficPricer& pricer, int samples);
+
+}  // namespace mlsys::t10
