@@ -36,7 +36,11 @@ TrafficEngine::TrafficEngine(const std::vector<ServingRequest>& requests, const 
   if (options_.token_budget <= 0) options_.token_budget = default_token_budget(options_.scheduler);
   if (options_.max_batch < 1) throw std::invalid_argument("max_batch must be at least 1");
   outcomes_.reserve(requests.size());
-  for (const ServingRequest& r : requests) outcomes_.push_back({r});
+  for (const ServingRequest& r : requests) {
+    RequestOutcome o;
+    o.request = r;
+    outcomes_.push_back(std::move(o));
+  }
 }
 
 int64_t TrafficEngine::peak_tokens(int r) const {
