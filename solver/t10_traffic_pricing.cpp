@@ -34,14 +34,22 @@ int64_t round_up_relative(int64_t v, int64_t steps) {
   return (v + step - 1) / step * step;
 }
 
-// Context and cached lengths rounded up to `steps` per octave, and groups that became equal merged.
+// Query, context and cached lengths rounded up to `steps` per octave, and groups that became equal merged.
 IterationShape bucketed(const IterationShape& s, int64_t steps) {
   if (steps <= 0) return s;
   auto up = [&](int64_t v) { return round_up_relative(v, steps); };
   IterationShape out{s.tokens, {}};
   for (AttentionGroup g : s.groups) {
-    g.context = up(g.context);
-    g.cached = std::min(g.context, g.cached > 0 ? up(g.cached) : 0);
+    // A decode attends over its cached positions (context = cached); a prefill chunk over the cached ones
+    // and its own new positions (context = cached + query): both keep their form when rounded.
+    const bool chunk = g.context > g.cached;
+    g.cached = g.cached > 0 ? up(g.cached) : 0;
+    if (chunk) {
+      g.query = up(g.query);
+      g.context = g.cached + g.query;
+    } else {
+      g.context = g.cached;
+    }
     bool merged = false;
     for (AttentionGroup& h : out.groups)
       if (h.query == g.query && h.context == g.context && h.cached == g.cached) {

@@ -6,7 +6,7 @@
 // - identical layers: the timeline of the first `sample_layers` layers and the last one, and of one layer
 //   more, extrapolated linearly to every layer;
 // - tokens: the price at the two neighbouring powers of two, interpolated linearly;
-// - KV lengths (context and cached) rounded up to one of `kv_steps_per_octave` values an octave (exact below
+// - query and KV lengths (a chunk's new positions, context and cached) rounded up to one of `kv_steps_per_octave` values an octave (exact below
 //   that many, at most 1/steps above the length).
 #pragma once
 
