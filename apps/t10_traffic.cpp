@@ -2,6 +2,7 @@
 // (docs/t10-traffic.md). Parse, run, print: the scheduler, the pricing and the reports live in the libraries.
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 
 #include "apps/t10_serve.hpp"
@@ -154,9 +155,13 @@ int run_serve_traffic(const ServeArgs& a) {
     if (!pricer.option_cache().load(t.options_cache, chip.chip, why_not))
       std::cerr << "t10 serve: not using " << t.options_cache << ": " << why_not << "\n";
   }
-  auto save_tables = [&] {
+  // The tables are kept however the run ends: they cost minutes on a large chip.
+  struct SaveTables {
+    std::function<void()> save;
+    ~SaveTables() { save(); }
+  } save_on_exit{[&] {
     if (!t.options_cache.empty()) write_file_atomic(t.options_cache, pricer.option_cache().to_json_text(chip.chip));
-  };
+  }};
   const IterationPricer price = [&](const IterationShape& s) { return pricer.price(s); };
   auto progress = [](const std::string& line) { std::cerr << line << "\n"; };
   std::cerr << "t10 serve: " << requests.size() << " requests, scheduler " << t.scheduler << ", "
@@ -165,7 +170,6 @@ int run_serve_traffic(const ServeArgs& a) {
   try {
     run = run_traffic(requests, options, price, progress);
   } catch (const std::invalid_argument& e) {
-    save_tables();
     std::cerr << "error: " << e.what() << "\n";
     return 1;
   }
@@ -178,11 +182,26 @@ int run_serve_traffic(const ServeArgs& a) {
   report.options = options;
   report.hbm_capacity_bytes = chip.hbm_capacity_bytes;
   report.weight_bytes = static_cast<double>(model.weight_bytes());
-  // Each request's TTFT against its prompt's prefill alone on the whole chip (priced like the run's).
+  // Each request's TTFT against its prompt's prefill alone on the whole chip, in the chunks the scheduler
+  // would give it alone (the token budget's; whole for the schedulers that do not chunk), priced as the run.
+  auto prefill_alone = [&](int64_t prompt) {
+    const int64_t chunk = options.scheduler == BatchScheduler::Sarathi ? options.token_budget : prompt;
+    double ms = 0;
+    for (int64_t done = 0; done < prompt; done += std::min(chunk, prompt - done)) {
+      const int64_t q = std::min(chunk, prompt - done);
+      ms += pricer.price({q, {{1, q, done + q, done}}}).ms;
+    }
+    return ms;
+  };
   for (const RequestOutcome& o : run.requests) {
     if (o.status != RequestOutcome::Status::Finished) continue;
-    const int64_t p = o.request.prompt_tokens;
-    const double alone = pricer.price({p, {{1, p, p, 0}}}).ms;
+    double alone = 0;
+    try {
+      alone = prefill_alone(o.request.prompt_tokens);
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "error: request " << o.request.id << "'s prefill alone: " << e.what() << "\n";
+      return 1;
+    }
     const double slack = o.ttft_ms() - alone;
     if (report.ttft_bound.checked == 0 || slack < report.ttft_bound.worst_slack_ms) {
       report.ttft_bound.worst_slack_ms = slack;
@@ -191,7 +210,12 @@ int run_serve_traffic(const ServeArgs& a) {
     ++report.ttft_bound.checked;
     report.ttft_bound.violations += slack < -1e-9 * std::max(1.0, alone);
   }
-  if (!t.exact) report.price_check = check_prices(run, pricer, t.price_samples);
+  try {
+    if (!t.exact) report.price_check = check_prices(run, pricer, t.price_samples);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "error: the price check: " << e.what() << "\n";
+    return 1;
+  }
   report.pricing = {{"policy", policy},
                     {"exact", t.exact},
                     {"kv_steps_per_octave", t.exact ? 0 : t.kv_steps},
@@ -208,7 +232,6 @@ int run_serve_traffic(const ServeArgs& a) {
     report.replay = replay_traffic(requests, options, price, run, a.trace_path.empty() ? nullptr : &trace);
     if (!a.trace_path.empty()) trace.write(a.trace_path);
   }
-  save_tables();
   report.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!a.html_path.empty()) write_file_atomic(a.html_path, traffic_report_html(report));
   if (a.json_out)
