@@ -244,7 +244,7 @@ int main(int argc, char** argv) {
         std::cerr << "[" << seconds_text(t) << " s] cost " << format_number(cost);
         if (bound > 0)
           std::cerr << " (proven gap " << format_number(std::round(proven_gap_percent(cost, bound) * 100) / 100)
-                    << " % to the certified bound " << format_number(bound) << ", ";
+                    << " % to the certified bound " << format_certified(bound) << ", ";
         else
           std::cerr << " (";
         std::cerr << strategy << ", " << static_cast<int64_t>(evaluations / std::max(t, 1e-3))
@@ -294,7 +294,7 @@ int main(int argc, char** argv) {
       if (best)
         std::cerr << "; proven gap "
                   << format_number(std::round(proven_gap_percent(stats.best_cost, bound) * 100) / 100)
-                  << " % to the certified bound " << format_number(bound) << " (" << stats.certified_by
+                  << " % to the certified bound " << format_certified(bound) << " (" << stats.certified_by
                   << ")";
       std::cerr << "\n";
       // The exhaustive DP's own proof, within its space (no recomputation; the oracle's tiles, k and orders).

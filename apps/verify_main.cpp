@@ -83,7 +83,7 @@ extern "C" int sc_main(int argc, char** argv) {
                   << "compute bound (native-k): " << format_number(lb.compute_native_k) << "\n"
                   << "io bound: " << format_number(lb.io) << "\n"
                   << "lower bound: " << format_number(lb.bound(options.model.matmul_compute)) << "\n"
-                  << "certified bound: " << format_number(lb.certified)
+                  << "certified bound: " << format_certified(lb.certified)
                   << " (bound PROBLEM gives its terms)\n";
       }
       return kValid;

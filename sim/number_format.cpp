@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <iomanip>
 #include <sstream>
 
@@ -12,6 +14,13 @@ std::string format_number(double value) {
   char buffer[64];
   auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, value);
   return ec == std::errc() ? std::string(buffer, end) : std::to_string(value);
+}
+
+std::string format_certified(double value) {
+  if (!std::isfinite(value) || value == 0) return format_number(value);
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.12g", value);
+  return format_number(std::strtod(buffer, nullptr));
 }
 
 std::string format_display(double value) {

@@ -155,7 +155,7 @@ void run_cover_bound(Incumbent& inc, std::atomic<double>& floor, std::atomic<boo
   raised = true;
   if (options.on_bound) options.on_bound(cover.bound);
   if (options.on_progress)
-    options.on_progress("certified bound raised to " + format_number(cover.bound) + " by the cover bound (" +
+    options.on_progress("certified bound raised to " + format_certified(cover.bound) + " by the cover bound (" +
                         cover.status + ", " + std::to_string(cover.subgraphs) + " connected sets)");
 }
 

@@ -330,7 +330,7 @@ void print_exposed_epilogue_bound(std::ostream& out, const ExposedEpilogueBound&
 }
 
 void print_certified_bound(std::ostream& out, const CertifiedBound& b) {
-  out << "certified bound: " << format_number(b.bound) << "\n"
+  out << "certified bound: " << format_certified(b.bound) << "\n"
       << "  = " << format_number(b.lambda) << " x compute " << format_display(b.compute) << " + "
       << format_number(1 - b.lambda) << " x memory " << format_display(b.traffic)
       << " (every step costs max(compute, memory) >= lambda compute + (1 - lambda) memory)\n"

@@ -114,7 +114,7 @@ void print_report(std::ostream& out, const ScheduleReport& r, const LowerBound& 
   for (const auto& sg : r.subgraphs) out << "subgraph " << sg.index << ": " << format_number(sg.latency) << "\n";
   out << "lower bound: " << format_number(lb.bound(model)) << " (" << to_string(model) << ")\n";
   if (lb.certified > 0)
-    out << "certified bound: " << format_number(lb.certified) << " (within "
+    out << "certified bound: " << format_certified(lb.certified) << " (within "
         << format_display(proven_gap_percent(r.total_latency, lb.certified)) << " % of optimal; bound --json "
         << "gives the certificate)\n";
   out << "total: " << format_number(r.total_latency) << "\n";

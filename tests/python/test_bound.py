@@ -29,5 +29,7 @@ def test_bound_is_the_programs_certificate_and_below_the_solvers_cost():
     assert certificate["cover"]["complete"] and certificate["bound"] == max(certificate["lambda_bound"],
                                                                              certificate["cover"]["bound"])
     assert abs(sum(certificate["cover"]["op_prices"]) - 65536) <= 1e-6
-    assert ms.bound(path, cover_seconds=0)["bound"] == certificate["lambda_bound"]
+    # Without the cover bound the certified value is the lambda bound stepped down (docs/bounds.md#rounding).
+    alone = ms.bound(path, cover_seconds=0)["bound"]
+    assert certificate["lambda_bound"] * (1 - 1e-12) <= alone <= certificate["lambda_bound"]
     assert ms.bound(path, matmul_compute="native-k")["lambda_bound"] >= certificate["lambda_bound"]
