@@ -19,6 +19,7 @@ struct TrafficArgs {
   double slo_ttft_ms = 0, slo_tpot_ms = 0;
   bool exact = false;
   int price_samples = 20;
+  int sample_layers = 2;
 };
 
 struct ServeArgs {

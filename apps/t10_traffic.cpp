@@ -64,6 +64,9 @@ void add_traffic_options(CLI::App* serve, TrafficArgs& a) {
   opt("--options-cache", a.options_cache,
       "a file of option tables' plans: read if it exists (for this chip), written at the end; runs that share "
       "it skip the plan search");
+  opt("--sample-layers", a.sample_layers,
+      "when not --exact, time this many first layers (and the last) and extrapolate over the rest (default 2)")
+      ->check(CLI::Range(1, 1000));
   opt("--price-check", a.price_samples, "iterations priced exactly to check the approximations (default 20)")
       ->check(CLI::Range(0, 100000));
 }
@@ -148,6 +151,7 @@ int run_serve_traffic(const ServeArgs& a) {
   pricing.policy = *serving_policy_from(policy);
   pricing.exact = t.exact;
   pricing.kv_steps_per_octave = t.kv_steps;
+  pricing.sample_layers = t.sample_layers;
   pricing.progress = [](const std::string& line) { std::cerr << line << "\n"; };
   TrafficPricer pricer(model, chip, pricing);
   if (!t.options_cache.empty() && std::filesystem::exists(t.options_cache)) {
