@@ -72,7 +72,7 @@ std::string chart(const std::string& title, const std::string& x_label, const st
     o << "<line x1='" << left << "' y1='" << Y(limit) << "' x2='" << w - right << "' y2='" << Y(limit)
       << "' stroke='#c00' stroke-dasharray='5,4'/><text x='" << w - right << "' y='" << Y(limit) - 4
       << "' font-size='11' fill='#c00' text-anchor='end'>" << html_escape(limit_label) << "</text>";
-  double legend_x = left + 10;
+  double legend_x = w / 2;  // clear of the y axis' label
   for (const Series& s : series) {
     o << "<polyline fill='none' stroke='" << s.color << "' stroke-width='1.5' points='";
     double last_y = 0;
@@ -252,9 +252,12 @@ std::string traffic_report_html(const TrafficReport& r) {
                                 std::pair{"end to end (ms)", &m.e2e_ms}})
     o << "<tr><td>" << name << "</td><td>" << fixed(d->p50, 3) << "</td><td>" << fixed(d->p90, 3) << "</td><td>"
       << fixed(d->p99, 3) << "</td><td>" << fixed(d->mean, 3) << "</td></tr>";
+  auto objective = [](const char* name, double ms) {
+    return ms > 0 ? std::string(name) + " " + format_display(ms) + " ms" : std::string(name) + " (none given)";
+  };
   o << "</table><p>Throughput " << fixed(m.throughput_tokens_per_s, 1) << " tokens/s; goodput "
-    << fixed(m.goodput_requests_per_s, 3) << " requests/s within TTFT " << format_display(r.options.slo_ttft_ms)
-    << " ms and TPOT " << format_display(r.options.slo_tpot_ms) << " ms (0: none). Makespan floors: HBM "
+    << fixed(m.goodput_requests_per_s, 3) << " requests/s within " << objective("TTFT", r.options.slo_ttft_ms)
+    << " and " << objective("TPOT", r.options.slo_tpot_ms) << ". Makespan floors: HBM "
     << fixed(m.hbm_floor_ms, 1) << " ms, compute " << fixed(m.compute_floor_ms, 1) << " ms.</p>";
   o << chart("TTFT, cumulative", "ms", "fraction of requests", {cdf("TTFT", "#1f77b4", ttft)});
   o << chart("TPOT, cumulative", "ms per token", "fraction of requests", {cdf("TPOT", "#ff7f0e", tpot)});
