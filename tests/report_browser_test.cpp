@@ -201,6 +201,24 @@ TEST(ReportBrowser, T10ServeDecodeStep) {
   EXPECT_NE(std::string::npos, page.out.find("time (ms)"));
 }
 
+TEST(ReportBrowser, T10ServeTraffic) {
+  // Twelve requests of the tiny model: the page's six charts (two CDFs, batch, tokens, KV against the
+  // capacity, queue), each with its one curve, and the summary table.
+  const std::string dir = temp_dir("t10-traffic");
+  const CommandResult made = run_command(
+      MLSYS_T10_BIN, "serve " + source_path("tests/data/elk-tiny.json") +
+                         " --arrivals poisson --rate 1000 --count 12 --prompt-mean 8 --output-mean 4 --slo-ttft-ms 1"
+                         " --html " + dir + "/t.html");
+  ASSERT_EQ(0, made.exit_code) << made.err;
+  const CommandResult page = open_in_chromium(dir + "/t.html");
+  expect_clean_page(page);
+  EXPECT_EQ(6u, count(page.out, "<figure>"));
+  EXPECT_EQ(6u, count(page.out, "<polyline"));
+  EXPECT_NE(std::string::npos, page.out.find("TTFT 1 ms"));
+  EXPECT_NE(std::string::npos, page.out.find("TPOT (none given)"));
+  EXPECT_NE(std::string::npos, page.out.find("12 requests, 12 completed"));
+}
+
 TEST(ReportBrowser, T10ChipSweep) {
   // Two bandwidths x two SRAM sizes of a small problem on a 16-core chip: a point per variant on the chart.
   const std::string dir = temp_dir("t10-sweep");
