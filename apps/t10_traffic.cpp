@@ -224,7 +224,7 @@ int run_serve_traffic(const ServeArgs& a) {
                     {"exact", t.exact},
                     {"kv_steps_per_octave", t.exact ? 0 : t.kv_steps},
                     {"sample_layers", t.exact ? 0 : pricing.sample_layers},
-                    {"token_grid", t.exact ? "none" : "powers of two (interpolated)"},
+                    {"token_grid", t.exact ? "none" : "1, 2, 4, 8, 16, then 4 points an octave (interpolated)"},
                     {"approximate_iterations", report.metrics.approximate_iterations},
                     {"timelines", pricer.timelines()},
                     {"memo_hits", pricer.memo_hits()},

@@ -65,10 +65,19 @@ IterationShape bucketed(const IterationShape& s, int64_t steps) {
 }  // namespace
 
 std::pair<int64_t, int64_t> token_grid_neighbours(int64_t tokens) {
-  // Powers of two: each grid point costs a weight product's option tables, the dearest work of a run.
-  int64_t lo = 1;
-  while (lo * 2 <= tokens) lo *= 2;
-  return {lo, lo == tokens ? lo : lo * 2};
+  // Each grid point costs a weight product's option tables, the dearest work of a run: powers of two up to
+  // 16, where a decode step's price hardly moves with its tokens, then four points an octave (16, 20, 24,
+  // 28, 32, 40, ...), where a prefill's compute grows with them and its layouts change.
+  if (tokens <= 16) {
+    int64_t lo = 1;
+    while (lo * 2 <= tokens) lo *= 2;
+    return {lo, lo == tokens ? lo : lo * 2};
+  }
+  int64_t octave = 16;
+  while (octave * 2 <= tokens) octave *= 2;
+  const int64_t step = octave / 4;
+  const int64_t lo = octave + (tokens - octave) / step * step;
+  return {lo, lo == tokens ? lo : lo + step};
 }
 
 TrafficPricer::TrafficPricer(const ServingModel& model, const ServingChip& chip, PricingOptions options)

@@ -5,7 +5,8 @@
 // price check reports what they cost:
 // - identical layers: the timeline of the first `sample_layers` layers and the last one, and of one layer
 //   more, extrapolated linearly to every layer;
-// - tokens: the price at the two neighbouring powers of two, interpolated linearly;
+// - tokens: the price at the two neighbouring points of a grid (powers of two up to 16, then four points an
+//   octave), interpolated linearly;
 // - query and KV lengths (a chunk's new positions, context and cached) rounded up to one of `kv_steps_per_octave` values an octave (exact below
 //   that many, at most 1/steps above the length).
 #pragma once
@@ -60,7 +61,7 @@ class TrafficPricer {
   std::chrono::steady_clock::time_point last_progress_ = std::chrono::steady_clock::now();
 };
 
-// The grid of token counts between which prices are interpolated: the powers of two.
+// The grid of token counts between which prices are interpolated: 1, 2, 4, 8, 16, 20, 24, 28, 32, 40, ...
 std::pair<int64_t, int64_t> token_grid_neighbours(int64_t tokens);
 
 // The price check: `samples` iterations of the run (evenly spaced, and the longest), priced exactly.

@@ -260,10 +260,12 @@ TEST(TrafficPricing, TheApproximationsStayNearTheExactPrice) {
   EXPECT_FALSE(approx.exact);
   EXPECT_TRUE(exact.exact);
   EXPECT_NEAR(approx.ms, exact.ms, 0.05 * exact.ms);
-  EXPECT_EQ((std::pair<int64_t, int64_t>{32, 64}), token_grid_neighbours(37));
+  EXPECT_EQ((std::pair<int64_t, int64_t>{32, 40}), token_grid_neighbours(37));
   EXPECT_EQ((std::pair<int64_t, int64_t>{64, 64}), token_grid_neighbours(64));
   EXPECT_EQ((std::pair<int64_t, int64_t>{1, 1}), token_grid_neighbours(1));
   EXPECT_EQ((std::pair<int64_t, int64_t>{4, 8}), token_grid_neighbours(5));
+  EXPECT_EQ((std::pair<int64_t, int64_t>{1536, 1792}), token_grid_neighbours(1600));
+  EXPECT_EQ((std::pair<int64_t, int64_t>{28, 32}), token_grid_neighbours(31));
 }
 
 TEST(ServeTraffic, TheCommandReportsTheRunAndRefusesBadInput) {
