@@ -51,12 +51,13 @@ std::vector<Candidate> pareto(std::vector<Candidate> all) {
   return kept;
 }
 
+
+}  // namespace
+
 std::string shape_key(const TensorOperator& op) {
   return std::string(to_string(op.type)) + ":" + std::to_string(op.batch) + "x" + std::to_string(op.m) + "x" +
          std::to_string(op.k) + "x" + std::to_string(op.n) + "/" + std::to_string(op.inputs);
 }
-
-}  // namespace
 
 OperatorOptions operator_options(const TensorProgram& program, const TensorOperator& op) {
   OperatorOptions out;

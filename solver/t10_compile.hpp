@@ -30,6 +30,9 @@ struct OperatorOptions {
   TensorOperator op;  // the shape they are for (its name is the first operator's that asked)
 };
 
+// An operator's shape as text ("matmul:BxMxKxN/inputs"): operators with the same key have the same options.
+std::string shape_key(const TensorOperator& op);
+
 // All the options of one operator (throws std::invalid_argument when it has none, naming why).
 OperatorOptions operator_options(const TensorProgram& program, const TensorOperator& op);
 

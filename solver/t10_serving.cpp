@@ -44,12 +44,7 @@ using Clock = std::chrono::steady_clock;
 constexpr double kInfeasible = std::numeric_limits<double>::infinity();
 constexpr double kColdThreshold = 1.01;  // DNNProgram.py COLD_THRESHOLD
 
-std::string class_key(const ServingOperator& o) {
-  const TensorOperator& op = o.op;
-  return std::string(to_string(op.type)) + ":" + std::to_string(op.batch) + "x" + std::to_string(op.m) + "x" +
-         std::to_string(op.k) + "x" + std::to_string(op.n) + "/" + std::to_string(op.inputs) + "/" +
-         to_string(o.hbm);
-}
+std::string class_key(const ServingOperator& o) { return shape_key(o.op) + "/" + to_string(o.hbm); }
 
 // The search's view: per operator its class, per class its choices, and the timeline as the oracle.
 struct Space {
@@ -177,31 +172,23 @@ std::vector<int> local_search(Space& s, std::vector<int> index, double& best, Cl
 
 }  // namespace
 
-namespace {
-std::string table_key(const TensorOperator& op) {
-  return std::string(to_string(op.type)) + ":" + std::to_string(op.batch) + "x" + std::to_string(op.m) + "x" +
-         std::to_string(op.k) + "x" + std::to_string(op.n) + "/" + std::to_string(op.inputs);
-}
-}  // namespace
-
 void ServingOptionCache::prefetch(const TensorProgram& program, int threads) {
   std::vector<const TensorOperator*> missing;
   std::set<std::string> seen;
   for (const TensorOperator& op : program.ops) {
-    const std::string key = table_key(op);
+    const std::string key = shape_key(op);
     if (!tables_.count(key) && !stored_.count(key) && seen.insert(key).second) missing.push_back(&op);
   }
   if (missing.size() < 2 || threads < 2) return;
   const auto start = Clock::now();
   std::vector<std::optional<OperatorOptions>> out(missing.size());
-  std::vector<std::string> errors(missing.size());
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i; (i = next++) < missing.size();) {
       try {
         out[i] = operator_options(program, *missing[i]);
-      } catch (const std::invalid_argument& e) {
-        errors[i] = e.what();  // left for options() to throw on the calling thread
+      } catch (const std::invalid_argument&) {
+        // Left out: options() computes it again on the calling thread, which throws there.
       }
     }
   };
@@ -214,7 +201,7 @@ void ServingOptionCache::prefetch(const TensorProgram& program, int threads) {
     if (out[i]) {
       out[i]->op = *missing[i];
       plans_ += out[i]->plans_priced;
-      tables_.emplace(table_key(*missing[i]), std::move(*out[i]));
+      tables_.emplace(shape_key(*missing[i]), std::move(*out[i]));
     }
 }
 
@@ -275,7 +262,7 @@ bool ServingOptionCache::load(const std::string& path, const Chip& chip, std::st
     }
     if (s.op.batch < 1 || s.op.m < 1 || s.op.k < 1 || s.op.n < 1 || s.plans.empty())
       throw InputError(path, where, "", "dimensions must be 1 or more, and a table has a plan");
-    stored_[table_key(s.op)] = std::move(s);
+    stored_[shape_key(s.op)] = std::move(s);
   }
   return true;
 }
@@ -304,7 +291,7 @@ std::string ServingOptionCache::to_json_text(const Chip& chip) const {
 }
 
 const OperatorOptions& ServingOptionCache::options(const TensorProgram& program, const TensorOperator& op) {
-  const std::string key = table_key(op);
+  const std::string key = shape_key(op);
   const auto found = tables_.find(key);
   if (found != tables_.end()) return found->second;
   if (const auto stored = stored_.find(key); stored != stored_.end()) {

@@ -37,8 +37,8 @@ class TrafficPricer {
  public:
   // Throws std::invalid_argument for a policy other than elk and fastest.
   TrafficPricer(const ServingModel& model, const ServingChip& chip, PricingOptions options);
-  // The iteration's price, exact or approximated as the options say (then `exact` is false unless no
-  // approximation applied). Throws std::invalid_argument when an operator cannot fit a core.
+  // The iteration's price, exact or approximated as the options say (then `exact` is false). Throws
+  // std::invalid_argument when an operator cannot fit a core.
   IterationPrice price(const IterationShape& shape);
   // The iteration's own timeline, every layer, no bucket (cached too).
   IterationPrice price_exactly(const IterationShape& shape);

@@ -257,7 +257,6 @@ ServingModel ServingModel::read_elk(const nlohmann::json& doc, const std::string
     throw InputError(file, "", "", "more than " + std::to_string(kMaxProgramOperators) + " nodes");
   ServingModel model;
   model.chip_ = chip;
-  model.file_ = file;
   std::vector<std::string> fields;  // per node kept, its "[i]"
   for (size_t i = 0; i < doc.size(); ++i) {
     const std::string field = "[" + std::to_string(i) + "]";

@@ -53,7 +53,6 @@ class ServingModel {
  private:
   std::vector<std::shared_ptr<const Node>> nodes_;
   ServingChip chip_;
-  std::string file_;
   int layers_ = 0;
   int64_t kv_bytes_per_token_ = 0, weight_bytes_ = 0;
 };

@@ -258,6 +258,12 @@ void TrafficEngine::finish(const IterationRecord& it, double end_ms) {
   }
 }
 
+void time_iteration(IterationRecord& it, double now_ms, const IterationPricer& price) {
+  it.price = price(it.shape);
+  it.start_ms = now_ms;
+  it.end_ms = now_ms + it.swap_ms + it.price.ms;
+}
+
 TrafficRun run_traffic(const std::vector<ServingRequest>& requests, const TrafficOptions& options,
                        const IterationPricer& price, const std::function<void(const std::string&)>& progress) {
   TrafficEngine engine(requests, options);
@@ -273,9 +279,7 @@ TrafficRun run_traffic(const std::vector<ServingRequest>& requests, const Traffi
       now = std::max(now, requests[next].arrival_ms);
       continue;
     }
-    it->price = price(it->shape);
-    it->start_ms = now;
-    it->end_ms = now + it->swap_ms + it->price.ms;
+    time_iteration(*it, now, price);
     engine.finish(*it, it->end_ms);
     it->kv_bytes = engine.kv_bytes();
     now = it->end_ms;

@@ -134,6 +134,10 @@ struct TrafficRun {
   int64_t preemptions = 0, swaps = 0;
 };
 
+// A planned iteration's time from `now_ms`: its host transfers, then the pricer's time. Both drivers time
+// iterations here, so that they cannot disagree on how.
+void time_iteration(IterationRecord& it, double now_ms, const IterationPricer& price);
+
 // The analytic driver: from event to event, pricing each iteration with `price`. `progress`, if given, is
 // told every few thousand iterations.
 TrafficRun run_traffic(const std::vector<ServingRequest>& requests, const TrafficOptions& options,

@@ -65,9 +65,7 @@ class ChipProcess : public sc_module {
         now = std::max(now, s_.requests[s_.delivered - 1].arrival_ms);
         continue;
       }
-      it->price = s_.price(it->shape);
-      it->start_ms = now;
-      it->end_ms = now + it->swap_ms + it->price.ms;
+      time_iteration(*it, now, s_.price);
       wait(serving_ms(it->end_ms) - sc_time_stamp());
       s_.engine.finish(*it, it->end_ms);
       now = it->end_ms;
