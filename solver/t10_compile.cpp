@@ -32,10 +32,12 @@ struct Candidate {
 };
 
 // Keeps the candidates no other beats on cold, extra and time at once; fastest first (ties: smaller cold,
-// then smaller extra). The staircase maps cold to the least extra of the kept ones up to that cold.
+// then smaller extra, then the first visited). The staircase maps cold to the least extra of the kept ones
+// up to that cold. The order is total, so filtering a part first never changes what survives the whole.
 std::vector<Candidate> pareto(std::vector<Candidate> all) {
   std::sort(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) {
-    return std::tie(a.time, a.cold, a.extra) < std::tie(b.time, b.cold, b.extra);
+    return std::tie(a.time, a.cold, a.extra, a.plan, a.no_copy) <
+           std::tie(b.time, b.cold, b.extra, b.plan, b.no_copy);
   });
   std::vector<Candidate> kept;
   std::map<int64_t, int64_t> staircase;  // cold -> least extra among kept with that cold or less
@@ -66,6 +68,26 @@ OperatorOptions operator_options(const TensorProgram& program, const TensorOpera
     std::vector<Candidate> candidates;
     std::vector<Plan> plans;
     Problem problem = operator_problem(program, op);
+    // A weight product has millions of plans and a few hundred survivors: the candidates are filtered every
+    // kChunk, keeping only the survivors' plans (renumbered in visit order, so ties still go to the first).
+    constexpr size_t kChunk = size_t{1} << 18;
+    auto compact = [&] {
+      std::vector<Candidate> kept = pareto(std::move(candidates));
+      std::sort(kept.begin(), kept.end(), [](const Candidate& a, const Candidate& b) {
+        return std::tie(a.plan, a.no_copy) < std::tie(b.plan, b.no_copy);
+      });
+      std::vector<Plan> kept_plans;
+      uint32_t last = UINT32_MAX;  // both layouts of one plan share its entry
+      for (Candidate& c : kept) {
+        if (c.plan != last) {
+          last = c.plan;
+          kept_plans.push_back(plans[c.plan]);
+        }
+        c.plan = static_cast<uint32_t>(kept_plans.size() - 1);
+      }
+      plans = std::move(kept_plans);
+      candidates = std::move(kept);
+    };
     auto enumerate = [&] {
       out.plans_priced +=
           for_each_calibrated_plan(problem, [&](const Plan& plan, const CalibratedCost& c) {
@@ -74,6 +96,7 @@ OperatorOptions operator_options(const TensorProgram& program, const TensorOpera
             candidates.push_back({c.cold_bytes, c.hot_bytes - c.cold_bytes, c.total, at, false});
             candidates.push_back(
                 {c.no_copy_cold_bytes, c.hot_bytes - c.no_copy_cold_bytes, c.total + c.warm_up, at, true});
+            if (candidates.size() >= kChunk) compact();
           }).second;
     };
     enumerate();

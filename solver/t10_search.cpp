@@ -1,6 +1,7 @@
 #include "solver/t10_search.hpp"
 
 #include <algorithm>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -107,6 +108,16 @@ std::pair<int64_t, int64_t> for_each_calibrated_plan(
   check_searchable(pr);
   int64_t fops = 0, evaluated = 0;
   const int64_t cores = pr.chip.cores;
+  // A dimension's ring factors (one of them 1) form a chain only when the larger is a multiple of the
+  // smaller (is_chain_divisible); the model rejects the others, so they are counted as priced without
+  // being built. The pairs of each replication are the same for every F_op that has it.
+  auto chain = [](int64_t a, int64_t b) { return std::max(a, b) % std::min(a, b) == 0; };
+  std::map<int64_t, std::vector<std::pair<int64_t, int64_t>>> pairs_of;
+  auto pairs = [&](int64_t r) -> const std::vector<std::pair<int64_t, int64_t>>& {
+    auto it = pairs_of.find(r);
+    if (it == pairs_of.end()) it = pairs_of.emplace(r, ordered_pairs(r)).first;
+    return it->second;
+  };
   for (int64_t pb = 1; pb <= std::min(cores, pr.batch); ++pb)
     for (int64_t pm = 1; pm <= pr.m && pb * pm <= cores; ++pm)
       for (int64_t pk = 1; pk <= pr.k && pb * pm * pk <= cores; ++pk)
@@ -116,14 +127,21 @@ std::pair<int64_t, int64_t> for_each_calibrated_plan(
           Plan plan;
           plan.f_op = {pm, pk, pn};
           plan.pb = pb;
-          for (auto [cm, cn] : ordered_pairs(pk))
-            for (auto [am, ak] : ordered_pairs(pn))
-              for (auto [bk, bn] : ordered_pairs(pm)) {
+          const auto &c_pairs = pairs(pk), &a_pairs = pairs(pn), &b_pairs = pairs(pm);
+          for (auto [cm, cn] : c_pairs)
+            for (auto [am, ak] : a_pairs) {
+              if (!chain(cm, am)) {  // dimension m: (cm, am, 1)
+                evaluated += static_cast<int64_t>(b_pairs.size());
+                continue;
+              }
+              for (auto [bk, bn] : b_pairs) {
+                ++evaluated;
+                if (!chain(cn, bn) || !chain(ak, bk)) continue;  // dimensions n (cn, 1, bn) and k (1, ak, bk)
                 plan.cm = cm, plan.cn = cn, plan.am = am, plan.ak = ak, plan.bk = bk, plan.bn = bn;
                 const CalibratedCost c = calibrated_cost(pr, plan, false);
-                ++evaluated;
                 if (c.accepted()) visit(plan, c);
               }
+            }
         }
   return {fops, evaluated};
 }
