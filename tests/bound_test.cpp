@@ -49,8 +49,7 @@ void expect_bound_named_below_optimum(const CertifiedBound& bound, const Problem
 
 TEST(CertifiedBound, NeverAboveTheExactOptimumOfRandomTinyProblems) {
   // MLSYS_BOUND_TRIALS and MLSYS_BOUND_SEED run longer campaigns (docs/bounds.md).
-  const char* trials_env = std::getenv("MLSYS_BOUND_TRIALS");
-  const int trials = trials_env ? std::atoi(trials_env) : 2000;
+  const int trials = test::campaign_trials("MLSYS_BOUND_TRIALS", 2000);
   std::mt19937 rng(test::campaign_seed("MLSYS_BOUND_SEED", 20261124u));
   int checked = 0, tighter = 0, infeasible = 0, with_choice = 0, with_theorem3 = 0, with_theorem5 = 0,
       tight = 0, with_deep_weights = 0, deep_weights_bind = 0, with_head_charges = 0;
@@ -95,10 +94,10 @@ TEST(CertifiedBound, NeverAboveTheExactOptimumOfRandomTinyProblems) {
     ++checked;
   }
   // The new terms must fire on a fair share of the problems, or this test proves nothing about them.
-  EXPECT_GT(tighter, checked / 20) << "of " << checked;
-  EXPECT_GT(with_choice, checked / 100) << "of " << checked;
-  EXPECT_GT(with_theorem3, checked / 200) << "of " << checked;
-  EXPECT_GT(with_theorem5, checked / 400) << "of " << checked;
+  test::expect_share(tighter, checked, 20, "tighter");
+  test::expect_share(with_choice, checked, 100, "with_choice");
+  test::expect_share(with_theorem3, checked, 200, "with_theorem3");
+  test::expect_share(with_theorem5, checked, 400, "with_theorem5");
   std::cout << "[ bound    ] " << checked << " tiny problems (and " << infeasible
             << " without a schedule): the "
             << "certified bound beat the rule book's on " << tighter << ", had a load-or-recompute term on "
@@ -116,8 +115,7 @@ struct Campaign {
 Campaign run_campaign(const std::string& name, int trials, unsigned seed,
                  const std::function<Problem(std::mt19937&)>& generate,
                  const std::function<void(const Problem&, const Graph&, double)>& check) {
-  const char* trials_env = std::getenv(("MLSYS_" + name + "_TRIALS").c_str());
-  if (trials_env) trials = std::atoi(trials_env);
+  trials = test::campaign_trials(("MLSYS_" + name + "_TRIALS").c_str(), trials);
   std::mt19937 rng(test::campaign_seed(("MLSYS_" + name + "_SEED").c_str(), seed));
   Campaign c;
   while (c.checked < trials && !::testing::Test::HasFatalFailure()) {
@@ -148,7 +146,7 @@ TEST(CertifiedBound, NeverAboveTheExactOptimumOfRandomDeepIslands) {
           ++binding;
         if (bound.deep_weights.bound >= optimum * (1 - 1e-9)) ++tight;
       });
-  EXPECT_GT(binding, c.checked / 10) << "of " << c.checked;
+  test::expect_share(binding, c.checked, 10, "binding");
   std::cout << "[ deep     ] " << c.checked << " deep islands (and " << c.infeasible << " without a schedule): "
             << "Theorem 12 the largest bound on " << binding << ", equal to the optimum on " << tight << "\n";
 }
@@ -208,8 +206,8 @@ TEST(CertifiedBound, NeverAboveTheExactOptimumOfRandomStreamedHeads) {
           ++binding;
         if (heads.bound >= optimum * (1 - 1e-9)) ++tight;
       });
-  EXPECT_GT(binding, c.checked / 20) << "of " << c.checked;
-  EXPECT_GT(made_charged, c.checked / 50) << "of " << c.checked;
+  test::expect_share(binding, c.checked, 20, "binding");
+  test::expect_share(made_charged, c.checked, 50, "made_charged");
   std::cout << "[ heads    ] " << c.checked << " streamed heads (and " << c.infeasible << " without a schedule): "
             << "Theorem 13 charged on " << charged << " (a made operand on " << made_charged
             << "), the largest bound on " << binding << ", equal to the optimum on " << tight << "\n";
@@ -240,9 +238,9 @@ TEST(CertifiedBound, NeverAboveTheExactOptimumOfRandomSharedTails) {
       ++passed;
   };
   const Campaign c = run_campaign("TAIL", 300, 20261128u, testing::random_shared_tails, check);
-  EXPECT_GT(binding, c.checked / 20) << "of " << c.checked;
-  EXPECT_GT(passed, c.checked / 20) << "of " << c.checked;
-  EXPECT_GT(joined, c.checked / 20) << "of " << c.checked;
+  test::expect_share(binding, c.checked, 20, "binding");
+  test::expect_share(passed, c.checked, 20, "passed");
+  test::expect_share(joined, c.checked, 20, "joined");
   std::cout << "[ tails    ] " << c.checked << " shared tails (and " << c.infeasible
             << " without a schedule): "
             << "Theorems 14 and 16 charged on " << charged << " (ops every path passes on " << passed
@@ -262,7 +260,7 @@ TEST(CertifiedBound, NeverAboveTheExactOptimumOfRandomJoinedHeads) {
     if (bound.tail_runs.join_charges > 0) ++joined;
   };
   const Campaign c = run_campaign("JOIN", 150, 20261129u, testing::random_joined_heads, check);
-  EXPECT_GT(joined, c.checked / 10) << "of " << c.checked;
+  test::expect_share(joined, c.checked, 10, "joined");
   std::cout << "[ joins    ] " << c.checked << " joined heads (and " << c.infeasible
             << " without a schedule): Theorem 16 charged on " << joined << ", the largest bound on " << binding
             << ", equal to the optimum on " << tight << "\n";
@@ -283,7 +281,7 @@ void tail_run_campaign(const std::string& name, int trials, unsigned seed,
     if (bound.tail_runs.*charges > 0) ++charged;
   };
   const Campaign c = run_campaign(name, trials, seed, generate, check);
-  EXPECT_GT(charged, c.checked / 5) << "of " << c.checked;
+  test::expect_share(charged, c.checked, 5, "charged");
   std::cout << what << ": " << c.checked << " problems (and " << c.infeasible
             << " without a schedule): " << theorem << " charged on " << charged
             << ", the tail-run bound the largest on " << binding << ", equal to the optimum on " << tight
@@ -525,7 +523,7 @@ TEST(CertifiedBound, NeverAboveTheExactOptimumOfRandomDeepHeadReaders) {
           if (bound.bound >= optimum * (1 - 1e-9)) ++tight;
         }
       });
-  EXPECT_GT(charged, c.checked / 10) << "of " << c.checked;
+  test::expect_share(charged, c.checked, 10, "charged");
   std::cout << "[ beside   ] deep head readers: " << c.checked << " problems (and " << c.infeasible
             << " without a schedule): Theorem 21 charged on " << charged << ", the largest bound on " << largest
             << ", equal to the optimum on " << tight << "\n";
@@ -627,8 +625,8 @@ TEST(CertifiedBound, NeverAboveTheExactOptimumOfRandomCrowdedBranches) {
     if (bound.bound >= optimum * (1 - 1e-9)) ++tight;
   };
   const Campaign c = run_campaign("CROWD", 150, 20261130u, testing::random_crowded_branches, check);
-  EXPECT_GT(crowded, c.checked / 5) << "of " << c.checked;
-  EXPECT_GT(partner_charged, c.checked / 20) << "of " << c.checked;
+  test::expect_share(crowded, c.checked, 5, "crowded");
+  test::expect_share(partner_charged, c.checked, 20, "partner_charged");
   std::cout << "[ crowded  ] " << c.checked << " crowded branches (and " << c.infeasible
             << " without a schedule): Theorem 17 in the terms of " << crowded
             << ", its partner's loads charged on " << partner_charged
@@ -1138,7 +1136,7 @@ TEST(CertifiedBound, NeverAboveTheVerifiedCostWithDecimalCostsAndNoTolerance) {
     ++checked;
   }
   // Only problems whose bound meets their optimum can show the rounding: they must be a fair share.
-  EXPECT_GT(tight, checked / 10) << "of " << checked;
+  test::expect_share(tight, checked, 10, "tight");
   std::cerr << checked << " problems, bound met the verified cost on " << tight << ", cover bound largest on "
             << with_cover << "\n";
 }

@@ -36,8 +36,7 @@ TEST(ExactSearch, PruningByFloorsNeverChangesTheResult) {
   // (tests/brute_force.hpp), retention chains among them: a pruned state or transition that could have led
   // below the incumbent would show as a dearer result than the unpruned search's, and the brute force over
   // every schedule the rule book accepts bounds both from below.
-  const char* trials_env = std::getenv("MLSYS_EXACT_TRIALS");
-  const int trials = trials_env ? std::atoi(trials_env) : 150;
+  const int trials = test::campaign_trials("MLSYS_EXACT_TRIALS", 150);
   std::mt19937 rng(test::campaign_seed("MLSYS_EXACT_SEED", 20261126u));
   int checked = 0, above_brute_force = 0, proved_by_search = 0;
   double seconds_pruned = 0, seconds_full = 0;
@@ -74,7 +73,7 @@ TEST(ExactSearch, PruningByFloorsNeverChangesTheResult) {
     ++checked;
   }
   // The pruning matters only where the certified bound leaves a gap: many problems must have one.
-  EXPECT_GT(proved_by_search, checked / 10) << "of " << checked;
+  test::expect_share(proved_by_search, checked, 10, "proved_by_search");
   std::cout << "[ exact    ] " << checked
             << " tiny problems: the pruned exhaustive search equalled the unpruned"
             << " one on each; " << proved_by_search

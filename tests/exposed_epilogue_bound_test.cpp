@@ -40,8 +40,8 @@ TEST(ExposedEpilogueBound, NeverAboveTheExactOptimumOfRandomDeepChains) {
     if (bound.bound >= exact.optimum * (1 - 1e-9)) ++tight;
   }
   // The theorem must bite on a fair share, or this test proves nothing about it.
-  EXPECT_GT(above_traffic, checked / 5) << "of " << checked;
-  EXPECT_GT(largest, checked / 50) << "of " << checked;
+  test::expect_share(above_traffic, checked, 5, "above_traffic");
+  test::expect_share(largest, checked, 50, "largest");
   std::cout << "[ epilogue ] " << checked << " tiny problems: Theorem 15 applied to " << applied
             << ", the largest bound on " << largest << ", equalled the optimum on " << tight << "\n";
 }

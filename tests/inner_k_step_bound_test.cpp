@@ -44,8 +44,8 @@ TEST(InnerKStepBound, NeverAboveTheExactOptimumOfRandomDeepChains) {
     if (bound.bound >= exact.optimum * (1 - 1e-9)) ++tight;
   }
   // The theorem must bite on a fair share, or this test proves nothing about it.
-  EXPECT_GT(above_compute, checked / 10) << "of " << checked;
-  EXPECT_GT(chain_binding, checked / 20) << "of " << checked;
+  test::expect_share(above_compute, checked, 10, "above_compute");
+  test::expect_share(chain_binding, checked, 20, "chain_binding");
   std::cout << "[ inner    ] " << checked << " tiny problems: Theorem 11 applied to " << applied
             << ", rose above the compute floor on " << above_compute << " (the chain case deciding on "
             << chain_binding << "), equalled the optimum on " << tight << "\n";

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -238,15 +239,41 @@ unsigned campaign_seed(const char* seed_variable, unsigned seed) {
     chosen = h ^ (seed * 2654435761u);
   }
   const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
-  std::cerr << "campaign seed " << chosen << "; reproduce with " << seed_variable << "=" << chosen
-            << " ctest --preset release -R '" << (test ? test->name() : "") << "$'\n";
+  // On a moved seed the shares are not asserted (expect_share), so the reproduction moves it the same way.
+  const char* scale = std::getenv("MLSYS_CAMPAIGN_SCALE");
+  const std::string how = !own && moving && *moving
+                              ? std::string("MLSYS_CAMPAIGN_SEED='") + moving + "'" +
+                                    (scale && *scale ? std::string(" MLSYS_CAMPAIGN_SCALE=") + scale : "")
+                              : std::string(seed_variable) + "=" + std::to_string(chosen);
+  std::cerr << "campaign seed " << chosen << "; reproduce with " << how << " ctest --preset release -R '"
+            << (test ? test->name() : "") << "$'\n";
   return chosen;
+}
+
+bool seeds_moved() {
+  const char* moving = std::getenv("MLSYS_CAMPAIGN_SEED");
+  return moving && *moving;
+}
+
+int campaign_trials(const char* trials_variable, int trials) {
+  if (const char* own = std::getenv(trials_variable)) return std::atoi(own);
+  const char* scale = std::getenv("MLSYS_CAMPAIGN_SCALE");
+  if (seeds_moved() && scale && *scale)
+    trials = std::max(1, static_cast<int>(std::lround(trials * std::atof(scale))));
+  return trials;
+}
+
+void expect_share(int count, int checked, int divisor, const char* what) {
+  if (seeds_moved()) {
+    std::cerr << what << ": " << count << " of " << checked << " (share not asserted on a moved seed)\n";
+    return;
+  }
+  EXPECT_GT(count, checked / divisor) << what << ": of " << checked;
 }
 
 std::pair<int, std::mt19937> campaign(const char* trials_variable, int trials, const char* seed_variable,
                                       unsigned seed) {
-  const char* trials_env = std::getenv(trials_variable);
-  return {trials_env ? std::atoi(trials_env) : trials, std::mt19937(campaign_seed(seed_variable, seed))};
+  return {campaign_trials(trials_variable, trials), std::mt19937(campaign_seed(seed_variable, seed))};
 }
 
 bool expect_deadline_promise(const CommandResult& r, double timeout, const std::string& out,

@@ -46,6 +46,18 @@ void expect_certified(double certified, double exact, int64_t ulps);
 // The seed a campaign runs: `seed_variable`'s value, else `seed` moved by MLSYS_CAMPAIGN_SEED, printed.
 unsigned campaign_seed(const char* seed_variable, unsigned seed);
 
+// A campaign's problem count: `trials_variable`'s value, else `trials`; on a moved seed (MLSYS_CAMPAIGN_SEED)
+// scaled by MLSYS_CAMPAIGN_SCALE (default 1), at least 1.
+int campaign_trials(const char* trials_variable, int trials);
+
+// True when MLSYS_CAMPAIGN_SEED moves the campaigns' seeds.
+bool seeds_moved();
+
+// A campaign's coverage: its theorem binds (or its case occurs) on more than `checked / divisor` of its
+// problems. The shares are calibrated on each campaign's own seed; on a moved seed the campaign checks
+// soundness only (the same assertions of never above the optimum), and the share is printed, not asserted.
+void expect_share(int count, int checked, int divisor, const char* what);
+
 // mlsys's deadline promise on one finished run of `mlsys PROBLEM OUT --timeout T` (docs/solver.md#deadline):
 // the process is gone by T plus kDeadlineMargin, and it leaves either a schedule (exit 0, returned true for
 // the caller to verify) or exit 1 with the documented message and no file at `out`. The second outcome is
