@@ -20,6 +20,8 @@ struct TrafficArgs {
   bool exact = false;
   int price_samples = 20;
   int sample_layers = 2;
+  int64_t max_iterations = 1'000'000;  // kDefaultMaxIterations (sim/t10/t10_traffic.hpp)
+  double time_limit = 0;               // seconds of wall time for the whole run; 0: none
 };
 
 struct ServeArgs {

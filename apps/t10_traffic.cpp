@@ -67,6 +67,12 @@ void add_traffic_options(CLI::App* serve, TrafficArgs& a) {
   opt("--sample-layers", a.sample_layers,
       "when not --exact, time this many first layers (and the last) and extrapolate over the rest (default 2)")
       ->check(CLI::Range(1, 1000));
+  opt("--max-iterations", a.max_iterations,
+      "stop after this many iterations (default 1000000); requests that need more are refused up front")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  opt("--time-limit", a.time_limit,
+      "stop the run after this many seconds, plan search included; what ran is reported, exit 1")
+      ->check(CLI::PositiveNumber);
   opt("--price-check", a.price_samples, "iterations priced exactly to check the approximations (default 20)")
       ->check(CLI::Range(0, 100000));
 }
@@ -136,6 +142,13 @@ int run_serve_traffic(const ServeArgs& a) {
   options.kv_bytes_per_token = model.kv_bytes_per_token();
   options.slo_ttft_ms = t.slo_ttft_ms;
   options.slo_tpot_ms = t.slo_tpot_ms;
+  options.max_iterations = t.max_iterations;
+  if (const int64_t least = least_iterations(requests, options.max_batch); least > options.max_iterations)
+    throw InputError(t.requests_path, "--max-iterations", "",
+                     "the requests need at least " + std::to_string(least) +
+                         " iterations (their decode tokens over --max-batch, or the longest output), above the "
+                         "limit of " + std::to_string(options.max_iterations) +
+                         "; each iteration is kept and reported, so raise the limit only with the memory for it");
   if (chip.host_link_gbps > 0) options.host_link_bytes_per_ms = chip.host_link_gbps * 1000.0 * 1024 * 1024 / 1e3;
   if (chip.hbm_capacity_bytes > 0) {
     options.kv_capacity_bytes = chip.hbm_capacity_bytes - static_cast<double>(model.weight_bytes());
@@ -170,9 +183,16 @@ int run_serve_traffic(const ServeArgs& a) {
   auto progress = [](const std::string& line) { std::cerr << line << "\n"; };
   std::cerr << "t10 serve: " << requests.size() << " requests, scheduler " << t.scheduler << ", "
             << (t.exact ? "exact pricing" : "bucketed pricing") << "\n";
+  // The deadline is asked between iterations; an iteration's plan search is not interrupted, so the run can
+  // pass it by one iteration's pricing.
+  auto stop = [&]() -> std::string {
+    if (t.time_limit <= 0) return "";
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return elapsed > t.time_limit ? "the time limit of " + std::to_string(t.time_limit) + " s (--time-limit)" : "";
+  };
   TrafficRun run;
   try {
-    run = run_traffic(requests, options, price, progress);
+    run = run_traffic(requests, options, price, progress, stop);
   } catch (const std::invalid_argument& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;
@@ -231,7 +251,7 @@ int run_serve_traffic(const ServeArgs& a) {
                     {"option_tables", pricer.option_cache().tables()},
                     {"option_tables_from_file", pricer.option_cache().tables_from_file()},
                     {"options_seconds", pricer.option_cache().seconds()}};
-  if (!a.no_simulate) {
+  if (!a.no_simulate && run.stopped.empty()) {
     PerfettoTrace trace("t10 serve: " + a.model_path);
     report.replay = replay_traffic(requests, options, price, run, a.trace_path.empty() ? nullptr : &trace);
     if (!a.trace_path.empty()) trace.write(a.trace_path);
@@ -242,6 +262,12 @@ int run_serve_traffic(const ServeArgs& a) {
     std::cout << traffic_json(report).dump(1) << "\n";
   else
     std::cout << traffic_text(report);
+  if (!run.stopped.empty()) {
+    std::cerr << "error: the run stopped at " << run.stopped << " after " << run.iterations.size()
+              << " iterations: " << report.metrics.completed << " of " << requests.size()
+              << " requests finished (no SystemC replay of a stopped run)\n";
+    return 1;
+  }
   if (report.metrics.unfinished > 0) {
     std::cerr << "error: " << report.metrics.unfinished << " admitted requests did not finish\n";
     return 1;

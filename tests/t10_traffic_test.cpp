@@ -198,6 +198,33 @@ TEST(BatchSchedulers, AFullKvCachePreemptsTheNewestAndEveryRequestStillFinishes)
   EXPECT_EQ(2, summarize_traffic(swapped, o).completed);
 }
 
+TEST(BatchSchedulers, ARunStopsAtItsIterationLimitOrWhenAskedAndSaysWhy) {
+  // Outputs 5, 3 and 1: 4 + 2 + 0 = 6 decode tokens, at most 2 a step: 3 steps, but a's 4 tokens after its
+  // first need 4 steps on their own.
+  const std::vector<ServingRequest> r = {{"a", 0, 2, 5}, {"b", 0, 2, 3}, {"c", 0, 2, 1}};
+  EXPECT_EQ(4, least_iterations(r, 2));
+  EXPECT_EQ(6, least_iterations(r, 1));
+  TrafficOptions o;
+  o.scheduler = BatchScheduler::Vllm;
+  o.max_batch = 2;
+  const TrafficRun whole = run_traffic(r, o, round_price);
+  EXPECT_TRUE(whole.stopped.empty()) << whole.stopped;
+  ASSERT_GE(static_cast<int64_t>(whole.iterations.size()), least_iterations(r, 2));
+  o.max_iterations = 2;
+  const TrafficRun capped = run_traffic(r, o, round_price);
+  EXPECT_EQ(2u, capped.iterations.size());
+  EXPECT_NE(std::string::npos, capped.stopped.find("2 iterations")) << capped.stopped;
+  EXPECT_EQ(RequestOutcome::Status::Unfinished, capped.requests[0].status);
+  EXPECT_NE(std::string::npos, capped.requests[0].why.find("stopped")) << capped.requests[0].why;
+  o.max_iterations = kDefaultMaxIterations;
+  int asked = 0;
+  const TrafficRun asked_to = run_traffic(r, o, round_price, nullptr, [&] {
+    return ++asked > 3 ? std::string("enough") : std::string();
+  });
+  EXPECT_EQ(3u, asked_to.iterations.size());
+  EXPECT_EQ("enough", asked_to.stopped);
+}
+
 TEST(BatchSchedulers, TheSystemCReplayGivesTheAnalyticRun) {
   Workload w;
   w.requests = 200;
@@ -322,6 +349,20 @@ TEST(ServeTraffic, TheCommandReportsTheRunAndRefusesBadInput) {
       MLSYS_T10_BIN, "serve " + model + " --arrivals poisson --rate 0 --prompt-mean 4 --output-mean 2");
   EXPECT_EQ(2, no_rate.exit_code);
   EXPECT_NE(std::string::npos, no_rate.err.find("--rate")) << no_rate.err;
+  // Requests that need more iterations than the limit are refused before any work; a run past its time
+  // limit stops between iterations, reports what ran and exits 1.
+  const test::CommandResult too_many = test::run_command(
+      MLSYS_T10_BIN, "serve " + model + " --requests " + dir + "/r.jsonl --max-iterations 3");
+  EXPECT_EQ(2, too_many.exit_code);
+  EXPECT_NE(std::string::npos, too_many.err.find("--max-iterations")) << too_many.err;
+  EXPECT_NE(std::string::npos, too_many.err.find("r.jsonl")) << too_many.err;
+  const test::CommandResult late = test::run_command(
+      MLSYS_T10_BIN, "serve " + model + " --requests " + dir + "/r.jsonl --time-limit 1e-9 --json");
+  EXPECT_EQ(1, late.exit_code);
+  EXPECT_NE(std::string::npos, late.err.find("stopped at the time limit")) << late.err;
+  const nlohmann::json stopped = nlohmann::json::parse(late.out);
+  EXPECT_NE(std::string::npos, stopped.at("stopped").get<std::string>().find("--time-limit"));
+  EXPECT_LT(stopped.at("requests").at("completed").get<int>(), 60);
 }
 
 }  // namespace

@@ -186,6 +186,7 @@ nlohmann::json traffic_json(const TrafficReport& r) {
         {"below_one_percent", r.price_check.below_one_percent}}},
       {"pricing", r.pricing},
       {"iteration_count", run.iterations.size()},
+      {"stopped", run.stopped.empty() ? nlohmann::json(nullptr) : nlohmann::json(run.stopped)},
       {"iterations", iterations},
       {"request_outcomes", requests},
       {"wall_seconds", r.wall_seconds}};
@@ -203,6 +204,7 @@ std::string traffic_text(const TrafficReport& r) {
   o << m.arrived << " requests (" << m.completed << " completed, " << m.rejected << " rejected, "
     << m.preempted_requests << " preempted " << m.preemptions << " times), " << r.run->iterations.size()
     << " iterations, scheduler " << to_string(r.options.scheduler) << "\n"
+    << (r.run->stopped.empty() ? "" : "STOPPED at " + r.run->stopped + ": the figures cover what ran\n")
     << "TTFT p50 " << fixed(m.ttft_ms.p50, 2) << " ms, p99 " << fixed(m.ttft_ms.p99, 2) << " ms; TPOT p50 "
     << fixed(m.tpot_ms.p50, 3) << " ms, p99 " << fixed(m.tpot_ms.p99, 3) << " ms; E2E p50 "
     << fixed(m.e2e_ms.p50, 1) << " ms\n"

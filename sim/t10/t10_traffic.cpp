@@ -264,14 +264,33 @@ void time_iteration(IterationRecord& it, double now_ms, const IterationPricer& p
   it.end_ms = now_ms + it.swap_ms + it.price.ms;
 }
 
+int64_t least_iterations(const std::vector<ServingRequest>& requests, int64_t max_batch) {
+  int64_t longest = 0, decode_tokens = 0;
+  for (const ServingRequest& q : requests) {
+    longest = std::max(longest, q.output_tokens - 1);
+    decode_tokens += q.output_tokens - 1;
+  }
+  return std::max(longest, (decode_tokens + max_batch - 1) / std::max<int64_t>(max_batch, 1));
+}
+
 TrafficRun run_traffic(const std::vector<ServingRequest>& requests, const TrafficOptions& options,
-                       const IterationPricer& price, const std::function<void(const std::string&)>& progress) {
+                       const IterationPricer& price, const std::function<void(const std::string&)>& progress,
+                       const std::function<std::string()>& stop) {
   TrafficEngine engine(requests, options);
   TrafficRun run;
   const size_t n = requests.size();
   size_t next = 0;
   double now = n ? requests[0].arrival_ms : 0;
   while (true) {
+    if (static_cast<int64_t>(run.iterations.size()) >= options.max_iterations) {
+      run.stopped = "the limit of " + std::to_string(options.max_iterations) + " iterations";
+      break;
+    }
+    if (stop)
+      if (std::string why = stop(); !why.empty()) {
+        run.stopped = std::move(why);
+        break;
+      }
     while (next < n && requests[next].arrival_ms <= now) engine.arrive(static_cast<int>(next++));
     std::optional<IterationRecord> it = engine.plan(now);
     if (!it) {
@@ -292,7 +311,7 @@ TrafficRun run_traffic(const std::vector<ServingRequest>& requests, const Traffi
   for (RequestOutcome& o : run.requests)
     if (o.status == RequestOutcome::Status::Unfinished)
       o.why = "generated " + std::to_string(o.generated) + " of " + std::to_string(o.request.output_tokens) +
-              " tokens when the run ended";
+              " tokens when the run ended" + (run.stopped.empty() ? "" : " (stopped: " + run.stopped + ")");
   run.makespan_ms = run.iterations.empty() ? 0 : run.iterations.back().end_ms;
   run.kv_peak_bytes = engine.kv_peak_bytes();
   run.preemptions = engine.preemptions();

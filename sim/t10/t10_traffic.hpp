@@ -30,6 +30,8 @@ std::optional<BatchScheduler> batch_scheduler_from(const std::string& name);
 const char* to_string(BatchScheduler s);
 std::vector<std::string> batch_scheduler_names();
 
+inline constexpr int64_t kDefaultMaxIterations = 1'000'000;
+
 struct TrafficOptions {
   BatchScheduler scheduler = BatchScheduler::Sarathi;
   int64_t max_batch = 64;       // requests in one iteration
@@ -38,7 +40,11 @@ struct TrafficOptions {
   int64_t kv_bytes_per_token = 0;
   double host_link_bytes_per_ms = 0;  // > 0: preempted caches are swapped to the host, else recomputed
   double slo_ttft_ms = 0, slo_tpot_ms = 0;  // 0: no objective
+  // The run stops after this many iterations: each is kept (and reported), so an unbounded run would
+  // exhaust memory on a request file the reader accepts (docs/t10-traffic.md#limits).
+  int64_t max_iterations = kDefaultMaxIterations;
 };
+
 int64_t default_token_budget(BatchScheduler s);  // vllm 4,096; sarathi 512; decode-first 4,096
 
 // What the pricer tells of one iteration.
@@ -132,17 +138,24 @@ struct TrafficRun {
   double makespan_ms = 0;
   double kv_peak_bytes = 0;
   int64_t preemptions = 0, swaps = 0;
+  std::string stopped;  // why the run ended before every request did (empty: it did not)
 };
+
+// The fewest iterations any scheduler needs for `requests`: each decode step gives a request at most one
+// token (its first comes with its prefill), and a step holds at most `max_batch` requests.
+int64_t least_iterations(const std::vector<ServingRequest>& requests, int64_t max_batch);
 
 // A planned iteration's time from `now_ms`: its host transfers, then the pricer's time. Both drivers time
 // iterations here, so that they cannot disagree on how.
 void time_iteration(IterationRecord& it, double now_ms, const IterationPricer& price);
 
 // The analytic driver: from event to event, pricing each iteration with `price`. `progress`, if given, is
-// told every few thousand iterations.
+// told every few thousand iterations. The run stops at options.max_iterations, or when `stop` (asked
+// between iterations) gives a reason; TrafficRun::stopped says why, and the requests left are unfinished.
 TrafficRun run_traffic(const std::vector<ServingRequest>& requests, const TrafficOptions& options,
                        const IterationPricer& price,
-                       const std::function<void(const std::string&)>& progress = nullptr);
+                       const std::function<void(const std::string&)>& progress = nullptr,
+                       const std::function<std::string()>& stop = nullptr);
 
 // Percentiles as serving papers report them (nearest rank on the sorted values).
 struct Distribution {
