@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <functional>
 #include <iostream>
+#include <optional>
 
 #include "apps/t10_serve.hpp"
 #include "sim/json_io.hpp"
@@ -113,6 +114,73 @@ std::vector<ServingRequest> requests_for(const TrafficArgs& t) {
   return generate_requests(w);
 }
 
+// The run's options from the command line; nullopt (after saying why) when the weights alone fill the HBM.
+// Throws InputError when the requests need more iterations than the limit.
+std::optional<TrafficOptions> traffic_options_for(const TrafficArgs& t, const ServingModel& model,
+                                                  const ServingChip& chip,
+                                                  const std::vector<ServingRequest>& requests) {
+  TrafficOptions options;
+  options.scheduler = *batch_scheduler_from(t.scheduler);
+  options.max_batch = t.max_batch;
+  options.token_budget = t.token_budget > 0 ? t.token_budget : default_token_budget(options.scheduler);
+  options.kv_bytes_per_token = model.kv_bytes_per_token();
+  options.slo_ttft_ms = t.slo_ttft_ms;
+  options.slo_tpot_ms = t.slo_tpot_ms;
+  options.max_iterations = t.max_iterations;
+  if (const int64_t least = least_iterations(requests, options.max_batch); least > options.max_iterations)
+    throw InputError(t.requests_path, "--max-iterations", "",
+                     "the requests need at least " + std::to_string(least) +
+                         " iterations (their decode tokens over --max-batch, or the longest output), above the "
+                         "limit of " + std::to_string(options.max_iterations) +
+                         "; each iteration is kept and reported, so raise the limit only with the memory for it");
+  if (chip.host_link_gbps > 0) options.host_link_bytes_per_ms = chip.host_link_gbps * 1000.0 * 1024 * 1024 / 1e3;
+  if (chip.hbm_capacity_bytes > 0) {
+    options.kv_capacity_bytes = chip.hbm_capacity_bytes - static_cast<double>(model.weight_bytes());
+    if (options.kv_capacity_bytes <= 0) {
+      std::cerr << "error: the weights need " << model.weight_bytes() << " B of HBM, the chip has "
+                << static_cast<int64_t>(chip.hbm_capacity_bytes) << " B\n";
+      return std::nullopt;
+    }
+  }
+
+  return options;
+}
+
+// Each finished request's TTFT against its prompt's prefill alone (false, after saying why, when that
+// prefill cannot be priced).
+bool check_ttft_bound(const TrafficRun& run, const TrafficOptions& options, TrafficPricer& pricer,
+                      TtftBoundCheck& bound) {
+  // Each request's TTFT against its prompt's prefill alone on the whole chip, in the chunks the scheduler
+  // would give it alone (the token budget's; whole for the schedulers that do not chunk), priced as the run.
+  auto prefill_alone = [&](int64_t prompt) {
+    const int64_t chunk = options.scheduler == BatchScheduler::Sarathi ? options.token_budget : prompt;
+    double ms = 0;
+    for (int64_t done = 0; done < prompt; done += std::min(chunk, prompt - done)) {
+      const int64_t q = std::min(chunk, prompt - done);
+      ms += pricer.price({q, {{1, q, done + q, done}}}).ms;
+    }
+    return ms;
+  };
+  for (const RequestOutcome& o : run.requests) {
+    if (o.status != RequestOutcome::Status::Finished) continue;
+    double alone = 0;
+    try {
+      alone = prefill_alone(o.request.prompt_tokens);
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "error: request " << o.request.id << "'s prefill alone: " << e.what() << "\n";
+      return false;
+    }
+    const double slack = o.ttft_ms() - alone;
+    if (bound.checked == 0 || slack < bound.worst_slack_ms) {
+      bound.worst_slack_ms = slack;
+      bound.worst_request = o.request.id;
+    }
+    ++bound.checked;
+    bound.violations += slack < -1e-9 * std::max(1.0, alone);
+  }
+  return true;
+}
+
 }  // namespace
 
 int run_serve_traffic(const ServeArgs& a) {
@@ -135,29 +203,9 @@ int run_serve_traffic(const ServeArgs& a) {
                      "step's shapes were fixed by mlsys-import");
   const ServingModel model = ServingModel::read_elk(doc, a.model_path, a.layers, chip);
 
-  TrafficOptions options;
-  options.scheduler = *batch_scheduler_from(t.scheduler);
-  options.max_batch = t.max_batch;
-  options.token_budget = t.token_budget > 0 ? t.token_budget : default_token_budget(options.scheduler);
-  options.kv_bytes_per_token = model.kv_bytes_per_token();
-  options.slo_ttft_ms = t.slo_ttft_ms;
-  options.slo_tpot_ms = t.slo_tpot_ms;
-  options.max_iterations = t.max_iterations;
-  if (const int64_t least = least_iterations(requests, options.max_batch); least > options.max_iterations)
-    throw InputError(t.requests_path, "--max-iterations", "",
-                     "the requests need at least " + std::to_string(least) +
-                         " iterations (their decode tokens over --max-batch, or the longest output), above the "
-                         "limit of " + std::to_string(options.max_iterations) +
-                         "; each iteration is kept and reported, so raise the limit only with the memory for it");
-  if (chip.host_link_gbps > 0) options.host_link_bytes_per_ms = chip.host_link_gbps * 1000.0 * 1024 * 1024 / 1e3;
-  if (chip.hbm_capacity_bytes > 0) {
-    options.kv_capacity_bytes = chip.hbm_capacity_bytes - static_cast<double>(model.weight_bytes());
-    if (options.kv_capacity_bytes <= 0) {
-      std::cerr << "error: the weights need " << model.weight_bytes() << " B of HBM, the chip has "
-                << static_cast<int64_t>(chip.hbm_capacity_bytes) << " B\n";
-      return 1;
-    }
-  }
+  std::optional<TrafficOptions> fits = traffic_options_for(t, model, chip, requests);
+  if (!fits) return 1;
+  const TrafficOptions& options = *fits;
 
   PricingOptions pricing;
   const std::string policy = a.policy == "ours" ? "elk" : a.policy;  // a search per iteration would not end
@@ -206,34 +254,7 @@ int run_serve_traffic(const ServeArgs& a) {
   report.options = options;
   report.hbm_capacity_bytes = chip.hbm_capacity_bytes;
   report.weight_bytes = static_cast<double>(model.weight_bytes());
-  // Each request's TTFT against its prompt's prefill alone on the whole chip, in the chunks the scheduler
-  // would give it alone (the token budget's; whole for the schedulers that do not chunk), priced as the run.
-  auto prefill_alone = [&](int64_t prompt) {
-    const int64_t chunk = options.scheduler == BatchScheduler::Sarathi ? options.token_budget : prompt;
-    double ms = 0;
-    for (int64_t done = 0; done < prompt; done += std::min(chunk, prompt - done)) {
-      const int64_t q = std::min(chunk, prompt - done);
-      ms += pricer.price({q, {{1, q, done + q, done}}}).ms;
-    }
-    return ms;
-  };
-  for (const RequestOutcome& o : run.requests) {
-    if (o.status != RequestOutcome::Status::Finished) continue;
-    double alone = 0;
-    try {
-      alone = prefill_alone(o.request.prompt_tokens);
-    } catch (const std::invalid_argument& e) {
-      std::cerr << "error: request " << o.request.id << "'s prefill alone: " << e.what() << "\n";
-      return 1;
-    }
-    const double slack = o.ttft_ms() - alone;
-    if (report.ttft_bound.checked == 0 || slack < report.ttft_bound.worst_slack_ms) {
-      report.ttft_bound.worst_slack_ms = slack;
-      report.ttft_bound.worst_request = o.request.id;
-    }
-    ++report.ttft_bound.checked;
-    report.ttft_bound.violations += slack < -1e-9 * std::max(1.0, alone);
-  }
+  if (!check_ttft_bound(run, options, pricer, report.ttft_bound)) return 1;
   try {
     if (!t.exact) report.price_check = check_prices(run, pricer, t.price_samples);
   } catch (const std::invalid_argument& e) {

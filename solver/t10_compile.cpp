@@ -54,6 +54,100 @@ std::vector<Candidate> pareto(std::vector<Candidate> all) {
 }
 
 
+// A quick test of "dominated by a survivor so far": the survivors (sorted fastest first) cut into up to 16
+// prefixes by time; for each prefix, the least extra at each cold. A candidate found dominated here is one
+// the Pareto filter would drop (a survivor came first and is no worse anywhere); one not found is kept for
+// the filter, so the result is the same with or without the gate, only sooner.
+class DominanceGate {
+ public:
+  void rebuild(const std::vector<Candidate>& survivors_fastest_first) {
+    prefixes_.clear();
+    const size_t n = survivors_fastest_first.size();
+    const size_t parts = std::min<size_t>(16, n);
+    for (size_t j = 1; j <= parts; ++j) {
+      const size_t end = j * n / parts;
+      Prefix p;
+      p.time = survivors_fastest_first[end - 1].time;
+      std::vector<std::pair<int64_t, int64_t>> points;
+      for (size_t i = 0; i < end; ++i)
+        points.push_back({survivors_fastest_first[i].cold, survivors_fastest_first[i].extra});
+      std::sort(points.begin(), points.end());
+      for (const auto& [cold, extra] : points)
+        if (p.stairs.empty() || extra < p.stairs.back().second) p.stairs.push_back({cold, extra});
+      prefixes_.push_back(std::move(p));
+    }
+  }
+  bool dominated(const Candidate& c) const {
+    // The longest prefix whose survivors are all at most as slow as c.
+    auto it = std::upper_bound(prefixes_.begin(), prefixes_.end(), c.time,
+                               [](double t, const Prefix& p) { return t < p.time; });
+    if (it == prefixes_.begin()) return false;
+    const auto& stairs = std::prev(it)->stairs;
+    auto at = std::upper_bound(stairs.begin(), stairs.end(), std::pair<int64_t, int64_t>{c.cold, INT64_MAX});
+    return at != stairs.begin() && std::prev(at)->second <= c.extra;
+  }
+
+ private:
+  struct Prefix {
+    double time = 0;
+    std::vector<std::pair<int64_t, int64_t>> stairs;  // cold ascending, extra strictly descending
+  };
+  std::vector<Prefix> prefixes_;
+};
+
+// The Pareto survivors of a stream of priced plans, each in two layouts (with and without copies). A weight
+// product has millions of plans and a few hundred survivors: the candidates are filtered whenever they have
+// grown to a few times the survivors (up to 2^18), keeping only the survivors' plans (renumbered in visit
+// order, so ties still go to the first), and a candidate the survivors so far dominate is not kept at all.
+class ParetoPlans {
+ public:
+  void add(const Plan& plan, const CalibratedCost& c) {
+    const auto at = static_cast<uint32_t>(plans_.size());
+    const Candidate copied{c.cold_bytes, c.hot_bytes - c.cold_bytes, c.total, at, false};
+    const Candidate uncopied{c.no_copy_cold_bytes, c.hot_bytes - c.no_copy_cold_bytes, c.total + c.warm_up, at,
+                             true};
+    const bool keep_copied = !gate_.dominated(copied), keep_uncopied = !gate_.dominated(uncopied);
+    if (!keep_copied && !keep_uncopied) return;
+    plans_.push_back(plan);
+    if (keep_copied) candidates_.push_back(copied);
+    if (keep_uncopied) candidates_.push_back(uncopied);
+    if (candidates_.size() >= next_compaction_) compact();
+  }
+  bool empty() const { return candidates_.empty(); }
+  // Fastest first, each with whether it is the layout without copies.
+  std::vector<std::pair<Plan, bool>> pareto_plans() const {
+    std::vector<std::pair<Plan, bool>> out;
+    for (const Candidate& c : pareto(candidates_)) out.push_back({plans_[c.plan], c.no_copy});
+    return out;
+  }
+
+ private:
+  void compact() {
+    std::vector<Candidate> kept = pareto(std::move(candidates_));
+    gate_.rebuild(kept);
+    std::sort(kept.begin(), kept.end(), [](const Candidate& a, const Candidate& b) {
+      return std::tie(a.plan, a.no_copy) < std::tie(b.plan, b.no_copy);
+    });
+    std::vector<Plan> kept_plans;
+    uint32_t last = UINT32_MAX;  // both layouts of one plan share its entry
+    for (Candidate& c : kept) {
+      if (c.plan != last) {
+        last = c.plan;
+        kept_plans.push_back(plans_[c.plan]);
+      }
+      c.plan = static_cast<uint32_t>(kept_plans.size() - 1);
+    }
+    plans_ = std::move(kept_plans);
+    candidates_ = std::move(kept);
+    next_compaction_ = std::min<size_t>(size_t{1} << 18, std::max<size_t>(4096, 8 * candidates_.size()));
+  }
+
+  std::vector<Candidate> candidates_;
+  std::vector<Plan> plans_;
+  DominanceGate gate_;
+  size_t next_compaction_ = 4096;
+};
+
 }  // namespace
 
 std::string shape_key(const TensorOperator& op) {
@@ -65,49 +159,22 @@ OperatorOptions operator_options(const TensorProgram& program, const TensorOpera
   OperatorOptions out;
   if (op.type == OperatorType::MatMul) {
     // Each plan in two layouts; only the Pareto survivors are built into options.
-    std::vector<Candidate> candidates;
-    std::vector<Plan> plans;
+    ParetoPlans survivors;
     Problem problem = operator_problem(program, op);
-    // A weight product has millions of plans and a few hundred survivors: the candidates are filtered every
-    // kChunk, keeping only the survivors' plans (renumbered in visit order, so ties still go to the first).
-    constexpr size_t kChunk = size_t{1} << 18;
-    auto compact = [&] {
-      std::vector<Candidate> kept = pareto(std::move(candidates));
-      std::sort(kept.begin(), kept.end(), [](const Candidate& a, const Candidate& b) {
-        return std::tie(a.plan, a.no_copy) < std::tie(b.plan, b.no_copy);
-      });
-      std::vector<Plan> kept_plans;
-      uint32_t last = UINT32_MAX;  // both layouts of one plan share its entry
-      for (Candidate& c : kept) {
-        if (c.plan != last) {
-          last = c.plan;
-          kept_plans.push_back(plans[c.plan]);
-        }
-        c.plan = static_cast<uint32_t>(kept_plans.size() - 1);
-      }
-      plans = std::move(kept_plans);
-      candidates = std::move(kept);
-    };
     auto enumerate = [&] {
-      out.plans_priced +=
-          for_each_calibrated_plan(problem, [&](const Plan& plan, const CalibratedCost& c) {
-            const auto at = static_cast<uint32_t>(plans.size());
-            plans.push_back(plan);
-            candidates.push_back({c.cold_bytes, c.hot_bytes - c.cold_bytes, c.total, at, false});
-            candidates.push_back(
-                {c.no_copy_cold_bytes, c.hot_bytes - c.no_copy_cold_bytes, c.total + c.warm_up, at, true});
-            if (candidates.size() >= kChunk) compact();
-          }).second;
+      out.plans_priced += for_each_calibrated_plan(problem, [&](const Plan& plan, const CalibratedCost& c) {
+                            survivors.add(plan, c);
+                          }).second;
     };
     enumerate();
-    if (candidates.empty()) {
+    if (survivors.empty()) {
       // No plan fits a core: priced without the limit, so that the refusal can say how many bytes are
       // missing.
       problem.chip.sram_bytes_per_core = int64_t{1} << 50;
       enumerate();
     }
-    for (const Candidate& c : pareto(std::move(candidates)))
-      out.options.push_back(matmul_option(plans[c.plan], calibrated_cost(problem, plans[c.plan]), c.no_copy));
+    for (const auto& [plan, no_copy] : survivors.pareto_plans())
+      out.options.push_back(matmul_option(plan, calibrated_cost(problem, plan), no_copy));
   } else {
     // Nothing rotates: more cores is both faster and smaller, so an elementwise operator uses every core it
     // can. A row-wise one may also split its rows (into divisors of the row length): smaller, slower.

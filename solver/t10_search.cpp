@@ -122,7 +122,7 @@ std::pair<int64_t, int64_t> for_each_calibrated_plan(
     for (int64_t pm = 1; pm <= pr.m && pb * pm <= cores; ++pm)
       for (int64_t pk = 1; pk <= pr.k && pb * pm * pk <= cores; ++pk)
         for (int64_t pn = 1; pn <= pr.n && pb * pm * pk * pn <= cores; ++pn) {
-          if (!calibrated_spatial_rejections(pr, {pm, pk, pn}, pb).empty()) continue;
+          if (!calibrated_spatial_accepts(pr, {pm, pk, pn}, pb)) continue;
           ++fops;
           Plan plan;
           plan.f_op = {pm, pk, pn};

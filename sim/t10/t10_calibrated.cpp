@@ -338,6 +338,15 @@ std::vector<std::string> calibrated_spatial_rejections(const Problem& problem,
   return out;
 }
 
+bool calibrated_spatial_accepts(const Problem& problem, const std::array<int64_t, 3>& f_op, int64_t pb) {
+  Plan plan;
+  plan.f_op = f_op;
+  plan.pb = pb;
+  std::vector<std::string> out;
+  spatial_rejections(configure(problem, plan), problem.chip.cores, {out, false});
+  return out.empty();
+}
+
 CalibratedCost calibrated_cost(const Problem& pr, const Plan& plan, bool messages) {
   CalibratedCost cost;
   const Config c = configure(pr, plan);

@@ -69,6 +69,8 @@ CalibratedCost calibrated_cost(const Problem& problem, const Plan& plan, bool me
 // The rules that depend on F_op alone (cores, utilisation, splits, spatial padding), for a search.
 std::vector<std::string> calibrated_spatial_rejections(const Problem& problem,
                                                        const std::array<int64_t, 3>& f_op, int64_t pb = 1);
+// The same rules without their sentences: whether they accept the F_op (a search asks for every F_op).
+bool calibrated_spatial_accepts(const Problem& problem, const std::array<int64_t, 3>& f_op, int64_t pb = 1);
 
 // Operators without a contraction, as the published model prices them (get_comp_time_per_iter_helper's
 // elementwise, relu and reduce branches, get_shuffle_time): every tensor shares the partition, so nothing
