@@ -43,6 +43,26 @@ DECODERS = {
 }
 
 
+# Decoders over a whole prompt, with symbolic "batch" and "seq" axes, for request traffic: `mlsys-import OUT.onnx
+# --elk -o model.json` pins them to the Elk model file's codes (docs/t10-traffic.md#onnx). name -> (full
+# factory, small factory, what); max_seq is above the code 66, so the causal mask covers the traced prompt.
+PREFILLS = {
+    "gpt2-prefill": (lambda: GPT2Stack(12, 768, 12, 50257, 1024), lambda: GPT2Stack(2, 128, 2, 1000, 128),
+                     "GPT-2 small over a prompt: 12 layers (d=768, 12 heads), causal attention, LM head"),
+}
+
+
+def export_prefill(name: str, path: str, size: str = "full", opset: int = 17, seed: int = 0) -> None:
+    """Writes a decoder over a prompt as ONNX with symbolic "batch" and "seq" axes (ids in, logits out)."""
+    torch.manual_seed(seed)
+    full, small, _ = PREFILLS[name]
+    module = (full() if size == "full" else small()).eval()
+    ids = torch.randint(0, module.wte.num_embeddings, (2, 5))
+    torch.onnx.export(module, (ids,), path, opset_version=opset, do_constant_folding=True, input_names=["ids"],
+                      output_names=["logits"], dynamic_axes={"ids": {0: "batch", 1: "seq"},
+                                                              "logits": {0: "batch", 1: "seq"}})
+
+
 def export_decoder(name: str, path: str, size: str = "full", opset: int = 17, seed: int = 0) -> None:
     """Writes a decode step as ONNX with symbolic "batch" and "past" (the cache's length) axes, pinned at import
     (mlsys-import --t10 --dim batch=B --dim past=L); the example inputs are tiny, so no large cache is made."""

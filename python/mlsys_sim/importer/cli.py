@@ -87,6 +87,20 @@ def main(argv=None) -> int:
     parser.add_argument("--t10", action="store_true",
                         help="write a T10 model file for `t10 compile` instead (one operator per MatMul, "
                         "convolution and fused elementwise group; --hardware does not apply)")
+    parser.add_argument("--elk", action="store_true",
+                        help="write a decoder as an Elk model file for `t10 serve --requests` instead (its input's "
+                        "symbolic batch and sequence axes, named by --elk-axes, become the file's codes 99 and 66)")
+    parser.add_argument("--elk-axes", default="batch,seq", metavar="BATCH,SEQ",
+                        help="the names of the batch and sequence axes for --elk (default: %(default)s)")
+    parser.add_argument("--list-elk-ops", action="store_true",
+                        help="print the ONNX op types --elk reads and what each becomes, then exit")
+    if argv is None:
+        argv = sys.argv[1:]
+    if "--list-elk-ops" in argv:
+        from .elk_export import supported_ops
+        for op, becomes in sorted(supported_ops().items()):
+            print(f"{op}\t{becomes}")
+        return 0
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:
@@ -104,8 +118,13 @@ def main(argv=None) -> int:
         return 2
     start = time.monotonic()
     print(f"mlsys-import: reading {args.model}", file=sys.stderr)
+    if args.t10 and args.elk:
+        print("mlsys-import: --t10 and --elk write different files: give one", file=sys.stderr)
+        return 2
     if args.t10:
         return _main_t10(args, dims, start)
+    if args.elk:
+        return _main_elk(args, dims, start)
     try:
         hardware = load_profile(args.hardware)
         if overrides:
@@ -137,6 +156,40 @@ def main(argv=None) -> int:
     return 0
 
 
+def _write_output(path: str, text: str) -> bool:
+    try:
+        if path == "-":
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        else:
+            write_atomically(path, text)
+    except OSError as e:
+        print(f"mlsys-import: {path}: {e}", file=sys.stderr)
+        return False
+    return True
+
+
+def _main_elk(args, dims, start) -> int:
+    from .elk_export import elk_text, export_elk
+    axes = args.elk_axes.split(",")
+    if len(axes) != 2 or not all(axes):
+        print(f"mlsys-import: --elk-axes {args.elk_axes}: expected BATCH,SEQ", file=sys.stderr)
+        return 2
+    try:
+        nodes = export_elk(args.model, axes[0], axes[1], dims)
+    except og.ImportError_ as e:
+        print(f"mlsys-import: {e}", file=sys.stderr)
+        return 2
+    if not _write_output(args.output, elk_text(nodes)):
+        return 2
+    summary = {"model": args.model, "output": args.output, "elk_nodes": len(nodes),
+               "seconds": round(time.monotonic() - start, 3)}
+    print(f"mlsys-import: {len(nodes)} Elk nodes -> {args.output} ({summary['seconds']} s)", file=sys.stderr)
+    if args.json:
+        print(json.dumps(summary))
+    return 0
+
+
 def _main_t10(args, dims, start) -> int:
     from .t10_lowering import import_onnx_t10
     try:
@@ -144,15 +197,7 @@ def _main_t10(args, dims, start) -> int:
     except og.ImportError_ as e:
         print(f"mlsys-import: {e}", file=sys.stderr)
         return 2
-    text = json.dumps(doc, indent=1) + "\n"
-    try:
-        if args.output == "-":
-            sys.stdout.write(text)
-            sys.stdout.flush()
-        else:
-            write_atomically(args.output, text)
-    except OSError as e:
-        print(f"mlsys-import: {args.output}: {e}", file=sys.stderr)
+    if not _write_output(args.output, json.dumps(doc, indent=1) + "\n"):
         return 2
     ops = doc["t10_program"]["ops"]
     summary = {"model": args.model, "output": args.output, "t10_operators": len(ops),
