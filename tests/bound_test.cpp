@@ -376,6 +376,13 @@ TEST(CertifiedBound, NeverAboveTheExactOptimumOfRandomWaitingReaders) {
                     "[ waiting  ] waiting readers", "Theorem 20");
 }
 
+TEST(CertifiedBound, NeverAboveTheExactOptimumOfRandomSecondTailReaders) {
+  // Soundness where m is not P's only MatMul reader. It does not yet catch the first-run price applied
+  // regardless (docs/bounds.md#conditions): these optima run P padded rather than in-chain twice.
+  tail_run_campaign("SECOND", 40, 20261205u, testing::random_second_tail_readers, &TailRunBound::waiting_charges,
+                    "[ second   ] waiting readers beside a second tail", "Theorem 20");
+}
+
 TEST(CertifiedBound, NeverAboveTheExactOptimumOfRandomWaitingChains) {
   tail_run_campaign("CHAIN", 30, 20261204u, testing::random_waiting_chains, &TailRunBound::waiting_charges,
                     "[ chains   ] waiting chains", "Theorem 20");
@@ -506,6 +513,29 @@ TEST(CertifiedBound, Theorem20PricesTheRunBesideMTowardsM) {
   const testing::BruteForceResult exact = testing::brute_force_optimum(p, g, ModelOptions{});
   ASSERT_TRUE(exact.feasible);
   EXPECT_LE(tails.bound, exact.optimum + 1e-9);
+}
+
+TEST(CertifiedBound, Theorem20PricesNoRunTowardsMWhenPHasASecondMatMulReader) {
+  // The problem above with a second MatMul reader of S: t2: S @ W5[1x1] -> [2x1], base 2 (S its LHS, 1 deep).
+  // A run before m's first can hold P in-chain towards t2, streaming S's one column (2), and keep S for m, so
+  // m is not the only tail P can have in the run that serves m: the first-run price (4) must not apply, and
+  // the twice-in-chain term is P's floor again, 2 (docs/bounds.md#theorem-20).
+  const Problem p = parse_problem(nlohmann::json::parse(R"({
+      "widths": [2, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1],
+      "heights": [2, 2, 2, 2, 1, 1, 2, 2, 1, 2, 2, 1, 2, 1, 2],
+      "inputs": [[0, 1], [2], [4, 3], [6, 5], [7, 8], [3, 9], [10, 11], [3, 13]],
+      "outputs": [[2], [3], [5], [7], [9], [10], [12], [14]],
+      "base_costs": [8, 8, 2, 2, 2, 2, 2, 2],
+      "op_types": ["MatMul", "Pointwise", "MatMul", "MatMul", "MatMul", "Pointwise", "MatMul", "MatMul"],
+      "fast_memory_capacity": 100, "slow_memory_bandwidth": 1000, "native_granularity": [4, 4]})"),
+                                  "second-tail");
+  const Graph g = analyze_graph(p, "second-tail");
+  const CertifiedBound bound = certified_bound(p, g, ModelOptions{});
+  ASSERT_EQ(bound.tail_runs.waiting_ops.size(), 1u);
+  EXPECT_DOUBLE_EQ(bound.tail_runs.waiting_ops[0].charge, 2.0);
+  const testing::BruteForceResult exact = testing::brute_force_optimum(p, g, ModelOptions{});
+  ASSERT_TRUE(exact.feasible);
+  EXPECT_LE(bound.bound, exact.optimum + 1e-9);
 }
 
 TEST(CertifiedBound, NeverAboveTheExactOptimumOfRandomDeepHeadReaders) {

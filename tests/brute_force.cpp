@@ -778,6 +778,40 @@ Problem random_waiting_readers(std::mt19937& rng) {
   return p;
 }
 
+Problem random_second_tail_readers(std::mt19937& rng) {
+  // Theorem 20's first-run price assumes m is P's only MatMul reader. Here P also feeds a second MatMul t
+  // of one column tile beside m, whose grid has two or three: a run before m's first can hold P in-chain
+  // towards t at one pass and keep it for m, so pricing P's run towards m's grid would be unsound. The rest is
+  // squeeze-and-excite as in random_waiting_readers: q reads P and the gate that m makes through g1 and g2.
+  TinyProblem tiny(rng);
+  Problem& p = tiny.p;
+  auto pick = [&](int lo, int hi) { return tiny.pick(lo, hi); };
+  // P's one column pads to three, so its padded price is three times its in-chain one, and m's four to six
+  // columns need two grid columns at the native width: its first run streams P twice.
+  p.native_w = 3;
+  p.native_h = pick(1, 2);
+  const int64_t rows = 1, depth = pick(1, 3);
+  const int Y = narrow_head(tiny, rows, depth);
+  const int S = tiny.add_tensor(rows, 1);
+  tiny.add_op(OpType::Pointwise, {Y}, S, pick(12, 48));  // P, the dearest op
+  const int64_t width = pick(4, 6);
+  const int G = tiny.add_tensor(rows, width);
+  tiny.add_op(OpType::MatMul, {S, tiny.add_tensor(1, width)}, G, pick(1, 2));
+  tiny.add_op(OpType::MatMul, {S, tiny.add_tensor(1, 1)}, tiny.add_tensor(rows, 1), pick(1, 2));  // t
+  const int G1 = tiny.add_tensor(rows, 1);
+  tiny.add_op(OpType::MatMul, {G, tiny.add_tensor(width, 1)}, G1, pick(1, 2));
+  const int G2 = tiny.add_tensor(rows, 1);
+  tiny.add_op(OpType::MatMul, {G1, tiny.add_tensor(1, 1)}, G2, pick(1, 2));
+  const int Z = tiny.add_tensor(rows, 1);
+  tiny.add_op(OpType::Pointwise, {S, G2}, Z, pick(1, 3));
+  // q's tail: P may run in-chain again beside q, so two in-chain runs (towards t, then q's tail) can be the
+  // optimum, and P's charge beyond its floor is then one in-chain price, not m's two.
+  tiny.add_op(OpType::MatMul, {Z, tiny.add_tensor(1, 1)}, tiny.add_tensor(rows, 1), pick(1, 2));
+  p.fast_memory_capacity = pick(6, 20);
+  p.slow_memory_bandwidth = std::uniform_real_distribution<double>(8.0, 64.0)(rng);  // traffic nearly free: compute decides
+  return p;
+}
+
 Problem random_waiting_chains(std::mt19937& rng) {
   // EfficientNet's squeeze-and-excite in miniature: a head makes the input of one or two Pointwise ops above
   // P (the expand convolution's SiLU and the depthwise convolution), read by nothing else or sometimes by a

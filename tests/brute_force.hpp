@@ -86,6 +86,9 @@ Problem random_remade_ops(std::mt19937& rng);
 // Theorem 20's: a Pointwise op read by a MatMul and by a product that waits for it through two more MatMuls
 // (squeeze-and-excite).
 Problem random_waiting_readers(std::mt19937& rng);
+// Theorem 20's with a second MatMul reader of P beside m (then m is not its only tail, and its first-run
+// price must not apply).
+Problem random_second_tail_readers(std::mt19937& rng);
 // Theorem 20's ops above P: one or two Pointwise ops between a head and P, P read by a pooling MatMul deeper
 // than n_w (EfficientNet's expand SiLU and depthwise convolution ahead of squeeze-and-excite).
 Problem random_waiting_chains(std::mt19937& rng);
