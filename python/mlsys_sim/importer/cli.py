@@ -134,14 +134,7 @@ def main(argv=None) -> int:
     except (og.ImportError_, ProfileError) as e:
         print(f"mlsys-import: {e}", file=sys.stderr)
         return 2
-    try:
-        if args.output == "-":
-            sys.stdout.write(problem_text(report.problem))
-            sys.stdout.flush()
-        else:
-            write_atomically(args.output, problem_text(report.problem))
-    except OSError as e:
-        print(f"mlsys-import: {args.output}: {e}", file=sys.stderr)
+    if not _write_output(args.output, problem_text(report.problem)):
         return 2
     for warning in report.warnings:
         print(f"mlsys-import: warning: {warning}", file=sys.stderr)
@@ -182,12 +175,7 @@ def _main_elk(args, dims, start) -> int:
         return 2
     if not _write_output(args.output, elk_text(nodes)):
         return 2
-    summary = {"model": args.model, "output": args.output, "elk_nodes": len(nodes),
-               "seconds": round(time.monotonic() - start, 3)}
-    print(f"mlsys-import: {len(nodes)} Elk nodes -> {args.output} ({summary['seconds']} s)", file=sys.stderr)
-    if args.json:
-        print(json.dumps(summary))
-    return 0
+    return _report(args, start, "elk_nodes", len(nodes), "Elk nodes")
 
 
 def _main_t10(args, dims, start) -> int:
@@ -199,10 +187,13 @@ def _main_t10(args, dims, start) -> int:
         return 2
     if not _write_output(args.output, json.dumps(doc, indent=1) + "\n"):
         return 2
-    ops = doc["t10_program"]["ops"]
-    summary = {"model": args.model, "output": args.output, "t10_operators": len(ops),
-               "seconds": round(time.monotonic() - start, 3)}
-    print(f"mlsys-import: {len(ops)} T10 operators -> {args.output} ({summary['seconds']} s)", file=sys.stderr)
+    return _report(args, start, "t10_operators", len(doc["t10_program"]["ops"]), "T10 operators")
+
+
+def _report(args, start, key: str, count: int, what: str) -> int:
+    """The closing line on stderr, and the JSON summary with --json."""
+    summary = {"model": args.model, "output": args.output, key: count, "seconds": round(time.monotonic() - start, 3)}
+    print(f"mlsys-import: {count} {what} -> {args.output} ({summary['seconds']} s)", file=sys.stderr)
     if args.json:
         print(json.dumps(summary))
     return 0
