@@ -112,10 +112,13 @@ std::string fixed(double v) {
 struct Rejections {
   std::vector<std::string>& out;
   bool messages;
+  bool* any = nullptr;  // without messages: set instead of adding a marker (no allocation per plan)
   template <typename MakeText>
   void add(MakeText make_text) {
     if (messages)
       out.push_back(make_text());
+    else if (any)
+      *any = true;
     else if (out.empty())
       out.emplace_back();
   }
@@ -351,21 +354,23 @@ CalibratedCost calibrated_cost(const Problem& pr, const Plan& plan, bool message
   CalibratedCost cost;
   const Config c = configure(pr, plan);
   const int64_t e = pr.dtype_bytes;
-  spatial_rejections(c, pr.chip.cores, {cost.rejections, messages});
-  temporal_rejections(c, pr.chip.cores, {cost.rejections, messages});
-  if (!messages && !cost.rejections.empty()) return cost;
   // get_byte_per_core_with_buffer (BUFFER_SIZE_RATIO = 1) and get_byte_per_core_idle (the output ignored).
   for (int x = 0; x < 3; ++x) {
     cost.hot_bytes += e * c.var_size[x] * (ring_of(c, x) > 1 ? 2 : 1);  // a receive buffer when it rotates
     if (x > 0) cost.cold_bytes += e * c.var_size[x];
     if (x > 0) cost.cold_input_bytes[x - 1] = e * c.var_size[x];
   }
-  // search_optimal_config keeps only plans whose hot bytes fit a core (max_byte_per_core).
-  if (cost.hot_bytes > pr.chip.sram_bytes_per_core) {
-    if (!messages) {
-      cost.rejections.emplace_back();
-      return cost;
-    }
+  // search_optimal_config keeps only plans whose hot bytes fit a core (max_byte_per_core). A search asks
+  // only whether some rule rejects the plan, so it tests this, the cheapest, first.
+  const bool over_sram = cost.hot_bytes > pr.chip.sram_bytes_per_core;
+  if (!messages && over_sram) {
+    cost.rejected = true;
+    return cost;
+  }
+  spatial_rejections(c, pr.chip.cores, {cost.rejections, messages, &cost.rejected});
+  temporal_rejections(c, pr.chip.cores, {cost.rejections, messages, &cost.rejected});
+  if (!messages && cost.rejected) return cost;
+  if (over_sram) {
     cost.rejections.push_back("hot " + std::to_string(cost.hot_bytes) + " B per core, above the SRAM's " +
                               std::to_string(pr.chip.sram_bytes_per_core) + " B");
   }

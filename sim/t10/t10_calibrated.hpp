@@ -59,7 +59,8 @@ struct CalibratedCost {
   // with its figures: core count and utilisation, spatial and temporal padding, replica divisibility, ring
   // chains, per-dimension factors.
   std::vector<std::string> rejections;
-  bool accepted() const { return rejections.empty(); }
+  bool rejected = false;  // without messages (a search): some rule rejects it, no sentence built
+  bool accepted() const { return !rejected && rejections.empty(); }
 };
 
 // Requires a plan whose rings are chains (no misaligned dimension); otherwise the terms are left at 0 and
