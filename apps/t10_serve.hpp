@@ -17,7 +17,7 @@ struct TrafficArgs {
   std::string scheduler = "sarathi";
   int64_t max_batch = 64, token_budget = 0, kv_steps = 32;
   double slo_ttft_ms = 0, slo_tpot_ms = 0;
-  bool exact = false;
+  bool exact = false, exact_tokens = false;
   int price_samples = 20;
   int sample_layers = 2;
   int64_t max_iterations = 1'000'000;  // kDefaultMaxIterations (sim/t10/t10_traffic.hpp)

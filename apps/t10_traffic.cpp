@@ -60,6 +60,10 @@ void add_traffic_options(CLI::App* serve, TrafficArgs& a) {
   opt("--slo-tpot-ms", a.slo_tpot_ms, "time-per-output-token objective for goodput")->check(CLI::NonNegativeNumber);
   serve->add_flag("--exact", a.exact, "price every iteration at its own shape (no bucket, no interpolation)")
       ->group(group);
+  serve->add_flag("--exact-tokens", a.exact_tokens,
+                  "when not --exact, price each token count at itself instead of interpolating on a grid "
+                  "(exact prefill prices, an option table per count)")
+      ->group(group);
   opt("--kv-steps", a.kv_steps, "when not --exact, KV lengths round up to this many values an octave (default 32)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   opt("--options-cache", a.options_cache,
@@ -211,6 +215,7 @@ int run_serve_traffic(const ServeArgs& a) {
   const std::string policy = a.policy == "ours" ? "elk" : a.policy;  // a search per iteration would not end
   pricing.policy = *serving_policy_from(policy);
   pricing.exact = t.exact;
+  pricing.exact_tokens = t.exact_tokens;
   pricing.kv_steps_per_octave = t.kv_steps;
   pricing.sample_layers = t.sample_layers;
   pricing.progress = [](const std::string& line) { std::cerr << line << "\n"; };
@@ -265,7 +270,8 @@ int run_serve_traffic(const ServeArgs& a) {
                     {"exact", t.exact},
                     {"kv_steps_per_octave", t.exact ? 0 : t.kv_steps},
                     {"sample_layers", t.exact ? 0 : pricing.sample_layers},
-                    {"token_grid", t.exact ? "none" : "1, 2, 4, 8, 16, then 4 points an octave (interpolated)"},
+                    {"token_grid", t.exact || t.exact_tokens ? "none"
+                                                             : "1, 2, 4, 8, 16, then 4 points an octave (interpolated)"},
                     {"approximate_iterations", report.metrics.approximate_iterations},
                     {"timelines", pricer.timelines()},
                     {"memo_hits", pricer.memo_hits()},

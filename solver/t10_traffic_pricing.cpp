@@ -130,7 +130,7 @@ IterationPrice TrafficPricer::price_exactly(const IterationShape& shape) { retur
 IterationPrice TrafficPricer::price(const IterationShape& shape) {
   if (options_.exact) return price_exactly(shape);
   const IterationShape b = bucketed(shape, options_.kv_steps_per_octave);
-  const auto [lo, hi] = token_grid_neighbours(b.tokens);
+  const auto [lo, hi] = options_.exact_tokens ? std::pair{b.tokens, b.tokens} : token_grid_neighbours(b.tokens);
   IterationShape at_lo = b, at_hi = b;
   at_lo.tokens = lo;
   at_hi.tokens = hi;

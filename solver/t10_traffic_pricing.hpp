@@ -6,7 +6,7 @@
 // - identical layers: the timeline of the first `sample_layers` layers and the last one, and of one layer
 //   more, extrapolated linearly to every layer;
 // - tokens: the price at the two neighbouring points of a grid (powers of two up to 16, then four points an
-//   octave), interpolated linearly;
+//   octave), interpolated linearly (unless `exact_tokens`);
 // - query and KV lengths (a chunk's new positions, context and cached) rounded up to one of `kv_steps_per_octave` values an octave (exact below
 //   that many, at most 1/steps above the length).
 #pragma once
@@ -27,6 +27,10 @@ namespace mlsys::t10 {
 struct PricingOptions {
   ServingPolicy policy = ServingPolicy::Elk;  // elk or fastest (a search per iteration would not end)
   bool exact = false;
+  // Not `exact`: each token count is priced at itself (false: interpolated on the grid below). A weight
+  // product's price is not smooth in its token count (its layouts follow the count's factors), so this is
+  // what keeps a prefill iteration's price exact, at an option table per count.
+  bool exact_tokens = false;
   int sample_layers = 2;
   int64_t kv_steps_per_octave = 32;
   int threads = 2;  // option tables computed at once

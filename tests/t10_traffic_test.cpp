@@ -293,6 +293,15 @@ TEST(TrafficPricing, TheApproximationsStayNearTheExactPrice) {
   EXPECT_EQ((std::pair<int64_t, int64_t>{4, 8}), token_grid_neighbours(5));
   EXPECT_EQ((std::pair<int64_t, int64_t>{1536, 1792}), token_grid_neighbours(1600));
   EXPECT_EQ((std::pair<int64_t, int64_t>{28, 32}), token_grid_neighbours(31));
+  // Each token count at itself, and KV lengths below the rounding's exact range: the approximate price is
+  // the exact one, to the last bit, unless the layers are extrapolated.
+  PricingOptions by_count;
+  by_count.exact_tokens = true;
+  by_count.kv_steps_per_octave = 1 << 20;
+  by_count.sample_layers = model.layers();
+  TrafficPricer counted(model, chip, by_count);
+  EXPECT_DOUBLE_EQ(counted.price(s).ms, exact.ms);
+  EXPECT_FALSE(counted.price(s).exact);  // still reported as approximate: it took the approximate path
 }
 
 TEST(ServeTraffic, TheCommandReportsTheRunAndRefusesBadInput) {
