@@ -329,7 +329,7 @@ void add_options(CLI::App& app, Args& a, CLI::App*& verify, CLI::App*& simulate,
   simulate
       ->add_option("--core-tracks", a.core_tracks,
                    "with --trace: also one track for each of the first N cores")
-      ->check(CLI::Range(int64_t{0}, int64_t{1472}));
+      ->check(CLI::Range(int64_t{0}, kIpuCoresPerChip));
   simulate->add_flag("--representative", a.representative,
                      "replay one representative core (rule book T31) instead of every core");
   report = app.add_subcommand("report", "write an HTML report of a plan (breakdown, SRAM, best plans)");

@@ -39,8 +39,13 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
       ->add_option("--hbm-gbps", a.hbm_gbps,
                    "override the chip's HBM bandwidth (GB/s as the artifact counts)")
       ->check(CLI::PositiveNumber);
-  serve->add_option("--policy", a.policy, "ours (default), elk (the artifact's rule restated) or fastest")
-      ->check(CLI::IsMember({"ours", "elk", "fastest"}));
+  std::vector<std::string> policy_names;
+  std::string policy_help;
+  for (const auto& [name, what] : serving_policy_names()) {
+    policy_names.push_back(name);
+    policy_help += (policy_help.empty() ? "" : "; ") + name + ": " + what;
+  }
+  serve->add_option("--policy", a.policy, policy_help)->check(CLI::IsMember(policy_names));
   serve->add_option("--timeout", a.seconds, "seconds for our policy's local search (default 30)")
       ->check(CLI::PositiveNumber);
   serve->add_option("--schedule", a.schedule_path,
@@ -99,7 +104,7 @@ ServingChip serving_chip_for(const ServeArgs& a) {
   ServingChip chip = read_serving_chip(a.chip);
   if (a.cores > 0) {
     chip.chip.cores = a.cores;
-    chip.chips = (a.cores + 1471) / 1472;
+    chip.chips = (a.cores + kIpuCoresPerChip - 1) / kIpuCoresPerChip;
   }
   if (a.hbm_gbps > 0) chip.hbm_gbps = a.hbm_gbps;
   if (chip.hbm_gbps <= 0)

@@ -16,26 +16,41 @@
 
 namespace mlsys::t10 {
 
+namespace {
+
+// The policies by name, in the order the CLI lists them; `given` is chosen by --schedule, not by name.
+struct PolicyEntry {
+  ServingPolicy policy;
+  const char* name;
+  const char* what;
+  bool chosen_by_name;
+};
+constexpr PolicyEntry kPolicies[] = {
+    {ServingPolicy::Ours, "ours", "a local search from the better of elk and fastest (the default)", true},
+    {ServingPolicy::Elk, "elk", "the artifact's rule restated", true},
+    {ServingPolicy::Fastest, "fastest", "every operator's fastest option", true},
+    {ServingPolicy::Given, "given", "another tool's schedule (--schedule)", false},
+};
+
+}  // namespace
+
 std::optional<ServingPolicy> serving_policy_from(const std::string& name) {
-  if (name == "ours") return ServingPolicy::Ours;
-  if (name == "elk") return ServingPolicy::Elk;
-  if (name == "fastest") return ServingPolicy::Fastest;
-  if (name == "given") return ServingPolicy::Given;
+  for (const PolicyEntry& e : kPolicies)
+    if (name == e.name) return e.policy;
   return std::nullopt;
 }
 
 const char* to_string(ServingPolicy policy) {
-  switch (policy) {
-    case ServingPolicy::Elk:
-      return "elk";
-    case ServingPolicy::Fastest:
-      return "fastest";
-    case ServingPolicy::Given:
-      return "given";
-    case ServingPolicy::Ours:
-      break;
-  }
+  for (const PolicyEntry& e : kPolicies)
+    if (e.policy == policy) return e.name;
   return "ours";
+}
+
+std::vector<std::pair<std::string, std::string>> serving_policy_names() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const PolicyEntry& e : kPolicies)
+    if (e.chosen_by_name) out.push_back({e.name, e.what});
+  return out;
 }
 
 namespace {

@@ -22,6 +22,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/t10/t10_serving.hpp"
@@ -32,6 +33,8 @@ namespace mlsys::t10 {
 enum class ServingPolicy { Ours, Elk, Fastest, Given };
 std::optional<ServingPolicy> serving_policy_from(const std::string& name);
 const char* to_string(ServingPolicy policy);
+// The policies a user names (--policy), each with one line on what it does.
+std::vector<std::pair<std::string, std::string>> serving_policy_names();
 
 struct ServingResult {
   std::vector<ServingChoice> choices;

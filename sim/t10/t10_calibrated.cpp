@@ -17,7 +17,7 @@ namespace {
 
 constexpr double kSyncCycles = 118;   // SYNC_CYCLES
 constexpr double kBufferIters = 2;    // BUFFER_ITERS: every shift is double-buffered, two syncs
-constexpr int64_t kChipCores = 1472;  // IPU2_NUM_CORES: beyond it, INTER_CHIP_OVERHEAD
+constexpr int64_t kChipCores = kIpuCoresPerChip;  // IPU2_NUM_CORES: beyond it, INTER_CHIP_OVERHEAD
 constexpr double kUtilThreshold = 0.9, kPadThreshold = 0.9;  // CORE_UTIL_THRESHOLD, DATA_PAD_THRESHOLD
 
 // The plan in the model's indexing: dimensions (m, n, k), tensors (C, A, B).

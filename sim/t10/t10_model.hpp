@@ -13,9 +13,13 @@
 
 namespace mlsys::t10 {
 
+// Cores of one Graphcore IPU Mk2 (GC200), the chip every preset is made of; the published model's
+// IPU2_NUM_CORES, beyond which it charges its inter-chip overhead.
+inline constexpr int64_t kIpuCoresPerChip = 1472;
+
 struct Chip {  // T1 defaults: Graphcore IPU Mk2
   std::string name = "ipu-mk2";
-  int64_t cores = 1472;
+  int64_t cores = kIpuCoresPerChip;
   int64_t sram_bytes_per_core = 638976;
   int64_t systolic = 16;  // Ts; the rule book requires a square array
   double flops_per_cycle = 512;
