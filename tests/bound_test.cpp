@@ -378,7 +378,7 @@ TEST(CertifiedBound, NeverAboveTheExactOptimumOfRandomWaitingReaders) {
 
 TEST(CertifiedBound, NeverAboveTheExactOptimumOfRandomSecondTailReaders) {
   // Soundness where m is not P's only MatMul reader. It does not yet catch the first-run price applied
-  // regardless (docs/bounds.md#conditions): these optima run P padded rather than in-chain twice.
+  // regardless (docs/bounds.md#theorem-20): these optima run P padded rather than in-chain twice.
   tail_run_campaign("SECOND", 40, 20261205u, testing::random_second_tail_readers, &TailRunBound::waiting_charges,
                     "[ second   ] waiting readers beside a second tail", "Theorem 20");
 }
