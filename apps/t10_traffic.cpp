@@ -137,7 +137,7 @@ std::optional<TrafficOptions> traffic_options_for(const TrafficArgs& t, const Se
                          " iterations (their decode tokens over --max-batch, or the longest output), above the "
                          "limit of " + std::to_string(options.max_iterations) +
                          "; each iteration is kept and reported, so raise the limit only with the memory for it");
-  if (chip.host_link_gbps > 0) options.host_link_bytes_per_ms = chip.host_link_gbps * 1000.0 * 1024 * 1024 / 1e3;
+  options.host_link_bytes_per_ms = chip.host_link_bytes_per_ms();
   if (chip.hbm_capacity_bytes > 0) {
     options.kv_capacity_bytes = chip.hbm_capacity_bytes - static_cast<double>(model.weight_bytes());
     if (options.kv_capacity_bytes <= 0) {
@@ -146,43 +146,7 @@ std::optional<TrafficOptions> traffic_options_for(const TrafficArgs& t, const Se
       return std::nullopt;
     }
   }
-
   return options;
-}
-
-// Each finished request's TTFT against its prompt's prefill alone (false, after saying why, when that
-// prefill cannot be priced).
-bool check_ttft_bound(const TrafficRun& run, const TrafficOptions& options, TrafficPricer& pricer,
-                      TtftBoundCheck& bound) {
-  // Each request's TTFT against its prompt's prefill alone on the whole chip, in the chunks the scheduler
-  // would give it alone (the token budget's; whole for the schedulers that do not chunk), priced as the run.
-  auto prefill_alone = [&](int64_t prompt) {
-    const int64_t chunk = options.scheduler == BatchScheduler::Sarathi ? options.token_budget : prompt;
-    double ms = 0;
-    for (int64_t done = 0; done < prompt; done += std::min(chunk, prompt - done)) {
-      const int64_t q = std::min(chunk, prompt - done);
-      ms += pricer.price({q, {{1, q, done + q, done}}}).ms;
-    }
-    return ms;
-  };
-  for (const RequestOutcome& o : run.requests) {
-    if (o.status != RequestOutcome::Status::Finished) continue;
-    double alone = 0;
-    try {
-      alone = prefill_alone(o.request.prompt_tokens);
-    } catch (const std::invalid_argument& e) {
-      std::cerr << "error: request " << o.request.id << "'s prefill alone: " << e.what() << "\n";
-      return false;
-    }
-    const double slack = o.ttft_ms() - alone;
-    if (bound.checked == 0 || slack < bound.worst_slack_ms) {
-      bound.worst_slack_ms = slack;
-      bound.worst_request = o.request.id;
-    }
-    ++bound.checked;
-    bound.violations += slack < -1e-9 * std::max(1.0, alone);
-  }
-  return true;
 }
 
 }  // namespace
@@ -259,7 +223,12 @@ int run_serve_traffic(const ServeArgs& a) {
   report.options = options;
   report.hbm_capacity_bytes = chip.hbm_capacity_bytes;
   report.weight_bytes = static_cast<double>(model.weight_bytes());
-  if (!check_ttft_bound(run, options, pricer, report.ttft_bound)) return 1;
+  try {
+    report.ttft_bound = check_ttft_bound(run, options, pricer);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
   try {
     if (!t.exact) report.price_check = check_prices(run, pricer, t.price_samples);
   } catch (const std::invalid_argument& e) {

@@ -167,4 +167,34 @@ PriceCheck check_prices(const TrafficRun& run, TrafficPricer& pricer, int sample
   return c;
 }
 
+TtftBoundCheck check_ttft_bound(const TrafficRun& run, const TrafficOptions& options, TrafficPricer& pricer) {
+  auto prefill_alone = [&](int64_t prompt) {
+    const int64_t chunk = options.scheduler == BatchScheduler::Sarathi ? options.token_budget : prompt;
+    double ms = 0;
+    for (int64_t done = 0; done < prompt; done += std::min(chunk, prompt - done)) {
+      const int64_t q = std::min(chunk, prompt - done);
+      ms += pricer.price({q, {{1, q, done + q, done}}}).ms;
+    }
+    return ms;
+  };
+  TtftBoundCheck bound;
+  for (const RequestOutcome& o : run.requests) {
+    if (o.status != RequestOutcome::Status::Finished) continue;
+    double alone = 0;
+    try {
+      alone = prefill_alone(o.request.prompt_tokens);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument("request " + o.request.id + "'s prefill alone: " + e.what());
+    }
+    const double slack = o.ttft_ms() - alone;
+    if (bound.checked == 0 || slack < bound.worst_slack_ms) {
+      bound.worst_slack_ms = slack;
+      bound.worst_request = o.request.id;
+    }
+    ++bound.checked;
+    bound.violations += slack < -1e-9 * std::max(1.0, alone);
+  }
+  return bound;
+}
+
 }  // namespace mlsys::t10

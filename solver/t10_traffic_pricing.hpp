@@ -77,4 +77,14 @@ struct PriceCheck {
 };
 PriceCheck check_prices(const TrafficRun& run, TrafficPricer& pricer, int samples);
 
+// Each finished request's TTFT against its prompt's prefill alone on the whole chip, from its arrival, in the
+// chunks the scheduler would give it alone (the token budget's; whole for the schedulers that do not chunk),
+// priced as the run is. Throws std::invalid_argument naming the request when that prefill cannot fit.
+struct TtftBoundCheck {
+  int64_t checked = 0, violations = 0;
+  double worst_slack_ms = 0;  // the smallest TTFT less its bound (negative: a violation)
+  std::string worst_request;
+};
+TtftBoundCheck check_ttft_bound(const TrafficRun& run, const TrafficOptions& options, TrafficPricer& pricer);
+
 }  // namespace mlsys::t10

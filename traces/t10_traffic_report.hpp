@@ -13,13 +13,6 @@
 
 namespace mlsys::t10 {
 
-// Each request's TTFT against its own prefill alone on the whole chip, from its arrival.
-struct TtftBoundCheck {
-  int64_t checked = 0, violations = 0;
-  double worst_slack_ms = 0;  // the smallest TTFT less its bound (negative: a violation)
-  std::string worst_request;
-};
-
 struct TrafficReport {
   std::string model, chip;
   const TrafficRun* run = nullptr;

@@ -27,6 +27,7 @@ struct ServingChip {
   double noc_gib_per_core = 5.5;     // how fast HBM loads reach one core over the NoC (GBPS_PER_CORE)
   int64_t chips = 1;  // chips the cores span (1,472 each); chip.inter_chip_overhead prices crossing them
   double hbm_bytes_per_cycle() const { return hbm_gbps * 1000.0 * 1024 * 1024 / clock_hz; }
+  double host_link_bytes_per_ms() const { return host_link_gbps * 1000.0 * 1024 * 1024 / 1e3; }  // 0: none
   double noc_bytes_per_cycle_per_core() const { return noc_gib_per_core * 1024.0 * 1024 * 1024 / clock_hz; }
   double cycles_to_ms(double cycles) const { return cycles / clock_hz * 1e3; }
 };
