@@ -53,7 +53,6 @@ std::vector<Candidate> pareto(std::vector<Candidate> all) {
   return kept;
 }
 
-
 // A quick test of "dominated by a survivor so far": the survivors (sorted fastest first) cut into up to 16
 // prefixes by time; for each prefix, the least extra at each cold. A candidate found dominated here is one
 // the Pareto filter would drop (a survivor came first and is no worse anywhere); one not found is kept for

@@ -108,10 +108,9 @@ std::pair<int64_t, int64_t> for_each_calibrated_plan(
   check_searchable(pr);
   int64_t fops = 0, evaluated = 0;
   const int64_t cores = pr.chip.cores;
-  // A dimension's ring factors (one of them 1) form a chain only when the larger is a multiple of the
-  // smaller (is_chain_divisible); the model rejects the others, so they are counted as priced without
-  // being built. The pairs of each replication are the same for every F_op that has it.
-  auto chain = [](int64_t a, int64_t b) { return std::max(a, b) % std::min(a, b) == 0; };
+  // Plans whose ring factors do not form a chain in some dimension are rejected by the model
+  // (ring_factors_chain), so they are counted as priced without being built. The pairs of each replication
+  // are the same for every F_op that has it.
   std::map<int64_t, std::vector<std::pair<int64_t, int64_t>>> pairs_of;
   auto pairs = [&](int64_t r) -> const std::vector<std::pair<int64_t, int64_t>>& {
     auto it = pairs_of.find(r);
@@ -130,13 +129,13 @@ std::pair<int64_t, int64_t> for_each_calibrated_plan(
           const auto &c_pairs = pairs(pk), &a_pairs = pairs(pn), &b_pairs = pairs(pm);
           for (auto [cm, cn] : c_pairs)
             for (auto [am, ak] : a_pairs) {
-              if (!chain(cm, am)) {  // dimension m: (cm, am, 1)
+              if (!ring_factors_chain({cm, am, 1})) {  // dimension m
                 evaluated += static_cast<int64_t>(b_pairs.size());
                 continue;
               }
               for (auto [bk, bn] : b_pairs) {
                 ++evaluated;
-                if (!chain(cn, bn) || !chain(ak, bk)) continue;  // dimensions n (cn, 1, bn) and k (1, ak, bk)
+                if (!ring_factors_chain({cn, 1, bn}) || !ring_factors_chain({1, ak, bk})) continue;  // n and k
                 plan.cm = cm, plan.cn = cn, plan.am = am, plan.ak = ak, plan.bk = bk, plan.bn = bn;
                 const CalibratedCost c = calibrated_cost(pr, plan, false);
                 if (c.accepted()) visit(plan, c);

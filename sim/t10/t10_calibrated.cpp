@@ -341,13 +341,16 @@ std::vector<std::string> calibrated_spatial_rejections(const Problem& problem,
   return out;
 }
 
+bool ring_factors_chain(std::array<int64_t, 3> factors) { return is_chain(factors); }
+
 bool calibrated_spatial_accepts(const Problem& problem, const std::array<int64_t, 3>& f_op, int64_t pb) {
   Plan plan;
   plan.f_op = f_op;
   plan.pb = pb;
-  std::vector<std::string> out;
-  spatial_rejections(configure(problem, plan), problem.chip.cores, {out, false});
-  return out.empty();
+  std::vector<std::string> unused;
+  bool rejected = false;
+  spatial_rejections(configure(problem, plan), problem.chip.cores, {unused, false, &rejected});
+  return !rejected;
 }
 
 CalibratedCost calibrated_cost(const Problem& pr, const Plan& plan, bool messages) {

@@ -70,6 +70,9 @@ CalibratedCost calibrated_cost(const Problem& problem, const Plan& plan, bool me
 // The rules that depend on F_op alone (cores, utilisation, splits, spatial padding), for a search.
 std::vector<std::string> calibrated_spatial_rejections(const Problem& problem,
                                                        const std::array<int64_t, 3>& f_op, int64_t pb = 1);
+// is_chain_divisible: one dimension's ring factors, sorted, each divide the next (the model rejects a plan
+// whose factors do not; a search may skip such plans before pricing them).
+bool ring_factors_chain(std::array<int64_t, 3> factors);
 // The same rules without their sentences: whether they accept the F_op (a search asks for every F_op).
 bool calibrated_spatial_accepts(const Problem& problem, const std::array<int64_t, 3>& f_op, int64_t pb = 1);
 
