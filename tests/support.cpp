@@ -226,13 +226,21 @@ void expect_certified(double certified, double exact, int64_t ulps) {
       << std::setprecision(17) << "certified " << certified << " more than " << ulps << " ulps below " << exact;
 }
 
+namespace {
+// MLSYS_CAMPAIGN_SEED's text, or nullptr when it is unset or empty.
+const char* moved_seed_text() {
+  const char* moving = std::getenv("MLSYS_CAMPAIGN_SEED");
+  return moving && *moving ? moving : nullptr;
+}
+}  // namespace
+
 unsigned campaign_seed(const char* seed_variable, unsigned seed) {
   const char* own = std::getenv(seed_variable);
-  const char* moving = std::getenv("MLSYS_CAMPAIGN_SEED");
+  const char* moving = moved_seed_text();
   unsigned chosen = seed;
   if (own) {
     chosen = static_cast<unsigned>(std::atol(own));
-  } else if (moving && *moving) {
+  } else if (moving) {
     // FNV-1a of the moving seed's text, mixed with the campaign's own seed so that campaigns differ.
     uint32_t h = 2166136261u;
     for (const char* c = moving; *c; ++c) h = (h ^ static_cast<unsigned char>(*c)) * 16777619u;
@@ -241,7 +249,7 @@ unsigned campaign_seed(const char* seed_variable, unsigned seed) {
   const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
   // On a moved seed the shares are not asserted (expect_share), so the reproduction moves it the same way.
   const char* scale = std::getenv("MLSYS_CAMPAIGN_SCALE");
-  const std::string how = !own && moving && *moving
+  const std::string how = !own && moving
                               ? std::string("MLSYS_CAMPAIGN_SEED='") + moving + "'" +
                                     (scale && *scale ? std::string(" MLSYS_CAMPAIGN_SCALE=") + scale : "")
                               : std::string(seed_variable) + "=" + std::to_string(chosen);
@@ -250,10 +258,7 @@ unsigned campaign_seed(const char* seed_variable, unsigned seed) {
   return chosen;
 }
 
-bool seeds_moved() {
-  const char* moving = std::getenv("MLSYS_CAMPAIGN_SEED");
-  return moving && *moving;
-}
+bool seeds_moved() { return moved_seed_text() != nullptr; }
 
 int campaign_trials(const char* trials_variable, int trials) {
   if (const char* own = std::getenv(trials_variable)) return std::atoi(own);

@@ -113,7 +113,7 @@ def supported_ops() -> Dict[str, str]:
     """Each ONNX op type the export reads, with what it becomes."""
     out = {op: "no node (a view, shape arithmetic or the embedding gather)" for op in VIEWS}
     out.update({"MatMul": "Dot (constant operand) or BatchMatMul (KV cache)", "Gemm": "Dot"})
-    out.update({op: t for op, t in {**UNARY, **BINARY, **ROW_WISE}.items()})
+    out.update({**UNARY, **BINARY, **ROW_WISE})
     return out
 
 
