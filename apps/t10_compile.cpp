@@ -10,10 +10,13 @@
 #include <memory>
 
 #include "apps/cli_inputs.hpp"
+#include "apps/t10_serve.hpp"
 #include "sim/json_io.hpp"
 #include "sim/t10/t10_program_sim.hpp"
+#include "sim/t10/t10_serving.hpp"
 #include "sim/violation.hpp"
 #include "solver/t10_compile.hpp"
+#include "solver/t10_parallel.hpp"
 #include "traces/atomic_file.hpp"
 #include "traces/perfetto_trace.hpp"
 #include "traces/t10_program_report.hpp"
@@ -109,6 +112,15 @@ CLI::App* add_compile_command(CLI::App& app, CompileArgs& a) {
   c->add_option("--sram", a.sram_bytes, "SRAM bytes per core (default: the chip's, 638,976)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   c->add_flag("--json", a.json_out, "print the compiled program as JSON on stdout");
+  std::string presets;
+  for (const std::string& p : serving_chip_preset_names()) presets += (presets.empty() ? "" : ", ") + p;
+  c->add_option(
+      "--chip", a.chip,
+      "the chip or chips (a preset: " + presets + "; or a chip file); default the model file's chip");
+  c->add_option("--parallel", a.parallel,
+                "over several chips: flat (one partition over the fewest chips it fits on, the default), "
+                "pipeline (consecutive operators per chip) or auto (the faster)")
+      ->check(CLI::IsMember({"flat", "pipeline", "auto"}));
   c->add_option("--trace", a.trace_path, "write a Perfetto trace (a track per operator phase)");
   c->add_option("--html", a.html_path, "write an HTML report (timeline, SRAM per core, critical operators)");
   c->add_flag("--no-simulate", a.no_simulate, "skip the all-cores simulation of the program");
@@ -122,12 +134,87 @@ CLI::App* add_compile_command(CLI::App& app, CompileArgs& a) {
   return c;
 }
 
+namespace {
+
+// A pipeline over chips (docs/t10-chips.md#compile): each stage simulated on its chip, the stages and the
+// transfers between them summed.
+int report_pipeline(const CompileArgs& a, const ChipPlacement& p, const json& ways) {
+  json stages = json::array();
+  double simulated = 0;
+  bool agrees = true;
+  for (size_t s = 0; s < p.stages.size(); ++s) {
+    std::optional<ProgramRun> run;
+    if (!a.no_simulate) {
+      std::cerr << "t10 compile: simulating stage " << s << " on every core of its chip...\n";
+      run = simulate_program(p.stages[s], *p.results[s].compiled, {}, nullptr);
+      simulated += run->makespan;
+      agrees = agrees && run->first_failure().empty();
+    }
+    stages.push_back(compiled_program_json(p.stages[s], p.results[s], run ? &*run : nullptr));
+  }
+  for (double t : p.transfer_cycles) simulated += t;
+  const json doc{{"parallelism", "pipeline"},
+                 {"chips_used", p.chips_used},
+                 {"total_cycles", p.total_cycles},
+                 {"transfer_cycles", p.transfer_cycles},
+                 {"stages", stages},
+                 {"parallel_options", ways}};
+  if (!a.out_path.empty()) write_file_atomic(a.out_path, doc.dump(2) + "\n");
+  if (a.json_out) {
+    std::cout << doc.dump(2) << "\n";
+  } else {
+    std::cout << "pipeline over " << p.chips_used << " chips: " << p.total_cycles << " cycles (stages";
+    for (const CompileResult& r : p.results) std::cout << " " << r.compiled->total_cycles;
+    std::cout << ", transfers";
+    for (double t : p.transfer_cycles) std::cout << " " << t;
+    std::cout << ")\n";
+    if (!a.no_simulate) std::cout << "simulated on every core: " << simulated << " cycles\n";
+  }
+  if (!agrees) {
+    std::cerr << "error: a stage's simulation disagrees with its compiled total\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
 int run_compile(const CompileArgs& a) {
-  const TensorProgram program = read_model(a);
+  TensorProgram program = read_model(a);
   CompileOptions options;
   options.reconciliation = a.reconcile == "heuristic" ? Reconciliation::Heuristic : Reconciliation::Exact;
   if (program.ops.size() > 20) options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
-  const CompileResult result = compile_program(program, options);
+  std::optional<CompileResult> placed;
+  json ways;
+  if (!a.chip.empty() || a.parallel != "flat") {
+    Chip system = a.chip.empty() ? program.chip : read_serving_chip(a.chip).chip;
+    if (a.sram_bytes > 0) system.sram_bytes_per_core = a.sram_bytes;
+    const std::vector<ChipPlacement> placements =
+        compile_over_chips(program, system, *parallelism_from(a.parallel), options);
+    const ChipPlacement* best = nullptr;
+    ways = json::array();
+    for (const ChipPlacement& p : placements) {
+      ways.push_back(
+          {{"parallelism", to_string(p.way)}, {"compiled", p.compiled}, {"chips_used", p.chips_used}});
+      if (p.compiled)
+        ways.back()["total_cycles"] = p.total_cycles;
+      else
+        ways.back()["why_not"] = p.why_not;
+      if (p.compiled && (!best || p.total_cycles < best->total_cycles)) best = &p;
+    }
+    if (!best) {
+      for (const ChipPlacement& p : placements)
+        std::cerr << "error: " << to_string(p.way) << ": " << p.why_not << "\n";
+      if (a.json_out)
+        std::cout << json{{"name", program.name}, {"fits", false}, {"parallel_options", ways}}.dump(2)
+                  << "\n";
+      return 1;
+    }
+    if (best->way == Parallelism::Pipeline) return report_pipeline(a, *best, ways);
+    program = best->stages[0];
+    placed = best->results[0];
+  }
+  const CompileResult result = placed ? *placed : compile_program(program, options);
   if (!result.compiled) {
     const int64_t sram = program.chip.sram_bytes_per_core;
     if (a.json_out)
@@ -141,9 +228,10 @@ int run_compile(const CompileArgs& a) {
     std::cerr << "error: [E_SRAM] " << program.name << " does not fit: its operators need at least "
               << result.least_sram_bytes << " B per core (cold layouts of all operators plus the largest "
               << "extra), the chip has " << sram << " B: "
-              << (result.least_sram_bytes > sram ? std::to_string(result.least_sram_bytes - sram) +
-                                                       " B missing per core (more chips: not yet supported)"
-                                                 : std::string("the heuristic found no fitting choice"))
+              << (result.least_sram_bytes > sram
+                      ? std::to_string(result.least_sram_bytes - sram) +
+                            " B missing per core (more chips: --chip elk-5888-linked or ipu-pod4)"
+                      : std::string("the heuristic found no fitting choice"))
               << "\n";
     return 1;
   }
@@ -156,7 +244,9 @@ int run_compile(const CompileArgs& a) {
     sim.functional = a.functional;
     run = simulate_program(program, compiled, sim, a.trace_path.empty() ? nullptr : &trace);
   }
-  const json doc = compiled_program_json(program, result, run ? &*run : nullptr);
+  json doc = compiled_program_json(program, result, run ? &*run : nullptr);
+  if (!ways.is_null())
+    doc.update({{"parallelism", "flat"}, {"chips_used", program.chip.chips}, {"parallel_options", ways}});
   if (!a.out_path.empty()) write_file_atomic(a.out_path, doc.dump(2) + "\n");
   if (!a.trace_path.empty()) trace.write(a.trace_path);
   if (!a.values_path.empty() && run) write_file_atomic(a.values_path, functional_values_json(program, *run).dump() + "\n");

@@ -10,6 +10,7 @@ namespace mlsys::t10 {
 
 struct CompileArgs {
   std::string model_path, out_path, trace_path, html_path, values_path, reconcile = "exact";
+  std::string chip, parallel = "flat";  // --chip (default the model's) and --parallel over its chips
   int64_t sram_bytes = 0;  // 0: the chip's
   bool json_out = false, no_simulate = false, functional = false;
 };

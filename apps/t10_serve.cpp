@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <iostream>
 
 #include "sim/json_io.hpp"
@@ -10,6 +11,7 @@
 #include "sim/t10/t10_serving_io.hpp"
 #include "sim/t10/t10_serving_sim.hpp"
 #include "sim/violation.hpp"
+#include "solver/t10_parallel.hpp"
 #include "solver/t10_serving.hpp"
 #include "traces/atomic_file.hpp"
 #include "traces/perfetto_trace.hpp"
@@ -37,7 +39,7 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
   serve->add_option("--cores", a.cores, "override the chip's core count")->check(CLI::Range(1, 1 << 20));
   serve
       ->add_option("--hbm-gbps", a.hbm_gbps,
-                   "override the chip's HBM bandwidth (GB/s as the artifact counts)")
+                   "override the HBM bandwidth of all chips together (GB/s as the artifact counts)")
       ->check(CLI::PositiveNumber);
   std::vector<std::string> policy_names;
   std::string policy_help;
@@ -52,6 +54,11 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
                     "price another tool's schedule instead of searching: JSON [[cold, hot], ...] or "
                     "{\"cold_hot\": [...]}, bytes per core per operator (scripts/elk-schedule converts the "
                     "artifact's .coldhot output)");
+  serve
+      ->add_option("--parallel", a.parallel,
+                   "over linked chips: flat (one partition over all cores, the default), tensor, pipeline, "
+                   "or auto (the fastest of the three)")
+      ->check(CLI::IsMember({"flat", "tensor", "pipeline", "auto"}));
   serve->add_flag("--json", a.json_out, "print the result as JSON on stdout");
   serve->add_flag("--no-simulate", a.no_simulate, "skip the SystemC replay");
   serve->add_option("--trace", a.trace_path,
@@ -62,51 +69,20 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
   return serve;
 }
 
-// A chip file: {"preset": NAME} and any of the fields below overriding it.
 ServingChip read_serving_chip(const std::string& spec) {
   if (auto preset = serving_chip_preset(spec)) return *preset;
-  const nlohmann::json j = read_json_file(spec);
-  auto fail = [&](const std::string& field, const std::string& why) {
-    throw InputError(spec, field, "", why);
-  };
-  if (!j.is_object()) fail("", "a chip file is a JSON object");
-  ServingChip c = *serving_chip_preset("elk-1472");
-  if (j.contains("preset")) {
-    if (!j["preset"].is_string() || !serving_chip_preset(j["preset"].get<std::string>()))
-      fail("preset", "not a preset name");
-    c = *serving_chip_preset(j["preset"].get<std::string>());
-  }
-  auto number = [&](const char* key, double low, double high, double& out) {
-    if (!j.contains(key)) return;
-    if (!j[key].is_number() || !(j[key].get<double>() >= low) || !(j[key].get<double>() <= high))
-      fail(key, "expected a number in [" + format_number(low) + ", " + format_number(high) + "]");
-    out = j[key].get<double>();
-  };
-  double cores = static_cast<double>(c.chip.cores), sram = static_cast<double>(c.chip.sram_bytes_per_core),
-         chips = static_cast<double>(c.chips);
-  number("cores", 1, 1 << 20, cores);
-  number("sram_bytes_per_core", 1024, 1e9, sram);
-  number("hbm_gbps", 0, 1e7, c.hbm_gbps);
-  number("hbm_capacity_bytes", 0, 1e15, c.hbm_capacity_bytes);
-  number("noc_gib_per_core", 1e-3, 1e4, c.noc_gib_per_core);
-  number("clock_hz", 1e6, 1e11, c.clock_hz);
-  number("chips", 1, 1024, chips);
-  number("inter_chip_overhead", 1, 100, c.chip.inter_chip_overhead);
-  number("host_link_gbps", 0, 1e7, c.host_link_gbps);
-  c.chip.cores = static_cast<int64_t>(cores);
-  c.chip.sram_bytes_per_core = static_cast<int64_t>(sram);
-  c.chips = static_cast<int64_t>(chips);
-  c.chip.name = spec;
-  return c;
+  return parse_serving_chip(read_json_file(spec), spec);
 }
 
 ServingChip serving_chip_for(const ServeArgs& a) {
   ServingChip chip = read_serving_chip(a.chip);
   if (a.cores > 0) {
     chip.chip.cores = a.cores;
-    chip.chips = (a.cores + kIpuCoresPerChip - 1) / kIpuCoresPerChip;
+    chip.chip.chips = (a.cores + chip.chip.cores_per_chip - 1) / chip.chip.cores_per_chip;
+    if (chip.chip.linked() && chip.chip.chips > kMaxChips)
+      throw InputError(a.chip, "--cores", "", "more than " + std::to_string(kMaxChips) + " chips joined by links");
   }
-  if (a.hbm_gbps > 0) chip.hbm_gbps = a.hbm_gbps;
+  if (a.hbm_gbps > 0) chip.hbm_gbps = a.hbm_gbps / static_cast<double>(chip.chip.chips);  // all chips
   if (chip.hbm_gbps <= 0)
     throw InputError(a.chip, "hbm_gbps", "",
                      "the chip has no HBM: serving loads weights and the KV cache from it");
@@ -161,6 +137,11 @@ nlohmann::json timeline_json(const ServingProgram& p, const ServingChip& chip, c
                    {"load_end_ms", chip.cycles_to_ms(r.timeline.loads[i].end)},
                    {"start_ms", chip.cycles_to_ms(r.timeline.ops[i].start)},
                    {"end_ms", chip.cycles_to_ms(r.timeline.ops[i].end)}});
+    if (c.option.cost.link > 0)  // a plan spanning linked chips (docs/t10-chips.md#pricing)
+      ops.back().update({{"link_cycles", c.option.cost.link},
+                         {"crossing_bytes", c.option.cost.crossing_bytes},
+                         {"placement", c.option.cost.placement}});
+    if (c.option.cost.collective > 0) ops.back()["all_reduce_cycles"] = c.option.cost.collective;
   }
   return ops;
 }
@@ -171,30 +152,98 @@ std::string shape_text(const ServeArgs& a) {
   return ", batch " + std::to_string(a.batch) + ", KV length " + std::to_string(a.sequence);
 }
 
+// Each way of running the step over the chips, with its terms (docs/t10-chips.md#parallel).
+nlohmann::json parallel_json(const ParallelChoice& c, const ServingChip& system) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const ParallelOption& o : c.options) {
+    nlohmann::json j{
+        {"parallelism", to_string(o.way)}, {"feasible", o.feasible}, {"chips_used", o.chips_used}};
+    if (!o.feasible) {
+      j["why_not"] = o.why_not;
+    } else {
+      j.update({{"step_ms", system.cycles_to_ms(o.step_cycles)},
+                {"chip_ms", system.cycles_to_ms(o.chip_cycles)},
+                {"link_ms", system.cycles_to_ms(o.link_cycles)},
+                {"hbm_bytes_per_chip", o.hbm_bytes_per_chip}});
+      if (o.way == Parallelism::Pipeline)
+        j.update({{"micro_batches", o.micro_batches}, {"bubble", o.bubble}});
+    }
+    out.push_back(j);
+  }
+  return out;
+}
+
+// The step as --parallel asks: flat on the system, or the fastest feasible way over its chips; false (with
+// the reasons on stderr) when no way fits.
+struct StepRun {
+  ServingProgram program;  // what one chip runs (all of it when flat)
+  ServingChip chip;
+  ServingResult result;
+  ParallelChoice choice;  // empty when flat
+  double cycles = 0, bound = 0;
+};
+bool run_step(const ServeArgs& a, const ServingChip& system, const ServeOptions& options,
+              const std::function<ServingProgram(int64_t)>& at_batch, StepRun& step) {
+  if (*parallelism_from(a.parallel) == Parallelism::Flat || system.chip.chips == 1) {
+    step.result = serve(step.program, step.chip, options);
+    step.cycles = step.result.timeline.makespan;
+    step.bound = step.result.lower_bound;
+    return true;
+  }
+  if (options.policy == ServingPolicy::Given)
+    throw InputError(a.schedule_path, "--parallel", "", "a given schedule is one chip's: --parallel flat");
+  try {
+    step.choice = serve_in_parallel(at_batch, a.batch, system, *parallelism_from(a.parallel), options);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return false;
+  }
+  ParallelOption& o = step.choice.options[step.choice.chosen];
+  step.program = o.program, step.chip = o.chip, step.result = o.result;
+  step.cycles = o.step_cycles;
+  // A pipeline's step is max(micro-batches, stages) slots of at least the slowest stage's bound.
+  step.bound = o.way == Parallelism::Pipeline ? o.step_cycles / (o.chip_cycles + o.link_cycles) *
+                                                    (step.result.lower_bound + o.link_cycles)
+                                              : step.result.lower_bound;
+  return true;
+}
+
 }  // namespace
 
 int run_serve(const ServeArgs& a) {
   const auto start = std::chrono::steady_clock::now();
   if (traffic_requested(a)) return run_serve_traffic(a);
-  const ServingChip chip = serving_chip_for(a);
-  const ServingProgram program =
-      read_serving_model(read_json_file(a.model_path), a.model_path, {a.batch, a.sequence, a.layers}, chip);
+  const ServingChip system = serving_chip_for(a);
+  const nlohmann::json model_doc = read_json_file(a.model_path);
+  const auto at_batch = [&](int64_t batch) {
+    return read_serving_model(model_doc, a.model_path, {batch, a.sequence, a.layers}, system);
+  };
+  ServingProgram whole = at_batch(a.batch);
   ServeOptions options;
   options.policy = *serving_policy_from(a.policy);
   if (!a.schedule_path.empty()) {
     if (a.policy != "ours")
       throw InputError(a.schedule_path, "--policy", "", "--schedule prices a given schedule: no policy");
     options.policy = ServingPolicy::Given;
-    options.given = read_schedule(a.schedule_path, program.ops.size());
+    options.given = read_schedule(a.schedule_path, whole.ops.size());
   }
   options.seconds = a.seconds;
   options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
-  const ServingResult r = serve(program, chip, options);
+  StepRun step;
+  step.program = std::move(whole);
+  step.chip = system;
+  if (!run_step(a, system, options, at_batch, step)) return 1;
+  const ServingProgram& program = step.program;
+  const ServingChip& chip = step.chip;
+  const ServingResult& r = step.result;
+  const double step_cycles = step.cycles, step_bound = step.bound;
+  const ParallelChoice& choice = step.choice;
   const double compile_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const ServingTimeline& t = r.timeline;
   const bool fits = !t.overflow && t.peak_sram_bytes <= chip.chip.sram_bytes_per_core;
-  const bool hbm_fits = chip.hbm_capacity_bytes <= 0 || t.hbm_bytes <= chip.hbm_capacity_bytes;
+  const bool hbm_fits = chip.hbm_capacity_bytes <= 0 || t.hbm_bytes <= chip.total_hbm_capacity_bytes();
+  const ParallelOption* chosen = choice.chosen >= 0 ? &choice.options[choice.chosen] : nullptr;
   std::optional<ServingReplay> replay;
   if (!a.no_simulate && fits) {
     PerfettoTrace trace("t10 serve: " + a.model_path);
@@ -203,7 +252,7 @@ int run_serve(const ServeArgs& a) {
   }
   if (!a.html_path.empty())
     write_file_atomic(a.html_path, serving_report_html(program, chip, r, a.model_path + shape_text(a)));
-  const double latency = chip.cycles_to_ms(t.makespan), bound = chip.cycles_to_ms(r.lower_bound);
+  const double latency = chip.cycles_to_ms(step_cycles), bound = chip.cycles_to_ms(step_bound);
   const double gap = bound > 0 ? (latency / bound - 1) * 100 : 0;
   if (a.json_out) {
     nlohmann::json j{
@@ -213,14 +262,20 @@ int run_serve(const ServeArgs& a) {
           {"cores", chip.chip.cores},
           {"sram_bytes_per_core", chip.chip.sram_bytes_per_core},
           {"hbm_gbps", chip.hbm_gbps},
+          {"total_hbm_gbps", chip.total_hbm_gbps()},
           {"noc_gib_per_core", chip.noc_gib_per_core},
-          {"chips", chip.chips},
+          {"chips", chip.chip.chips},
+          {"cores_per_chip", chip.chip.cores_per_chip},
+          {"link_gbps", chip.chip.link_gbps},
+          {"topology", chip.chip.topology},
           {"inter_chip_overhead", chip.chip.inter_chip_overhead}}},
         {"batch", a.batch > 0 ? nlohmann::json(a.batch) : nlohmann::json()},
         {"seq", a.sequence > 0 ? nlohmann::json(a.sequence) : nlohmann::json()},
         {"layers", program.layers},
         {"operators", program.ops.size()},
         {"policy", to_string(options.policy)},
+        {"parallelism", chosen ? to_string(chosen->way) : "flat"},
+        {"chips_used", chosen ? chosen->chips_used : system.chip.chips},
         {"load_lookahead", r.lookahead},
         {"latency_ms", latency},
         {"fits", fits && hbm_fits},
@@ -238,6 +293,10 @@ int run_serve(const ServeArgs& a) {
           {"options_seconds", r.options_seconds},
           {"schedule_seconds", r.schedule_seconds}}},
         {"ops", timeline_json(program, chip, r)}};
+    if (chosen) {
+      j["parallel_options"] = parallel_json(choice, system);
+      j["chip_latency_ms"] = chip.cycles_to_ms(t.makespan);
+    }
     if (t.overflow) j["overflow"] = t.overflow->message();
     if (options.policy == ServingPolicy::Given)
       j["schedule"] = {{"file", a.schedule_path},
@@ -253,10 +312,13 @@ int run_serve(const ServeArgs& a) {
   } else {
     std::cout << program.ops.size() << " operators in " << program.layers
               << (program.layers == 1 ? " layer" : " layers") << shape_text(a) << ", " << chip.chip.cores
-              << " cores, HBM " << format_number(chip.hbm_gbps) << " GB/s\n"
+              << " cores, HBM " << format_number(chip.total_hbm_gbps()) << " GB/s\n"
               << "decode step: " << format_number(std::round(latency * 1e4) / 1e4) << " ms (policy "
-              << to_string(options.policy) << "); lower bound "
-              << format_number(std::round(bound * 1e4) / 1e4) << " ms, proven gap "
+              << to_string(options.policy)
+              << (chosen ? std::string(", ") + to_string(chosen->way) + " over " +
+                               std::to_string(chosen->chips_used) + " chips"
+                         : std::string())
+              << "); lower bound " << format_number(std::round(bound * 1e4) / 1e4) << " ms, proven gap "
               << format_number(std::round(gap * 100) / 100) << " %\n"
               << "HBM traffic " << format_number(std::round(t.hbm_bytes / 1e6) / 1e3) << " GB; SRAM peak "
               << t.peak_sram_bytes << " of " << chip.chip.sram_bytes_per_core << " B per core\n";
@@ -272,7 +334,7 @@ int run_serve(const ServeArgs& a) {
   }
   if (!hbm_fits) {
     std::cerr << "error: the model needs " << t.hbm_bytes << " B of HBM, above the chip's "
-              << chip.hbm_capacity_bytes << " B\n";
+              << chip.total_hbm_capacity_bytes() << " B\n";
     return 1;
   }
   if (replay && !replay->agrees) {

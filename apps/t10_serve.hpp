@@ -26,6 +26,7 @@ struct TrafficArgs {
 
 struct ServeArgs {
   std::string model_path, chip = "elk-1472", policy = "ours", trace_path, html_path, schedule_path;
+  std::string parallel = "flat";               // over linked chips (solver/t10_parallel.hpp)
   int64_t batch = 0, sequence = 0, cores = 0;  // batch and sequence: 0 when not given
   int layers = 0;
   double hbm_gbps = 0, seconds = 30;

@@ -139,10 +139,10 @@ std::optional<TrafficOptions> traffic_options_for(const TrafficArgs& t, const Se
                          "; each iteration is kept and reported, so raise the limit only with the memory for it");
   options.host_link_bytes_per_ms = chip.host_link_bytes_per_ms();
   if (chip.hbm_capacity_bytes > 0) {
-    options.kv_capacity_bytes = chip.hbm_capacity_bytes - static_cast<double>(model.weight_bytes());
+    options.kv_capacity_bytes = chip.total_hbm_capacity_bytes() - static_cast<double>(model.weight_bytes());
     if (options.kv_capacity_bytes <= 0) {
       std::cerr << "error: the weights need " << model.weight_bytes() << " B of HBM, the chip has "
-                << static_cast<int64_t>(chip.hbm_capacity_bytes) << " B\n";
+                << static_cast<int64_t>(chip.total_hbm_capacity_bytes()) << " B\n";
       return std::nullopt;
     }
   }
@@ -221,7 +221,7 @@ int run_serve_traffic(const ServeArgs& a) {
   report.run = &run;
   report.metrics = summarize_traffic(run, options);
   report.options = options;
-  report.hbm_capacity_bytes = chip.hbm_capacity_bytes;
+  report.hbm_capacity_bytes = chip.total_hbm_capacity_bytes();
   report.weight_bytes = static_cast<double>(model.weight_bytes());
   try {
     report.ttft_bound = check_ttft_bound(run, options, pricer);

@@ -59,7 +59,11 @@ using Clock = std::chrono::steady_clock;
 constexpr double kInfeasible = std::numeric_limits<double>::infinity();
 constexpr double kColdThreshold = 1.01;  // DNNProgram.py COLD_THRESHOLD
 
-std::string class_key(const ServingOperator& o) { return shape_key(o.op) + "/" + to_string(o.hbm); }
+// Operators of a class share their choices: the same shape, load kind and collective after them.
+std::string class_key(const ServingOperator& o) {
+  return shape_key(o.op) + "/" + to_string(o.hbm) +
+         (o.collective_cycles > 0 ? "/all-reduce " + std::to_string(o.collective_cycles) : "");
+}
 
 // The search's view: per operator its class, per class its choices, and the timeline as the oracle.
 struct Space {
@@ -224,16 +228,24 @@ namespace {
 
 // What makes two chips' tables differ: every field of the calibrated model's chip.
 nlohmann::json chip_fingerprint(const Chip& c) {
-  return {{"cores", c.cores},
-          {"sram_bytes_per_core", c.sram_bytes_per_core},
-          {"systolic", c.systolic},
-          {"flops_per_cycle", c.flops_per_cycle},
-          {"local_bytes_per_cycle", c.local_bytes_per_cycle},
-          {"noc_elems_per_cycle", c.noc_elems_per_cycle},
-          {"noc_topology", c.noc_topology},
-          {"inter_chip_overhead", c.inter_chip_overhead},
-          {"dtype_bytes", 2},  // serving's FP16
-          {"version", 1}};
+  nlohmann::json j = {{"cores", c.cores},
+                      {"sram_bytes_per_core", c.sram_bytes_per_core},
+                      {"systolic", c.systolic},
+                      {"flops_per_cycle", c.flops_per_cycle},
+                      {"local_bytes_per_cycle", c.local_bytes_per_cycle},
+                      {"noc_elems_per_cycle", c.noc_elems_per_cycle},
+                      {"noc_topology", c.noc_topology},
+                      {"inter_chip_overhead", c.inter_chip_overhead},
+                      {"dtype_bytes", 2},  // serving's FP16
+                      {"version", 1}};
+  if (c.linked())  // a flat pool's files stay valid
+    j.update({{"chips", c.chips},
+              {"cores_per_chip", c.cores_per_chip},
+              {"link_gbps", c.link_gbps},
+              {"link_latency_ns", c.link_latency_ns},
+              {"topology", c.topology},
+              {"clock_hz", c.clock_hz}});
+  return j;
 }
 
 }  // namespace

@@ -19,7 +19,7 @@ namespace {
 // of SRAM per core.
 ServingChip round_chip(int64_t sram = 1000) {
   ServingChip c;
-  c.clock_hz = 1000.0 * 1024 * 1024;  // then hbm_bytes_per_cycle = hbm_gbps
+  c.chip.clock_hz = 1000.0 * 1024 * 1024;  // then hbm_bytes_per_cycle = hbm_gbps
   c.hbm_gbps = 100;
   c.noc_gib_per_core = 10 * 1000.0 / 1024;  // 10 B per cycle per core
   c.chip.sram_bytes_per_core = sram;

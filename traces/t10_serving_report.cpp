@@ -51,7 +51,7 @@ std::string serving_report_html(const ServingProgram& p, const ServingChip& chip
     << " %)</td></tr><tr><th>baselines</th><td>elk rule " << ms(chip.cycles_to_ms(r.elk_makespan))
     << " ms, fastest options " << ms(chip.cycles_to_ms(r.fastest_makespan)) << " ms</td></tr>"
     << "<tr><th>HBM</th><td>" << format_number(std::round(t.hbm_bytes / 1e6) / 1e3) << " GB at "
-    << format_number(chip.hbm_gbps) << " GB/s: busy " << ms(hbm_ms) << " ms, "
+    << format_number(chip.total_hbm_gbps()) << " GB/s: busy " << ms(hbm_ms) << " ms, "
     << format_number(std::round(hbm_ms / end * 1000) / 10) << " % of the step</td></tr>"
     << "<tr><th>NoC (loads)</th><td>" << ms(chip.cycles_to_ms(t.noc_load_cycles))
     << " ms of delivery at the per-core share; operators' exchanges "

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "sim/t10/t10_links.hpp"
+
 namespace mlsys::t10 {
 
 double exchange_scale(const Chip& chip) {
@@ -17,7 +19,6 @@ namespace {
 
 constexpr double kSyncCycles = 118;   // SYNC_CYCLES
 constexpr double kBufferIters = 2;    // BUFFER_ITERS: every shift is double-buffered, two syncs
-constexpr int64_t kChipCores = kIpuCoresPerChip;  // IPU2_NUM_CORES: beyond it, INTER_CHIP_OVERHEAD
 constexpr double kUtilThreshold = 0.9, kPadThreshold = 0.9;  // CORE_UTIL_THRESHOLD, DATA_PAD_THRESHOLD
 
 // The plan in the model's indexing: dimensions (m, n, k), tensors (C, A, B).
@@ -329,6 +330,73 @@ double warm_up(const Config& hot, int64_t dtype_bytes, int64_t& cold_bytes, std:
   return shift_time(elements, dtype_bytes, hot.shift_scale) + syncs * kSyncCycles;
 }
 
+// Chips joined by links (docs/t10-chips.md#pricing). The plan's cores are its coordinates (b, m, n, k) laid
+// on the core ids with b slowest and the others in one of six orders; a tensor rotates among its replicas
+// (C along k, A along n, B along m), each ring's members consecutive in that coordinate by the levels'
+// order (its first level the fastest digit). Each phase's crossing part is priced over the links and
+// added where it is longer than the on-chip part; the order that adds least is the placement.
+void link_terms(const Config& c, int64_t e, const Chip& chip, double overhead, CalibratedCost& cost,
+                double& shift_link) {
+  const std::array<int64_t, 4> size{c.spatial[0], c.spatial[1], c.spatial[2], c.batch_parts};  // m n k b
+  const int64_t used = size[0] * size[1] * size[2] * size[3];
+  constexpr int kReplicaCoordinate[3] = {2, 1, 0};  // C along k, A along n, B along m
+  const int64_t copies =
+      std::llround(static_cast<double>(c.replicas[0]) / static_cast<double>(ring_of(c, 0)));
+  const double output = static_cast<double>(c.batch_local) * c.sub_length[0] * c.sub_length[1];
+  const LinkLoad spread = spread_load(chip, used);
+  std::array<int, 3> order{0, 1, 2};
+  double best = -1;
+  do {
+    std::array<int64_t, 3> stride{};  // per coordinate m n k, in core ids
+    int64_t s = 1;
+    for (int d : order) stride[d] = s, s *= size[d];
+    double shift_extra = 0, crossing = 0;
+    std::vector<double> per_event;          // per level, what one event's crossing adds
+    std::array<int64_t, 3> digit{1, 1, 1};  // per tensor, the stride of its next level within its coordinate
+    for (const CalibratedLevel& level : cost.levels) {
+      std::vector<LinkPattern> patterns;
+      for (char t : level.tensors) {
+        const int x = tensor_index(t);
+        patterns.push_back({&ring_load(chip, used, digit[x] * stride[kReplicaCoordinate[x]], level.g),
+                            static_cast<double>(c.var_size[x] * e)});
+        digit[x] *= level.g;
+      }
+      double bytes = 0;
+      const double cross = crossing_cycles(chip, patterns, &bytes);
+      per_event.push_back(std::max(0.0, cross - level.event_cycles * overhead));
+      shift_extra += static_cast<double>(level.events) * per_event.back();
+      crossing += static_cast<double>(level.events) * bytes;
+    }
+    double gather_extra = 0;
+    if (copies >= 2) {  // the copies of C gathered along k, `ring_of(C)` apart
+      const double elements = copies == 2 ? std::floor(output / 2) : output;
+      double bytes = 0;
+      const double cross = crossing_cycles(
+          chip,
+          {{&ring_load(chip, used, ring_of(c, 0) * stride[2], copies), elements * static_cast<double>(e)}},
+          &bytes);
+      gather_extra = std::max(0.0, cross - cost.gather * overhead);
+      crossing += bytes;
+    }
+    double bytes = 0;  // the output to the next operator's layout, spread over every core
+    const double cross = crossing_cycles(chip, {{&spread, static_cast<double>(c.var_size[0] * e)}}, &bytes);
+    const double output_extra = std::max(0.0, cross - cost.shuffle_output * overhead);
+    crossing += bytes;
+    const double extra = shift_extra + gather_extra + output_extra;
+    if (best < 0 || extra < best) {
+      best = extra;
+      cost.link = best;
+      cost.gather_link = gather_extra;
+      cost.output_link = output_extra;
+      for (size_t l = 0; l < cost.levels.size(); ++l) cost.levels[l].link_cycles = per_event[l];
+      cost.crossing_bytes = crossing;
+      cost.placement.clear();
+      for (int d : order) cost.placement += "mnk"[d];
+      shift_link = shift_extra;
+    }
+  } while (std::next_permutation(order.begin(), order.end()));
+}
+
 }  // namespace
 
 std::vector<std::string> calibrated_spatial_rejections(const Problem& problem,
@@ -394,10 +462,16 @@ CalibratedCost calibrated_cost(const Problem& pr, const Plan& plan, bool message
   cost.sync_shift = cost.sync + cost.shift;
   shuffle(c, e, cost);
   cost.shuffle = cost.shuffle_output + cost.shuffle_sync + cost.gather + cost.reduce;
-  if (pr.chip.cores > kChipCores) {
+  if (pr.chip.cores > pr.chip.cores_per_chip) {
     cost.inter_chip = pr.chip.inter_chip_overhead;
     cost.sync_shift *= cost.inter_chip;
     cost.shuffle *= cost.inter_chip;
+  }
+  if (pr.chip.linked() && plan.pb * plan.f_op[0] * plan.f_op[1] * plan.f_op[2] > pr.chip.cores_per_chip) {
+    double shift_link = 0;
+    link_terms(c, e, pr.chip, cost.inter_chip, cost, shift_link);
+    cost.sync_shift += shift_link;
+    cost.shuffle += cost.link - shift_link;
   }
   cost.total = cost.compute + cost.sync_shift + cost.shuffle;
   cost.warm_up = warm_up(c, e, cost.no_copy_cold_bytes, cost.no_copy_input_bytes);
@@ -466,6 +540,24 @@ CalibratedCost calibrated_vector_cost(const VectorOp& op, int64_t parts, int64_t
   }
   cost.compute = cost.compute_per_step + cost.gather + cost.reduce;
   cost.shuffle = cost.shuffle_output + cost.shuffle_sync;
+  if (chip.linked() && op.kind == VectorKind::RowWise && parts * col_parts > chip.cores_per_chip) {
+    // A row's column parts lie on consecutive cores and gather their statistics; the output goes to the
+    // next operator's layout over every core (link_terms' rules for a product).
+    const int64_t used = parts * col_parts;
+    const LinkLoad spread = spread_load(chip, used);
+    double gather_bytes = 0, output_bytes = 0;
+    const double gather = crossing_cycles(
+        chip, {{&ring_load(chip, used, 1, col_parts), static_cast<double>(rows * e)}}, &gather_bytes);
+    const double output =
+        crossing_cycles(chip, {{&spread, static_cast<double>(elements * e)}}, &output_bytes);
+    const double gather_extra = col_parts > 1 ? std::max(0.0, gather - cost.gather) : 0;
+    cost.gather_link = gather_extra;
+    cost.output_link = std::max(0.0, output - cost.shuffle_output);
+    cost.link = cost.gather_link + cost.output_link;
+    cost.crossing_bytes = (col_parts > 1 ? gather_bytes : 0) + output_bytes;
+    cost.compute += gather_extra;
+    cost.shuffle += cost.link - gather_extra;
+  }
   cost.total = cost.compute + cost.shuffle;
   cost.cold_bytes = e * elements * op.inputs;
   cost.hot_bytes = cost.cold_bytes + e * elements;

@@ -29,6 +29,7 @@ struct CalibratedLevel {
   int64_t size;         // elements moved per core per event (the tensors' partition sizes summed)
   int64_t events;       // outer iterations x (g - 1)
   double event_cycles;  // one event: size*e/2*0.56 shift + 2*118 per tensor sync
+  double link_cycles = 0;  // linked chips: what one event's crossing part adds beyond its on-chip part
 };
 
 struct CalibratedCost {
@@ -43,8 +44,17 @@ struct CalibratedCost {
   // get_shuffle_time, after the operator: the output partition moved, syncs, gather and reduce of the rho_C
   // output copies (x 1.25 beyond one chip).
   double shuffle_output = 0, shuffle_sync = 0, gather = 0, reduce = 0, shuffle = 0;
-  double total = 0;       // compute + sync_shift + shuffle
+  double total = 0;       // compute + sync_shift + shuffle (+ collective)
   double inter_chip = 1;  // INTER_CHIP_OVERHEAD on shifts and shuffle beyond one chip's 1,472 cores
+  // Chips joined by links (t10_links.hpp), for a plan that spans chips: each exchange phase takes the longer
+  // of its on-chip part (the terms above) and its crossing part; `link` is what that adds (already in
+  // sync_shift and shuffle), `crossing_bytes` what crosses, `placement` the order the plan's coordinates
+  // are laid on the core ids in (fastest first: the one of "mnk"'s orders that adds least).
+  double link = 0, crossing_bytes = 0;
+  double output_link = 0, gather_link = 0;  // the shuffle's part of `link`: the output's move, the gather
+  std::string placement;
+  // A collective after the operator (tensor parallelism's all-reduce of a partial output), in total.
+  double collective = 0;
   // Memory per core as the model counts it: hot with a receive buffer per rotating tensor
   // (get_byte_per_core_with_buffer), cold the inputs at rest (get_byte_per_core_idle).
   int64_t hot_bytes = 0, cold_bytes = 0;

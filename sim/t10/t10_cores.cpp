@@ -464,6 +464,9 @@ void Engine::reduce_and_gather() {
     if (calibrated_.gather > 0)
       phase("shuffle: gather copies", calibrated_.gather * scale, {}, {}, {}, bytes);
     if (calibrated_.reduce > 0) phase("shuffle: reduce copies", calibrated_.reduce * scale, {}, {}, {}, 0);
+    // Linked chips: what the output's move and the gather wait for the links beyond their on-chip parts.
+    if (calibrated_.output_link > 0) phase("links: output moved", calibrated_.output_link, {}, {}, {}, 0);
+    if (calibrated_.gather_link > 0) phase("links: gather copies", calibrated_.gather_link, {}, {}, {}, 0);
   }
   // Every output block must have received every k block exactly once (the adds were checked as they came).
   if (!result_.violation)
@@ -512,8 +515,11 @@ void Engine::price_calibrated_events() {
         });
     if (theirs == calibrated_.levels.end())
       throw std::logic_error("calibrated levels do not match the plan's");
+    // On linked chips an event also waits for its crossing part (t10_links.hpp) where that is longer.
     calibrated_events_.push_back(theirs->event_cycles * static_cast<double>(theirs->events) /
-                                 static_cast<double>(ours.events) * calibrated_.inter_chip);
+                                     static_cast<double>(ours.events) * calibrated_.inter_chip +
+                                 theirs->link_cycles * static_cast<double>(theirs->events) /
+                                     static_cast<double>(ours.events));
   }
 }
 

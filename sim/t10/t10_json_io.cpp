@@ -1,8 +1,10 @@
 // T10's JSON reading and writing, in one place: the problem and plan files (T1-T5), the evaluation report,
 // and the all-cores engine's result. Declared beside the types they read and write (t10_model.hpp,
 // t10_cores.hpp).
+#include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <tuple>
 
 #include "sim/t10/t10_cores.hpp"
 #include "sim/t10/t10_model.hpp"
@@ -33,19 +35,23 @@ std::optional<int64_t> as_integer(const json& j) {
 
 }  // namespace
 
-Chip parse_chip(const json& c, const std::string& where, const std::string& rule, const std::string& file) {
+Chip parse_chip(const json& c, const std::string& where, const std::string& rule, const std::string& file,
+                const Chip& base) {
   auto fault = [&](const std::string& field, const std::string& what) {
     return InputError(file, "", rule, field + ": " + what);
   };
-  Chip chip;
-  if (!c.is_object()) throw fault(where, "must be an object, got " + str(c));
+  Chip chip = base;
+  auto at = [&](const std::string& name) { return where.empty() ? name : where + "." + name; };
+  if (!c.is_object()) throw fault(where.empty() ? "chip" : where, "must be an object, got " + str(c));
   if (c.contains("name") && c["name"].is_string()) chip.name = c["name"];
-  for (auto [name, out] :
-       {std::pair{"cores", &chip.cores}, {"sram_bytes_per_core", &chip.sram_bytes_per_core}}) {
+  for (auto [name, out, most] : {std::tuple{"cores", &chip.cores, kMaxFactor},
+                                 {"sram_bytes_per_core", &chip.sram_bytes_per_core, kMaxFactor},
+                                 {"chips", &chip.chips, kMaxFactor},
+                                 {"cores_per_chip", &chip.cores_per_chip, kMaxFactor}}) {
     if (!c.contains(name)) continue;
     auto v = as_integer(c[name]);
-    if (!v || *v < 1 || *v > kMaxFactor)
-      throw fault(where + "." + name, "must be a positive integer, got " + str(c[name]));
+    if (!v || *v < 1 || *v > most)
+      throw fault(at(name), "must be an integer from 1 to " + std::to_string(most) + ", got " + str(c[name]));
     *out = *v;
   }
   for (auto [name, out] : {std::pair{"flops_per_cycle", &chip.flops_per_cycle},
@@ -53,39 +59,61 @@ Chip parse_chip(const json& c, const std::string& where, const std::string& rule
                            {"noc_elems_per_cycle", &chip.noc_elems_per_cycle},
                            {"exchange_bytes_per_cycle", &chip.exchange_bytes_per_cycle},
                            {"sync_cycles", &chip.sync_cycles},
-                           {"amp_macs_per_cycle", &chip.amp_macs_per_cycle}}) {
+                           {"amp_macs_per_cycle", &chip.amp_macs_per_cycle},
+                           {"clock_hz", &chip.clock_hz}}) {
     if (!c.contains(name)) continue;
-    if (!c[name].is_number() || !(c[name].get<double>() > 0))
-      throw fault(where + "." + name, "must be a positive number, got " + str(c[name]));
+    if (!c[name].is_number() || !(c[name].get<double>() > 0) || !std::isfinite(c[name].get<double>()))
+      throw fault(at(name), "must be a positive number, got " + str(c[name]));
     *out = c[name].get<double>();
   }
-  if (c.contains("exchange_latency_cycles")) {
-    const json& v = c["exchange_latency_cycles"];
-    if (!v.is_number() || !(v.get<double>() >= 0) || !std::isfinite(v.get<double>()))
-      throw fault(where + ".exchange_latency_cycles", "must be a number >= 0, got " + str(v));
-    chip.exchange_latency_cycles = v.get<double>();
+  for (auto [name, out, low, high] :
+       {std::tuple{"exchange_latency_cycles", &chip.exchange_latency_cycles, 0.0, 1e12},
+        {"link_gbps", &chip.link_gbps, 0.0, 1e9},
+        {"link_latency_ns", &chip.link_latency_ns, 0.0, 1e9},
+        {"inter_chip_overhead", &chip.inter_chip_overhead, 1.0, 100.0}}) {
+    if (!c.contains(name)) continue;
+    const json& v = c[name];
+    if (!v.is_number() || !(v.get<double>() >= low) || !(v.get<double>() <= high))
+      throw fault(at(name), "must be a number from " + str(low) + " to " + str(high) + ", got " + str(v));
+    *out = v.get<double>();
   }
   if (c.contains("exchange_multicast")) {
     if (!c["exchange_multicast"].is_boolean())
-      throw fault(where + ".exchange_multicast",
-                  "must be true or false, got " + str(c["exchange_multicast"]));
+      throw fault(at("exchange_multicast"), "must be true or false, got " + str(c["exchange_multicast"]));
     chip.exchange_multicast = c["exchange_multicast"].get<bool>();
   }
-  for (const char* name : {"clock_hz", "link_bytes_per_s"})
-    if (c.contains(name) && (!c[name].is_number() || !(c[name].get<double>() > 0)))
-      throw fault(where + "." + name, "must be a positive number, got " + str(c[name]));
+  if (c.contains("link_bytes_per_s") &&
+      (!c["link_bytes_per_s"].is_number() || !(c["link_bytes_per_s"].get<double>() > 0)))
+    throw fault(at("link_bytes_per_s"), "must be a positive number, got " + str(c["link_bytes_per_s"]));
   if (c.contains("systolic")) {
     const json& s = c["systolic"];
     std::optional<int64_t> a, b;
     if (s.is_array() && s.size() == 2) a = as_integer(s[0]), b = as_integer(s[1]);
     if (!a || !b || *a < 1 || *a != *b)
-      throw fault(where + ".systolic", "must be two equal positive integers, got " + str(s));
+      throw fault(at("systolic"), "must be two equal positive integers, got " + str(s));
     chip.systolic = *a;
   }
   if (c.contains("noc_topology")) {
     if (c["noc_topology"] != "mesh")
-      throw fault(where + ".noc_topology", "must be \"mesh\", got " + str(c["noc_topology"]));
+      throw fault(at("noc_topology"), "must be \"mesh\", got " + str(c["noc_topology"]));
   }
+  if (c.contains("topology")) {
+    if (!c["topology"].is_string() || !is_chip_topology(c["topology"].get<std::string>()))
+      throw fault(at("topology"), "must be \"ring\" or \"all-to-all\", got " + str(c["topology"]));
+    chip.topology = c["topology"].get<std::string>();
+  }
+  // The cores and the chips they lie on: either may follow from the other.
+  if (!c.contains("chips") && (c.contains("cores") || c.contains("cores_per_chip")))
+    chip.chips = std::max<int64_t>(1, (chip.cores + chip.cores_per_chip - 1) / chip.cores_per_chip);
+  else if (c.contains("chips") && !c.contains("cores"))
+    chip.cores = chip.chips * chip.cores_per_chip;
+  if (chip.cores > chip.chips * chip.cores_per_chip)
+    throw fault(at("cores"), std::to_string(chip.cores) + " cores do not fit " + std::to_string(chip.chips) +
+                                 " chips of " + std::to_string(chip.cores_per_chip) + " (" + at("chips") +
+                                 ", " + at("cores_per_chip") + ")");
+  if (chip.linked() && chip.chips > kMaxChips)  // the link model keeps a load per pair of chips
+    throw fault(at("chips"), "at most " + std::to_string(kMaxChips) + " chips joined by links, got " +
+                                 std::to_string(chip.chips));
   return chip;
 }
 

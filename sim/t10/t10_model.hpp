@@ -17,6 +17,12 @@ namespace mlsys::t10 {
 // IPU2_NUM_CORES, beyond which it charges its inter-chip overhead.
 inline constexpr int64_t kIpuCoresPerChip = 1472;
 
+// Chips a chip file may join by links (the link model keeps a load per directed pair of chips).
+inline constexpr int64_t kMaxChips = 256;
+// The topologies of chips joined by links: "ring" (each chip linked to two neighbours, half its links to
+// each; two chips share all of them) and "all-to-all" (its links split evenly over every other chip).
+bool is_chip_topology(const std::string& name);
+
 struct Chip {  // T1 defaults: Graphcore IPU Mk2
   std::string name = "ipu-mk2";
   int64_t cores = kIpuCoresPerChip;
@@ -39,6 +45,17 @@ struct Chip {  // T1 defaults: Graphcore IPU Mk2
   // The calibrated model's INTER_CHIP_OVERHEAD: shifts and shuffles cost this much more when the cores span
   // more than one chip's 1,472 (docs/t10-model.md#calibrated).
   double inter_chip_overhead = 1.25;
+  // Chips joined by links (docs/t10-chips.md): `cores` lie on `chips` chips of `cores_per_chip` each, core
+  // ids in order. With link_gbps 0 they are the artifact's flat pool, where crossing a chip costs only the
+  // overhead above; otherwise an exchange phase that crosses takes the longer of its on-chip part and its
+  // bytes over the links of `topology` ("ring" or "all-to-all").
+  int64_t chips = 1;
+  int64_t cores_per_chip = kIpuCoresPerChip;
+  double link_gbps = 0;        // each chip's links together, one way, in the HBM's GB/s (1000 x 1024^2 B/s)
+  double link_latency_ns = 0;  // per crossing phase (per hop)
+  std::string topology = "all-to-all";
+  double clock_hz = 1.325e9;  // the calibrated model's cycle (IPU Mk2)
+  bool linked() const { return link_gbps > 0 && chips > 1; }
 };
 
 struct Problem {
@@ -72,9 +89,10 @@ struct Violation {
 // A file that is not a problem or a plan at all throws InputError (sim/violation.hpp), as the graph family's
 // readers do, with the rule E_PROBLEM, E_FORMAT or E_PROFILE, the file (when given) and the field.
 Problem parse_problem(const nlohmann::json& doc, const std::string& file = "");
-// T1's chip object at `where` (a field name for the messages), faults under `rule`.
+// T1's chip object at `where` (a field name for the messages), faults under `rule`; the fields it lacks
+// keep `base`'s values. The serving chip file is read by the same function (t10_serving_io.hpp).
 Chip parse_chip(const nlohmann::json& chip, const std::string& where, const std::string& rule,
-                const std::string& file);
+                const std::string& file, const Chip& base = Chip());
 // T4-T5 (accepts the {"config": {...}} wrapper).
 Plan parse_plan(const nlohmann::json& doc, const std::string& file = "");
 nlohmann::json plan_to_json(const Plan& plan);

@@ -10,27 +10,35 @@ namespace mlsys::t10 {
 // (3.35 TB/s SXM), whose capacity is 80 GB: each 4,000 GB/s of a preset brings 80 GB.
 constexpr double kHbmBytesPer4000Gbps = 80e9;
 
+// A GC200's ten IPU-Links together (Graphcore's GC200 specifications, docs/t10-chips.md#numbers). No public
+// figure for their latency was found: 0 until one is set.
+constexpr double kIpuLinkGbps = 320;
+
 std::optional<ServingChip> serving_chip_preset(const std::string& name) {
   ServingChip c;
   c.chip.name = name;
   if (name == "ipu-mk2") return c;  // T1's chip, no HBM
-  if (name == "elk-1472") {         // the artifact's default: one chip, HBM 4,000 GB/s (launch.py hbm_bw)
-    c.hbm_gbps = 4000;
-    c.hbm_capacity_bytes = kHbmBytesPer4000Gbps;
-    return c;
-  }
-  if (name == "elk-5888") {  // four chips' cores, 16,000 GB/s (the artifact's large configuration)
-    c.chip.cores = 5888;
-    c.chips = 4;
-    c.hbm_gbps = 16000;
-    c.hbm_capacity_bytes = 4 * kHbmBytesPer4000Gbps;
+  const bool linked = name == "elk-5888-linked" || name == "ipu-pod4";
+  if (name == "elk-1472" || name == "elk-5888" || linked) {
+    // The artifact's default is one chip with HBM at 4,000 GB/s (launch.py hbm_bw); its large configuration
+    // is four chips' cores with 16,000 GB/s, which we read as 4,000 GB/s behind each chip.
+    c.hbm_gbps = name == "ipu-pod4" ? 0 : 4000;
+    c.hbm_capacity_bytes = name == "ipu-pod4" ? 0 : kHbmBytesPer4000Gbps;
+    if (name != "elk-1472") {
+      c.chip.chips = 4;
+      c.chip.cores = 4 * kIpuCoresPerChip;
+    }
+    if (linked) {
+      c.chip.link_gbps = kIpuLinkGbps;
+      c.chip.topology = "ring";
+    }
     return c;
   }
   return std::nullopt;
 }
 
 std::vector<std::string> serving_chip_preset_names() {
-  return {"ipu-mk2", "elk-1472", "elk-5888"};
+  return {"ipu-mk2", "elk-1472", "elk-5888", "elk-5888-linked", "ipu-pod4"};
 }
 
 const char* to_string(HbmOperand kind) {
@@ -50,6 +58,10 @@ ServingChoice serving_choice(const ServingOperator& op, const OperatorOption& op
     c.hbm_bytes = op.hbm_bytes;
   }
   c.hbm_bytes += op.hbm_write_bytes;
+  if (op.collective_cycles > 0) {
+    c.option.cost.collective = op.collective_cycles;
+    c.option.cost.total += op.collective_cycles;
+  }
   return c;
 }
 

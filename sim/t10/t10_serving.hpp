@@ -19,22 +19,27 @@ namespace mlsys::t10 {
 // DNNProgram.py): its "GB/s" of HBM is 1000 x 1024^2 B/s (it converts bytes to ms as bytes / 1024 / 1024 /
 // GBps), its per-core NoC share GBPS_PER_CORE is in GiB/s, and a cycle is 1 / 1.325 GHz.
 struct ServingChip {
-  Chip chip;                         // cores, SRAM per core, the calibrated model's chip
-  double clock_hz = 1.325e9;         // the calibrated model's cycle (IPU Mk2)
-  double hbm_gbps = 0;               // 0: no HBM (nothing can be loaded)
-  double hbm_capacity_bytes = 0;     // 0: unlimited
+  Chip chip;                         // cores, SRAM per core, clock, chips and links: the calibrated model's
+  double hbm_gbps = 0;               // per chip; 0: no HBM (nothing can be loaded)
+  double hbm_capacity_bytes = 0;     // per chip; 0: unlimited
   double host_link_gbps = 0;         // to the host, for swapped KV caches (same units as HBM); 0: none
   double noc_gib_per_core = 5.5;     // how fast HBM loads reach one core over the NoC (GBPS_PER_CORE)
-  int64_t chips = 1;  // chips the cores span (1,472 each); chip.inter_chip_overhead prices crossing them
-  double hbm_bytes_per_cycle() const { return hbm_gbps * 1000.0 * 1024 * 1024 / clock_hz; }
+  // A program spread over every chip's cores loads each chip's share from that chip's HBM: together the
+  // chips' bandwidths and capacities.
+  double total_hbm_gbps() const { return hbm_gbps * static_cast<double>(chip.chips); }
+  double total_hbm_capacity_bytes() const { return hbm_capacity_bytes * static_cast<double>(chip.chips); }
+  double hbm_bytes_per_cycle() const { return total_hbm_gbps() * 1000.0 * 1024 * 1024 / chip.clock_hz; }
   double host_link_bytes_per_ms() const { return host_link_gbps * 1000.0 * 1024 * 1024 / 1e3; }  // 0: none
-  double noc_bytes_per_cycle_per_core() const { return noc_gib_per_core * 1024.0 * 1024 * 1024 / clock_hz; }
-  double cycles_to_ms(double cycles) const { return cycles / clock_hz * 1e3; }
+  double noc_bytes_per_cycle_per_core() const {
+    return noc_gib_per_core * 1024.0 * 1024 * 1024 / chip.clock_hz;
+  }
+  double cycles_to_ms(double cycles) const { return cycles / chip.clock_hz * 1e3; }
 };
 
 // Presets: "ipu-mk2" (no HBM), "elk-1472" (1,472 cores, 4,000 GB/s, 80 GB), "elk-5888" (5,888 cores over
-// four chips, 16,000 GB/s, 320 GB); docs/t10-traffic.md#capacity cites the capacities. nullopt for an
-// unknown name.
+// four chips as one flat pool, 4 x 4,000 GB/s, 4 x 80 GB), and linked chips: "ipu-pod4" (four Mk2 chips
+// with IPU-Links, no HBM) and "elk-5888-linked" (elk-5888's chips joined by IPU-Links).
+// docs/t10-traffic.md#capacity and docs/t10-chips.md cite the numbers. nullopt for an unknown name.
 std::optional<ServingChip> serving_chip_preset(const std::string& name);
 std::vector<std::string> serving_chip_preset_names();
 
@@ -42,6 +47,12 @@ std::vector<std::string> serving_chip_preset_names();
 // MatMul (the model files put the weight or the cached keys and values second).
 enum class HbmOperand { None, Weight, KvCache };
 const char* to_string(HbmOperand kind);
+
+// How tensor parallelism splits an operator over chips (docs/t10-chips.md#tensor): not at all (every chip
+// computes it whole), its weight's columns, its weight's rows (a partial sum to all-reduce), its heads (a
+// product with the KV cache), or its rows or columns as its split input is.
+enum class TensorShard { Replicated, Column, Row, Heads, Split };
+const char* to_string(TensorShard shard);
 
 struct ServingOperator {
   TensorOperator op;
@@ -51,6 +62,10 @@ struct ServingOperator {
   // this operator's load (docs/t10-traffic.md#writes).
   int64_t hbm_write_bytes = 0;
   int layer = 0;
+  // Cycles after the operator before the next may start: tensor parallelism's all-reduce of this
+  // operator's partial output over the links (t10_links.hpp), charged to each of its options.
+  double collective_cycles = 0;
+  TensorShard shard = TensorShard::Replicated;  // read from the model file's data flow
 };
 
 struct ServingProgram {

@@ -6,11 +6,13 @@
 #include "sim/t10/t10_serving_io.hpp"
 
 #include <algorithm>
+#include <map>
 #include <regex>
 #include <set>
 #include <stdexcept>
 #include <tuple>
 
+#include "sim/number_format.hpp"
 #include "sim/t10/t10_program.hpp"
 #include "sim/violation.hpp"
 
@@ -211,9 +213,56 @@ struct ServingModel::Node {
   bool per_request = false;           // a product with the KV cache, or an operator over scores
   bool kv_product = false;
   int layer = 0;
+  TensorShard shard = TensorShard::Replicated;
 };
 
 namespace {
+
+// The file's data flow: each node's inputs by id, and the operators among the nodes.
+struct DataFlow {
+  std::map<int64_t, std::vector<int64_t>> inputs;
+  std::map<int64_t, ServingModel::Node*> operators;
+};
+
+// Megatron's split of a transformer over chips (docs/t10-chips.md#tensor), read from the data flow: a product
+// with a weight whose input is whole splits its weight's columns (its output is split), one whose input is
+// split splits the weight's rows (its output is a partial sum, all-reduced: whole again); a product with the
+// KV cache splits its heads; a vector operator is split when an input is. Views pass their input's state
+// through. Walked without recursion; a cycle (a hostile file) reads as whole.
+void assign_shards(DataFlow& flow) {
+  std::map<int64_t, int> state;  // 1 visiting, 2 whole, 3 split
+  for (const auto& [root, unused] : flow.inputs) {
+    if (state[root] != 0) continue;
+    state[root] = 1;
+    std::vector<std::pair<int64_t, size_t>> stack{{root, 0}};
+    while (!stack.empty()) {
+      const int64_t id = stack.back().first;
+      const std::vector<int64_t>& ins = flow.inputs[id];
+      if (stack.back().second < ins.size()) {
+        const int64_t child = ins[stack.back().second++];
+        if (state[child] == 0) {
+          state[child] = 1;
+          stack.emplace_back(child, 0);
+        }
+        continue;
+      }
+      auto split = [&](int64_t in) { return state[in] == 3; };
+      bool out = std::any_of(ins.begin(), ins.end(), split);
+      if (auto op = flow.operators.find(id); op != flow.operators.end()) {
+        ServingModel::Node& n = *op->second;
+        if (n.type == "Dot" || n.type == "BatchMatMul") {
+          const bool a_split = !ins.empty() && split(ins[0]);
+          n.shard = n.kv_product ? TensorShard::Heads : a_split ? TensorShard::Row : TensorShard::Column;
+          out = n.shard != TensorShard::Row;
+        } else {
+          n.shard = out ? TensorShard::Split : TensorShard::Replicated;
+        }
+      }
+      state[id] = out ? 3 : 2;
+      stack.pop_back();
+    }
+  }
+}
 
 // Whether a raw shape names the sequence twice (queries against keys: attention scores).
 bool names_sequence_twice(const std::vector<int64_t>& raw) {
@@ -244,6 +293,7 @@ ServingOperator instantiate_node(const ServingModel::Node& n, const Dims& at, in
     fail("a dimension outside 1 to 2^24");
   op.op.name = n.name;
   op.layer = n.layer;
+  op.shard = n.shard;
   return op;
 }
 
@@ -258,6 +308,7 @@ ServingModel ServingModel::read_elk(const nlohmann::json& doc, const std::string
   ServingModel model;
   model.chip_ = chip;
   std::vector<std::string> fields;  // per node kept, its "[i]"
+  DataFlow flow;
   for (size_t i = 0; i < doc.size(); ++i) {
     const std::string field = "[" + std::to_string(i) + "]";
     auto fail = [&](const std::string& why) { throw InputError(file, field, "", why); };
@@ -265,8 +316,14 @@ ServingModel ServingModel::read_elk(const nlohmann::json& doc, const std::string
     if (!node.is_array() || node.size() < 3 || !node[1].is_string() || !node[2].is_string())
       fail("expected [id, expression, type, inputs]");
     const std::string type = node[2].get<std::string>();
+    const int64_t id = node[0].is_number_integer() ? node[0].get<int64_t>() : -1 - static_cast<int64_t>(i);
+    std::vector<int64_t>& ins = flow.inputs[id];
+    if (node.size() > 3 && node[3].is_array())
+      for (const nlohmann::json& in : node[3])
+        if (in.is_array() && !in.empty() && in[0].is_number_integer()) ins.push_back(in[0].get<int64_t>());
     if (kNoOperator.count(type)) continue;
     auto n = std::make_shared<Node>();
+    flow.operators[id] = n.get();
     n->type = type;
     n->e = parse_expression(node[1].get<std::string>(), fail);
     if (type == "Dot" || type == "BatchMatMul") {
@@ -290,6 +347,7 @@ ServingModel ServingModel::read_elk(const nlohmann::json& doc, const std::string
     fields.push_back(field);
   }
   if (model.nodes_.empty()) throw InputError(file, "", "", "no operator of a decode step in the file");
+  assign_shards(flow);
   // Layers from one reference instantiation (one request, one position, one key): one operator per node.
   ServingProgram reference;
   reference.program.dtype_bytes = 2;
@@ -414,6 +472,31 @@ ServingProgram read_imported_model(const nlohmann::json& doc, const std::string&
   p.program.ops.clear();
   assign_layers(p, at.layers, file);
   return p;
+}
+
+ServingChip parse_serving_chip(const nlohmann::json& j, const std::string& file) {
+  auto fail = [&](const std::string& field, const std::string& why) {
+    throw InputError(file, field, "", why);
+  };
+  if (!j.is_object()) fail("", "a chip file is a JSON object");
+  ServingChip c = *serving_chip_preset("elk-1472");
+  if (j.contains("preset")) {
+    if (!j["preset"].is_string() || !serving_chip_preset(j["preset"].get<std::string>()))
+      fail("preset", "not a preset name");
+    c = *serving_chip_preset(j["preset"].get<std::string>());
+  }
+  c.chip = parse_chip(j, "", "", file, c.chip);
+  for (auto [key, out, low, high] : {std::tuple{"hbm_gbps", &c.hbm_gbps, 0.0, 1e7},
+                                     {"hbm_capacity_bytes", &c.hbm_capacity_bytes, 0.0, 1e15},
+                                     {"noc_gib_per_core", &c.noc_gib_per_core, 1e-3, 1e4},
+                                     {"host_link_gbps", &c.host_link_gbps, 0.0, 1e7}}) {
+    if (!j.contains(key)) continue;
+    if (!j[key].is_number() || !(j[key].get<double>() >= low) || !(j[key].get<double>() <= high))
+      fail(key, "expected a number in [" + format_number(low) + ", " + format_number(high) + "]");
+    *out = j[key].get<double>();
+  }
+  if (!j.contains("name")) c.chip.name = file;
+  return c;
 }
 
 ServingProgram read_serving_model(const nlohmann::json& doc, const std::string& file, const ServingShape& at,

@@ -12,6 +12,11 @@
 
 namespace mlsys::t10 {
 
+// A serving chip file (docs/t10-serving.md#the-chip): a JSON object with T1's chip fields (parse_chip: the
+// cores, chips and links too) and the HBM's, over "preset": NAME (default elk-1472). The same reader takes a
+// preset's name. Throws InputError naming the file and the field.
+ServingChip parse_serving_chip(const nlohmann::json& doc, const std::string& file);
+
 struct ServingShape {
   int64_t batch = 0;     // 0: not given (an imported file's shapes are its own)
   int64_t sequence = 0;  // the KV cache's length L

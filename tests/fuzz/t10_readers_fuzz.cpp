@@ -1,4 +1,4 @@
-// T10 readers on arbitrary bytes: a problem, a serving model (an Elk node list or an imported decode step),
+// T10 readers on arbitrary bytes: a problem, a serving chip file (chips and links too), a serving model (an Elk node list or an imported decode step),
 // or a plan evaluated against the seed problem under both profiles. Readers answer with InputError (the
 // project's input-error type), never another exception or a crash.
 #include <nlohmann/json.hpp>
@@ -13,6 +13,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (doc.is_discarded()) return 0;
   try {
     (void)mlsys::t10::parse_problem(doc);
+  } catch (const mlsys::InputError&) {
+  }
+  try {
+    (void)mlsys::t10::parse_serving_chip(doc, "chip.json");
   } catch (const mlsys::InputError&) {
   }
   static const mlsys::t10::ServingChip chip = *mlsys::t10::serving_chip_preset("elk-1472");

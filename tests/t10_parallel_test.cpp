@@ -1,0 +1,169 @@
+// Serving over chips joined by links (sim/t10/t10_parallel, solver/t10_parallel, docs/t10-chips.md#parallel).
+// - A two-stage pipeline's timeline, derived by hand for one, two and four micro-batches.
+// - Megatron's roles read from a model file's data flow (tests/data/elk-mlp.json: a column-split product,
+//   its activation, a row-split product and the residual add), and one chip's share of it.
+// - Tensor parallelism on two linked chips: the step is one chip's timeline with the all-reduce after the
+//   row-split product, and the SystemC replay of that chip's program equals it.
+#include "sim/t10/t10_parallel.hpp"
+
+#include <gtest/gtest.h>
+
+#include <systemc>
+
+#include "sim/json_io.hpp"
+#include "sim/t10/t10_links.hpp"
+#include "sim/t10/t10_program_sim.hpp"
+#include "sim/t10/t10_serving_io.hpp"
+#include "sim/t10/t10_serving_sim.hpp"
+#include "solver/t10_parallel.hpp"
+#include "support.hpp"
+
+namespace mlsys::test {
+namespace {
+
+using namespace mlsys::t10;
+
+TEST(T10Pipeline, TwoStagesFillDrainAndSteadyStateByHand) {
+  // Stages of 100 and 60 cycles and a 10-cycle transfer: a slot is 110.
+  PipelineTiming one = pipeline_timing({100, 60}, 10, 1);
+  EXPECT_DOUBLE_EQ(one.slot, 110);
+  EXPECT_DOUBLE_EQ(one.fill, 220);  // (1 + 2 - 1) slots
+  EXPECT_DOUBLE_EQ(one.step, 220);  // a token each max(1, 2) slots
+  EXPECT_DOUBLE_EQ(one.bubble, 0.5);
+  PipelineTiming two = pipeline_timing({100, 60}, 10, 2);
+  EXPECT_DOUBLE_EQ(two.fill, 330);
+  EXPECT_DOUBLE_EQ(two.step, 220);
+  EXPECT_DOUBLE_EQ(two.bubble, 1.0 / 3);
+  PipelineTiming four = pipeline_timing({100, 60}, 10, 4);
+  EXPECT_DOUBLE_EQ(four.fill, 550);
+  EXPECT_DOUBLE_EQ(four.step, 440);
+  EXPECT_DOUBLE_EQ(four.bubble, 0.2);
+}
+
+ServingChip two_linked_chips() {
+  ServingChip c = *serving_chip_preset("elk-5888-linked");
+  c.chip.chips = 2;
+  c.chip.cores = 2 * kIpuCoresPerChip;
+  c.chip.link_latency_ns = 500;
+  return c;
+}
+
+TEST(T10TensorParallel, RolesComeFromTheDataFlowAndEachChipLoadsHalf) {
+  const ServingChip system = two_linked_chips();
+  const ServingProgram p =
+      read_elk_model(read_json_file(source_path("tests/data/elk-mlp.json")), "mlp.json", {4, 16, 0}, system);
+  ASSERT_EQ(p.ops.size(), 4u);
+  EXPECT_EQ(p.ops[0].shard, TensorShard::Column);
+  EXPECT_EQ(p.ops[1].shard, TensorShard::Split);
+  EXPECT_EQ(p.ops[2].shard, TensorShard::Row);
+  EXPECT_EQ(p.ops[3].shard, TensorShard::Replicated);
+  const ServingChip one = single_chip(system);
+  EXPECT_EQ(one.chip.cores, kIpuCoresPerChip);
+  EXPECT_FALSE(one.chip.linked());
+  const ServingProgram share = tensor_parallel_share(p, 2, system, one.chip);
+  EXPECT_EQ(share.ops[0].op.n, 128);  // 256 columns over two chips
+  EXPECT_EQ(share.ops[0].hbm_bytes, 64 * 128 * 2);
+  EXPECT_EQ(share.ops[1].op.m * share.ops[1].op.n, 4 * 128);
+  EXPECT_EQ(share.ops[2].op.k, 128);  // 256 rows over two chips
+  EXPECT_EQ(share.ops[2].hbm_bytes, 128 * 64 * 2);
+  EXPECT_EQ(share.ops[3].op.m, 4);  // the residual add stays whole
+  EXPECT_EQ(share.ops[3].op.n, 64);
+  // The all-reduce of the 4 x 64 FP16 partial sums: 512 B, half each way per step, two steps.
+  const double link = link_bytes_per_cycle(system.chip), latency = link_latency_cycles(system.chip);
+  EXPECT_DOUBLE_EQ(share.ops[2].collective_cycles, 2 * (256 / link + latency));
+  EXPECT_EQ(share.ops[0].collective_cycles, 0);
+}
+
+class T10ParallelServe : public ::testing::Test {
+ protected:
+  void TearDown() override { sc_core::sc_get_curr_simcontext()->reset(); }
+};
+
+TEST_F(T10ParallelServe, TensorParallelStepIsOneChipsTimelineWithItsAllReduceAndTheReplayAgrees) {
+  const ServingChip system = two_linked_chips();
+  const nlohmann::json doc = read_json_file(source_path("tests/data/elk-mlp.json"));
+  auto at = [&](int64_t batch) { return read_elk_model(doc, "mlp.json", {batch, 16, 0}, system); };
+  ServeOptions options;
+  options.seconds = 5;
+  const ParallelChoice c = serve_in_parallel(at, 4, system, Parallelism::Auto, options);
+  ASSERT_EQ(c.options.size(), 3u);
+  const ParallelOption& flat = c.options[0];
+  const ParallelOption& tensor = c.options[1];
+  const ParallelOption& pipeline = c.options[2];
+  EXPECT_TRUE(flat.feasible) << flat.why_not;
+  ASSERT_TRUE(tensor.feasible) << tensor.why_not;
+  EXPECT_FALSE(pipeline.feasible);  // one layer
+  EXPECT_NE(pipeline.why_not.find("one layer"), std::string::npos);
+  EXPECT_EQ(tensor.chips_used, 2);
+  EXPECT_DOUBLE_EQ(tensor.step_cycles, tensor.result.timeline.makespan);
+  EXPECT_DOUBLE_EQ(tensor.link_cycles, tensor.program.ops[2].collective_cycles);
+  // The row-split product runs for its option's time plus the all-reduce.
+  const ServingChoice& row = tensor.result.choices[2];
+  EXPECT_DOUBLE_EQ(row.option.cost.collective, tensor.link_cycles);
+  EXPECT_GE(tensor.result.timeline.ops[2].end - tensor.result.timeline.ops[2].start, tensor.link_cycles);
+  const ServingReplay replay =
+      replay_serving(tensor.program, tensor.chip, tensor.result.choices, tensor.result.lookahead);
+  EXPECT_TRUE(replay.agrees) << replay.disagreement;
+  EXPECT_NEAR(replay.makespan, tensor.step_cycles, 1e-9 * tensor.step_cycles);
+  // The choice is the fastest feasible way.
+  ASSERT_GE(c.chosen, 0);
+  for (const ParallelOption& o : c.options)
+    if (o.feasible) EXPECT_LE(c.options[c.chosen].step_cycles, o.step_cycles);
+}
+
+// Four MatMuls in a chain, 256 x 512 x 512 each: weights of 512 KB apiece.
+TensorProgram four_products() {
+  TensorProgram p;
+  p.name = "four";
+  for (int i = 0; i < 4; ++i) {
+    TensorOperator op;
+    op.name = "fc" + std::to_string(i);
+    op.m = 256, op.k = 512, op.n = 512;
+    p.ops.push_back(op);
+  }
+  return p;
+}
+
+TEST_F(T10ParallelServe, CompileSpreadsANetworkThatExceedsOneChipOverSeveral) {
+  Chip system = (*serving_chip_preset("ipu-pod4")).chip;
+  system.cores_per_chip = 64;
+  system.cores = 4 * 64;
+  TensorProgram program = four_products();
+  program.chip = system;
+  program.chip.chips = 1, program.chip.cores = 64;
+  const CompileResult alone = compile_program(program, {});
+  ASSERT_GT(alone.least_sram_bytes, 0);
+  // A chip's SRAM at 60 % of what one chip needs: no single chip holds the network.
+  system.sram_bytes_per_core = alone.least_sram_bytes * 6 / 10;
+  program.chip.sram_bytes_per_core = system.sram_bytes_per_core;
+  ASSERT_FALSE(compile_program(program, {}).compiled);
+  const std::vector<ChipPlacement> ways = compile_over_chips(program, system, Parallelism::Auto, {});
+  ASSERT_EQ(ways.size(), 2u);
+  const ChipPlacement& flat = ways[0];
+  const ChipPlacement& pipeline = ways[1];
+  ASSERT_TRUE(flat.compiled) << flat.why_not;
+  EXPECT_GE(flat.chips_used, 2);
+  EXPECT_LE(flat.results[0].compiled->peak_sram_bytes(), system.sram_bytes_per_core);
+  // The engine charges the links' share of each phase, and its makespan is the compiled total.
+  const ProgramRun run = simulate_program(flat.stages[0], *flat.results[0].compiled, {});
+  EXPECT_EQ(run.first_failure(), "");
+  EXPECT_NEAR(run.makespan, flat.total_cycles, 1e-9 * flat.total_cycles);
+  ASSERT_TRUE(pipeline.compiled) << pipeline.why_not;
+  EXPECT_GE(pipeline.chips_used, 2);
+  double sum = 0;
+  for (size_t s = 0; s < pipeline.stages.size(); ++s) {
+    EXPECT_LE(pipeline.results[s].compiled->peak_sram_bytes(), system.sram_bytes_per_core);
+    EXPECT_EQ(pipeline.stages[s].chip.cores, 64);
+    sum += pipeline.results[s].compiled->total_cycles;
+  }
+  // Each stage hands its last product's 256 x 512 FP16 output to the next chip.
+  ASSERT_EQ(pipeline.transfer_cycles.size(), pipeline.stages.size() - 1);
+  for (double t : pipeline.transfer_cycles) {
+    EXPECT_DOUBLE_EQ(t, transfer_cycles(system, 256.0 * 512 * 2));
+    sum += t;
+  }
+  EXPECT_DOUBLE_EQ(pipeline.total_cycles, sum);
+}
+
+}  // namespace
+}  // namespace mlsys::test
