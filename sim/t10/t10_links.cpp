@@ -101,11 +101,11 @@ double crossing_cycles(const Chip& chip, const std::vector<LinkPattern>& pattern
   for (const LinkPattern& p : patterns) {
     if (!p.load || p.bytes_per_send <= 0) continue;
     hops = std::max(hops, p.load->hops);
-    for (const auto& [link, sends] : p.load->sends) {
-      auto it =
-          std::find_if(per_link.begin(), per_link.end(), [&](const auto& e) { return e.first == link; });
+    for (const auto& entry : p.load->sends) {  // not a structured binding: the lambda captures it
+      const int64_t link = entry.first;
+      auto it = std::find_if(per_link.begin(), per_link.end(), [&](const auto& e) { return e.first == link; });
       if (it == per_link.end()) it = per_link.insert(per_link.end(), {link, 0.0});
-      it->second += sends * p.bytes_per_send;
+      it->second += entry.second * p.bytes_per_send;
     }
   }
   if (bytes) {
