@@ -112,11 +112,9 @@ CLI::App* add_compile_command(CLI::App& app, CompileArgs& a) {
   c->add_option("--sram", a.sram_bytes, "SRAM bytes per core (default: the chip's, 638,976)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   c->add_flag("--json", a.json_out, "print the compiled program as JSON on stdout");
-  std::string presets;
-  for (const std::string& p : serving_chip_preset_names()) presets += (presets.empty() ? "" : ", ") + p;
-  c->add_option(
-      "--chip", a.chip,
-      "the chip or chips (a preset: " + presets + "; or a chip file); default the model file's chip");
+  c->add_option("--chip", a.chip,
+                "the chip or chips (a preset: " + serving_chip_presets_text() +
+                    "; or a chip file); default the model file's chip");
   c->add_option("--parallel", a.parallel,
                 "over several chips: flat (one partition over the fewest chips it fits on, the default), "
                 "pipeline (consecutive operators per chip) or auto (the faster)")

@@ -33,9 +33,8 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
       ->check(CLI::Range(1, 1 << 24));
   serve->add_option("--layers", a.layers, "only the first N layers (default all)")
       ->check(CLI::Range(1, 100000));
-  std::string presets;
-  for (const std::string& p : serving_chip_preset_names()) presets += (presets.empty() ? "" : ", ") + p;
-  serve->add_option("--chip", a.chip, "a preset (" + presets + "; default elk-1472) or a chip JSON file");
+  serve->add_option("--chip", a.chip,
+                    "a preset (" + serving_chip_presets_text() + "; default elk-1472) or a chip JSON file");
   serve->add_option("--cores", a.cores, "override the chip's core count")->check(CLI::Range(1, 1 << 20));
   serve
       ->add_option("--hbm-gbps", a.hbm_gbps,
@@ -67,6 +66,12 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
                     "write an HTML report (timeline, HBM and NoC use, SRAM over time)");
   add_traffic_options(serve, a.traffic);
   return serve;
+}
+
+std::string serving_chip_presets_text() {
+  std::string text;
+  for (const std::string& p : serving_chip_preset_names()) text += (text.empty() ? "" : ", ") + p;
+  return text;
 }
 
 ServingChip read_serving_chip(const std::string& spec) {
@@ -201,10 +206,7 @@ bool run_step(const ServeArgs& a, const ServingChip& system, const ServeOptions&
   ParallelOption& o = step.choice.options[step.choice.chosen];
   step.program = o.program, step.chip = o.chip, step.result = o.result;
   step.cycles = o.step_cycles;
-  // A pipeline's step is max(micro-batches, stages) slots of at least the slowest stage's bound.
-  step.bound = o.way == Parallelism::Pipeline ? o.step_cycles / (o.chip_cycles + o.link_cycles) *
-                                                    (step.result.lower_bound + o.link_cycles)
-                                              : step.result.lower_bound;
+  step.bound = o.lower_bound_cycles;
   return true;
 }
 

@@ -42,6 +42,7 @@ int run_serve(const ServeArgs& args);
 // InputError naming the file and the field.
 struct ServingChip;
 ServingChip read_serving_chip(const std::string& spec);
+std::string serving_chip_presets_text();  // the presets' names, comma-separated, for --help
 ServingChip serving_chip_for(const ServeArgs& args);
 
 // The traffic form of `t10 serve` (apps/t10_traffic.cpp).

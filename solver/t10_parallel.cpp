@@ -66,6 +66,7 @@ ParallelOption flat(const ServingProgram& program, const ServingChip& system, co
   o.feasible = schedule(o, options, cache, system.total_hbm_capacity_bytes());
   o.hbm_bytes_per_chip /= static_cast<double>(system.chip.chips);
   o.step_cycles = o.chip_cycles;
+  o.lower_bound_cycles = o.result.lower_bound;
   return o;
 }
 
@@ -83,6 +84,7 @@ ParallelOption tensor(const ServingProgram& program, const ServingChip& system, 
   o.feasible = schedule(o, options, &own, system.hbm_capacity_bytes);
   for (const ServingOperator& op : o.program.ops) o.link_cycles += op.collective_cycles;
   o.step_cycles = o.chip_cycles;
+  o.lower_bound_cycles = o.result.lower_bound;
   return o;
 }
 
@@ -128,6 +130,8 @@ ParallelOption pipeline(const std::function<ServingProgram(int64_t)>& at_batch, 
     }
   }
   const PipelineTiming t = pipeline_timing(stage_cycles, transfer, o.micro_batches);
+  // The step is max(micro-batches, stages) slots, each at least the slowest stage's bound and its transfer.
+  o.lower_bound_cycles = t.step / t.slot * (o.result.lower_bound + transfer);
   o.link_cycles = transfer;
   o.bubble = t.bubble;
   o.step_cycles = t.step;
@@ -180,12 +184,6 @@ TensorProgram program_part(const TensorProgram& program, size_t first, size_t en
                   program.ops.begin() + static_cast<std::ptrdiff_t>(end));
   part.name = program.name + " [" + std::to_string(first) + ", " + std::to_string(end) + ")";
   return part;
-}
-
-double output_bytes(const TensorProgram& program, const TensorOperator& op) {
-  const double rows = op.type == OperatorType::RowWise && op.reduces ? 1 : static_cast<double>(op.n);
-  return static_cast<double>(op.batch) * static_cast<double>(op.m) * rows *
-         static_cast<double>(program.dtype_bytes);
 }
 
 ChipPlacement flat_placement(const TensorProgram& program, const Chip& system,
@@ -242,7 +240,7 @@ ChipPlacement pipeline_placement(const TensorProgram& program, const Chip& syste
         for (size_t consumer = start[s + 1]; consumer < ops && !read_later; ++consumer)
           for (const DataEdge& e : flow[consumer])
             read_later = read_later || e.producer == static_cast<int>(producer);
-        if (read_later) bytes += output_bytes(program, program.ops[producer]);
+        if (read_later) bytes += output_bytes(program.ops[producer], program.dtype_bytes);
       }
       p.transfer_cycles.push_back(transfer_cycles(system, bytes));
       p.total_cycles += p.transfer_cycles.back();

@@ -27,6 +27,7 @@ struct ParallelOption {
   int64_t chips_used = 1;
   int64_t micro_batches = 1;  // pipeline
   double step_cycles = 0;     // every request one token, in steady state
+  double lower_bound_cycles = 0;  // no schedule of this way's option sets has a shorter step
   double chip_cycles = 0;     // flat and tensor: one chip's timeline; pipeline: the slowest stage's
   double link_cycles = 0;     // tensor: the all-reduces of one step; pipeline: one stage's transfer
   double bubble = 0;          // pipeline: PipelineTiming::bubble

@@ -96,6 +96,8 @@ TEST_F(T10ParallelServe, TensorParallelStepIsOneChipsTimelineWithItsAllReduceAnd
   EXPECT_NE(pipeline.why_not.find("one layer"), std::string::npos);
   EXPECT_EQ(tensor.chips_used, 2);
   EXPECT_DOUBLE_EQ(tensor.step_cycles, tensor.result.timeline.makespan);
+  EXPECT_DOUBLE_EQ(tensor.lower_bound_cycles, tensor.result.lower_bound);
+  EXPECT_LE(tensor.lower_bound_cycles, tensor.step_cycles);
   EXPECT_DOUBLE_EQ(tensor.link_cycles, tensor.program.ops[2].collective_cycles);
   // The row-split product runs for its option's time plus the all-reduce.
   const ServingChoice& row = tensor.result.choices[2];

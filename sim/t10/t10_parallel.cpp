@@ -73,9 +73,8 @@ ServingProgram tensor_parallel_share(const ServingProgram& program, int64_t ways
     o.hbm_bytes = divided(o.hbm_bytes, ways);
     o.hbm_write_bytes = divided(o.hbm_write_bytes, ways);
     if (o.shard == TensorShard::Row)
-      o.collective_cycles = all_reduce_cycles(
-          system.chip, ways,
-          static_cast<double>(op.batch * op.m * op.n) * static_cast<double>(program.program.dtype_bytes));
+      o.collective_cycles =
+          all_reduce_cycles(system.chip, ways, output_bytes(op, program.program.dtype_bytes));
   }
   p.program.ops.clear();
   for (const ServingOperator& o : p.ops) p.program.ops.push_back(o.op);
@@ -97,10 +96,13 @@ ServingProgram pipeline_stage(const ServingProgram& program, int first_layer, in
   return p;
 }
 
+double output_bytes(const TensorOperator& op, int64_t dtype_bytes) {
+  const int64_t columns = op.type == OperatorType::RowWise && op.reduces ? 1 : op.n;
+  return static_cast<double>(op.batch * op.m * columns) * static_cast<double>(dtype_bytes);
+}
+
 double stage_output_bytes(const ServingProgram& stage) {
-  if (stage.ops.empty()) return 0;
-  const TensorOperator& last = stage.ops.back().op;
-  return static_cast<double>(last.batch * last.m * last.n) * static_cast<double>(stage.program.dtype_bytes);
+  return stage.ops.empty() ? 0 : output_bytes(stage.ops.back().op, stage.program.dtype_bytes);
 }
 
 PipelineTiming pipeline_timing(const std::vector<double>& stage_cycles, double transfer_cycles,

@@ -26,6 +26,9 @@ bool has_tensor_shards(const ServingProgram& program);
 // Pipeline parallelism: the operators of layers [first, end), on `chip`.
 ServingProgram pipeline_stage(const ServingProgram& program, int first_layer, int end_layer,
                               const Chip& chip);
+// The bytes of an operator's output (one value per row for a reducing row-wise operator): what a stage hands
+// to the next, and what an all-reduce of a partial output moves.
+double output_bytes(const TensorOperator& op, int64_t dtype_bytes);
 // The bytes a stage hands to the next: its last operator's output.
 double stage_output_bytes(const ServingProgram& stage);
 
