@@ -29,10 +29,18 @@ const char* to_string(Parallelism p) {
 
 namespace {
 
+// The KV cache one step of `program` reads and writes.
+double kv_bytes(const ServingProgram& program) {
+  double bytes = 0;
+  for (const ServingOperator& op : program.ops)
+    bytes += static_cast<double>(op.hbm_write_bytes) + (op.hbm == HbmOperand::KvCache ? op.hbm_bytes : 0);
+  return bytes;
+}
+
 // Schedules `program` on `chip`; infeasible when an operator fits no core, SRAM overflows, or one chip's HBM
-// cannot hold what it loads.
-bool schedule(ParallelOption& o, const ServeOptions& options, ServingOptionCache* cache,
-              double hbm_capacity) {
+// cannot hold what it loads and `resident_besides` (other micro-batches' KV cache, which stays in HBM).
+bool schedule(ParallelOption& o, const ServeOptions& options, ServingOptionCache* cache, double hbm_capacity,
+              double resident_besides = 0) {
   try {
     o.result = serve(o.program, o.chip, options, cache);
   } catch (const std::invalid_argument& e) {
@@ -45,7 +53,7 @@ bool schedule(ParallelOption& o, const ServeOptions& options, ServingOptionCache
     return false;
   }
   o.chip_cycles = t.makespan;
-  o.hbm_bytes_per_chip = t.hbm_bytes;
+  o.hbm_bytes_per_chip = t.hbm_bytes + resident_besides;
   if (hbm_capacity > 0 && o.hbm_bytes_per_chip > hbm_capacity) {
     o.why_not = "one chip's HBM holds " + std::to_string(static_cast<int64_t>(hbm_capacity)) +
                 " B, it needs " + std::to_string(static_cast<int64_t>(o.hbm_bytes_per_chip)) + " B";
@@ -116,17 +124,19 @@ ParallelOption pipeline(const std::function<ServingProgram(int64_t)>& at_batch, 
     const int first = static_cast<int>(s * whole.layers / stages),
               end = static_cast<int>((s + 1) * whole.layers / stages);
     stage.program = pipeline_stage(micro, first, end, o.chip.chip);
-    if (!schedule(stage, options, &own, system.hbm_capacity_bytes)) {
+    // A stage holds every micro-batch's KV cache while it steps through one of them.
+    const double other_kv = static_cast<double>(o.micro_batches - 1) * kv_bytes(stage.program);
+    if (!schedule(stage, options, &own, system.hbm_capacity_bytes, other_kv)) {
       o.why_not = "stage " + std::to_string(s) + ": " + stage.why_not;
       return o;
     }
     transfer = std::max(transfer, transfer_cycles(system.chip, stage_output_bytes(stage.program)));
     stage_cycles.push_back(stage.chip_cycles);
+    o.hbm_bytes_per_chip = std::max(o.hbm_bytes_per_chip, stage.hbm_bytes_per_chip);
     if (stage.chip_cycles >= o.chip_cycles) {
       o.program = stage.program;
       o.result = stage.result;
       o.chip_cycles = stage.chip_cycles;
-      o.hbm_bytes_per_chip = stage.hbm_bytes_per_chip;
     }
   }
   const PipelineTiming t = pipeline_timing(stage_cycles, transfer, o.micro_batches);

@@ -31,7 +31,7 @@ struct ParallelOption {
   double chip_cycles = 0;     // flat and tensor: one chip's timeline; pipeline: the slowest stage's
   double link_cycles = 0;     // tensor: the all-reduces of one step; pipeline: one stage's transfer
   double bubble = 0;          // pipeline: PipelineTiming::bubble
-  double hbm_bytes_per_chip = 0;
+  double hbm_bytes_per_chip = 0;  // the busiest chip's HBM: what it holds (weights, every micro-batch's KV)
   ServingProgram program;  // what one chip runs (the slowest stage of a pipeline)
   ServingChip chip;        // the chip it runs on
   ServingResult result;    // its schedule

@@ -74,6 +74,22 @@ TEST(T10TensorParallel, RolesComeFromTheDataFlowAndEachChipLoadsHalf) {
   EXPECT_EQ(share.ops[0].collective_cycles, 0);
 }
 
+TEST(T10TensorParallel, ReusedIdsNameTheNearestNodeBeforeThem) {
+  // The Elk artifact's llama2-70 reuses ids: a second MLP block whose nodes repeat the first's ids, its first
+  // product reading the first block's residual add (id 6). Keyed by id, the two blocks' inputs merge and the
+  // second block's down projection loses its row split.
+  nlohmann::json doc = read_json_file(source_path("tests/data/elk-mlp.json"));
+  nlohmann::json second = nlohmann::json::array();
+  for (size_t i = 2; i < doc.size(); ++i) second.push_back(doc[i]);
+  second[0][3][0][0] = 6;
+  for (const nlohmann::json& node : second) doc.push_back(node);
+  const ServingProgram p = read_elk_model(doc, "mlp2.json", {4, 16, 0}, two_linked_chips());
+  ASSERT_EQ(p.ops.size(), 8u);
+  const TensorShard block[] = {TensorShard::Column, TensorShard::Split, TensorShard::Row,
+                               TensorShard::Replicated};
+  for (size_t i = 0; i < p.ops.size(); ++i) EXPECT_EQ(p.ops[i].shard, block[i % 4]) << "operator " << i;
+}
+
 class T10ParallelServe : public ::testing::Test {
  protected:
   void TearDown() override { sc_core::sc_get_curr_simcontext()->reset(); }
@@ -111,6 +127,48 @@ TEST_F(T10ParallelServe, TensorParallelStepIsOneChipsTimelineWithItsAllReduceAnd
   ASSERT_GE(c.chosen, 0);
   for (const ParallelOption& o : c.options)
     if (o.feasible) EXPECT_LE(c.options[c.chosen].step_cycles, o.step_cycles);
+}
+
+TEST_F(T10ParallelServe, APipelineStageHoldsEveryMicroBatchsKvCache) {
+  // Two layers of tests/data/elk-tiny.json, the second reusing the first's ids and reading its output.
+  nlohmann::json doc = read_json_file(source_path("tests/data/elk-tiny.json"));
+  nlohmann::json second = nlohmann::json::array();
+  for (size_t i = 1; i < doc.size(); ++i) second.push_back(doc[i]);
+  second[1][3][0][0] = 6;
+  for (const nlohmann::json& node : second) doc.push_back(node);
+  ServingChip system = two_linked_chips();
+  auto at = [&](int64_t batch) { return read_elk_model(doc, "tiny2.json", {batch, 16, 0}, system); };
+  const ServingProgram whole = at(4);
+  ASSERT_EQ(whole.layers, 2);
+  // By hand: a stage is one layer; it holds that layer's weights once and the KV cache of all four requests,
+  // though it steps through two at a time.
+  double need = 0, one_micro_batch = 0;
+  for (int layer = 0; layer < 2; ++layer) {
+    double weights = 0, kv = 0;
+    for (const ServingOperator& op : whole.ops)
+      if (op.layer == layer)
+        (op.hbm == HbmOperand::KvCache ? kv : weights) +=
+            static_cast<double>(op.hbm_bytes + op.hbm_write_bytes);
+    need = std::max(need, weights + kv);
+    one_micro_batch = std::max(one_micro_batch, weights + kv / 2);
+  }
+  ASSERT_LT(one_micro_batch, need);
+  ServeOptions options;
+  options.seconds = 5;
+  const ParallelOption fits = serve_in_parallel(at, 4, system, Parallelism::Pipeline, options).options.back();
+  ASSERT_TRUE(fits.feasible) << fits.why_not;
+  EXPECT_EQ(fits.micro_batches, 2);
+  EXPECT_DOUBLE_EQ(fits.hbm_bytes_per_chip, need);
+  // HBM that holds one micro-batch's cache but not both refuses the pipeline.
+  system.hbm_capacity_bytes = (one_micro_batch + need) / 2;
+  try {
+    serve_in_parallel(at, 4, system, Parallelism::Pipeline, options);
+    ADD_FAILURE() << "a pipeline whose stage's HBM is short was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("it needs " + std::to_string(static_cast<int64_t>(need)) + " B"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 // Four MatMuls in a chain, 256 x 512 x 512 each: weights of 512 KB apiece.

@@ -218,10 +218,32 @@ struct ServingModel::Node {
 
 namespace {
 
-// The file's data flow: each node's inputs by id, and the operators among the nodes.
+// The file's data flow, by position in the file: each node's inputs, and the operators among the nodes. Ids
+// are not unique in every Elk file (llama2-70 reuses 3,273 of them), so a reference names the nearest node
+// before it with that id (the file lists nodes in order), or else the first after it; -1 is a parameter.
 struct DataFlow {
-  std::map<int64_t, std::vector<int64_t>> inputs;
+  std::vector<std::vector<int64_t>> ids;              // per position, the ids its inputs name
+  std::map<int64_t, std::vector<int64_t>> positions;  // per id, where nodes with it are, in order
+  std::vector<std::vector<int64_t>> inputs;           // per position, its inputs' positions
   std::map<int64_t, ServingModel::Node*> operators;
+
+  void resolve() {
+    inputs.assign(ids.size(), {});
+    for (size_t at = 0; at < ids.size(); ++at)
+      for (int64_t id : ids[at]) {
+        auto found = positions.find(id);
+        int64_t from = -1;
+        if (found != positions.end()) {
+          const std::vector<int64_t>& p = found->second;
+          const int64_t here = static_cast<int64_t>(at);
+          if (auto first = std::lower_bound(p.begin(), p.end(), here); first != p.begin())
+            from = *std::prev(first);
+          else if (auto later = std::upper_bound(p.begin(), p.end(), here); later != p.end())
+            from = *later;
+        }
+        inputs[at].push_back(from);
+      }
+  }
 };
 
 // Megatron's split of a transformer over chips (docs/t10-chips.md#tensor), read from the data flow: a product
@@ -230,8 +252,8 @@ struct DataFlow {
 // KV cache splits its heads; a vector operator is split when an input is. Views pass their input's state
 // through. Walked without recursion; a cycle (a hostile file) reads as whole.
 void assign_shards(DataFlow& flow) {
-  std::map<int64_t, int> state;  // 1 visiting, 2 whole, 3 split
-  for (const auto& [root, unused] : flow.inputs) {
+  std::map<int64_t, int> state{{-1, 2}};  // 1 visiting, 2 whole, 3 split
+  for (int64_t root = 0; root < static_cast<int64_t>(flow.inputs.size()); ++root) {
     if (state[root] != 0) continue;
     state[root] = 1;
     std::vector<std::pair<int64_t, size_t>> stack{{root, 0}};
@@ -317,13 +339,14 @@ ServingModel ServingModel::read_elk(const nlohmann::json& doc, const std::string
       fail("expected [id, expression, type, inputs]");
     const std::string type = node[2].get<std::string>();
     const int64_t id = node[0].is_number_integer() ? node[0].get<int64_t>() : -1 - static_cast<int64_t>(i);
-    std::vector<int64_t>& ins = flow.inputs[id];
+    std::vector<int64_t>& ins = flow.ids.emplace_back();
+    flow.positions[id].push_back(static_cast<int64_t>(i));
     if (node.size() > 3 && node[3].is_array())
       for (const nlohmann::json& in : node[3])
         if (in.is_array() && !in.empty() && in[0].is_number_integer()) ins.push_back(in[0].get<int64_t>());
     if (kNoOperator.count(type)) continue;
     auto n = std::make_shared<Node>();
-    flow.operators[id] = n.get();
+    flow.operators[static_cast<int64_t>(i)] = n.get();
     n->type = type;
     n->e = parse_expression(node[1].get<std::string>(), fail);
     if (type == "Dot" || type == "BatchMatMul") {
@@ -347,6 +370,7 @@ ServingModel ServingModel::read_elk(const nlohmann::json& doc, const std::string
     fields.push_back(field);
   }
   if (model.nodes_.empty()) throw InputError(file, "", "", "no operator of a decode step in the file");
+  flow.resolve();
   assign_shards(flow);
   // Layers from one reference instantiation (one request, one position, one key): one operator per node.
   ServingProgram reference;
