@@ -212,6 +212,14 @@ bool run_step(const ServeArgs& a, const ServingChip& system, const ServeOptions&
 
 }  // namespace
 
+void print_model_warnings(const std::string& model_path, const std::vector<std::string>& warnings) {
+  for (size_t i = 0; i < std::min<size_t>(warnings.size(), 3); ++i)
+    std::cerr << "warning: " << model_path << " " << warnings[i] << "\n";
+  if (warnings.size() > 3)
+    std::cerr << "warning: " << model_path << ": " << warnings.size() - 3
+              << " more products like these; each is priced as it says\n";
+}
+
 int run_serve(const ServeArgs& a) {
   const auto start = std::chrono::steady_clock::now();
   if (traffic_requested(a)) return run_serve_traffic(a);
@@ -221,6 +229,7 @@ int run_serve(const ServeArgs& a) {
     return read_serving_model(model_doc, a.model_path, {batch, a.sequence, a.layers}, system);
   };
   ServingProgram whole = at_batch(a.batch);
+  print_model_warnings(a.model_path, whole.warnings);
   ServeOptions options;
   options.policy = *serving_policy_from(a.policy);
   if (!a.schedule_path.empty()) {
@@ -259,6 +268,7 @@ int run_serve(const ServeArgs& a) {
   if (a.json_out) {
     nlohmann::json j{
         {"model", a.model_path},
+        {"model_warnings", program.warnings},
         {"chip",
          {{"name", chip.chip.name},
           {"cores", chip.chip.cores},

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace mlsys::t10 {
 
@@ -44,6 +45,8 @@ struct ServingChip;
 ServingChip read_serving_chip(const std::string& spec);
 std::string serving_chip_presets_text();  // the presets' names, comma-separated, for --help
 ServingChip serving_chip_for(const ServeArgs& args);
+// The model file's warnings on stderr: the first three, then how many more.
+void print_model_warnings(const std::string& model_path, const std::vector<std::string>& warnings);
 
 // The traffic form of `t10 serve` (apps/t10_traffic.cpp).
 void add_traffic_options(CLI::App* serve, TrafficArgs& args);

@@ -170,6 +170,7 @@ int run_serve_traffic(const ServeArgs& a) {
                      "request traffic needs an Elk model file, whose shapes follow each iteration; an imported "
                      "step's shapes were fixed by mlsys-import");
   const ServingModel model = ServingModel::read_elk(doc, a.model_path, a.layers, chip);
+  print_model_warnings(a.model_path, model.warnings());
 
   std::optional<TrafficOptions> fits = traffic_options_for(t, model, chip, requests);
   if (!fits) return 1;

@@ -74,6 +74,7 @@ struct ServingProgram {
   std::vector<ServingOperator> ops;
   int layers = 0;
   int64_t batch = 0, sequence = 0;
+  std::vector<std::string> warnings;  // where the model file contradicts itself (ServingModel::warnings)
 };
 
 // One operator's choice: its option (hot plan, cold layout, time) and, derived, what its load costs.

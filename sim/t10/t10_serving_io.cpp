@@ -226,6 +226,7 @@ struct DataFlow {
   std::map<int64_t, std::vector<int64_t>> positions;  // per id, where nodes with it are, in order
   std::vector<std::vector<int64_t>> inputs;           // per position, its inputs' positions
   std::map<int64_t, ServingModel::Node*> operators;
+  std::map<int64_t, int64_t> concat_elements;  // per Concat, its inputs' elements together
 
   void resolve() {
     inputs.assign(ids.size(), {});
@@ -319,6 +320,51 @@ ServingOperator instantiate_node(const ServingModel::Node& n, const Dims& at, in
   return op;
 }
 
+// All elements of a node's operands, from its input_dict's shapes. Read by hand, not with std::regex, whose
+// recursion per character could overflow the stack on a hostile file's long lists.
+int64_t operand_elements(const std::string& expression) {
+  constexpr int64_t kCap = int64_t{1} << 50;
+  int64_t total = 0;
+  for (size_t at = expression.find("\"shape\""); at != std::string::npos;
+       at = expression.find("\"shape\"", at + 1)) {
+    const size_t open = expression.find('[', at), close = expression.find(']', open);
+    if (open == std::string::npos || close == std::string::npos) break;
+    int64_t elements = 1, dim = 0;
+    for (size_t i = open + 1; i <= close; ++i) {
+      const char c = expression[i];
+      if (c >= '0' && c <= '9') {
+        dim = std::min<int64_t>(dim * 10 + (c - '0'), kCap);
+      } else if (c == ',' || c == ']') {
+        elements = std::min<int64_t>(elements * std::max<int64_t>(dim, 1), kCap);
+        dim = 0;
+      }
+    }
+    total = std::min<int64_t>(total + elements, kCap);
+  }
+  return total;
+}
+
+// Products whose weight operand is smaller or larger than the Concat that builds it: the file contradicts
+// itself, and the product's own shape is what gets priced (as the artifact does). One line per mismatch.
+std::vector<std::string> concat_mismatches(const DataFlow& flow, const std::vector<std::string>& fields) {
+  std::vector<std::string> out;
+  size_t kept = 0;
+  for (const auto& [at, node] : flow.operators) {
+    const size_t field = kept++;
+    if ((node->type != "Dot" && node->type != "BatchMatMul") || node->kv_product) continue;
+    const std::vector<int64_t>& ins = flow.inputs[static_cast<size_t>(at)];
+    if (ins.size() < 2) continue;
+    auto concat = flow.concat_elements.find(ins[1]);
+    if (concat == flow.concat_elements.end()) continue;
+    int64_t declared = 1;
+    for (int64_t d : node->e.inputs[1].shape) declared = std::min<int64_t>(declared * d, int64_t{1} << 50);
+    if (declared == concat->second) continue;
+    out.push_back(fields[field] + " " + node->name + ": its weight has " + std::to_string(declared) +
+                  " elements, the Concat it reads builds " + std::to_string(concat->second));
+  }
+  return out;
+}
+
 }  // namespace
 
 ServingModel ServingModel::read_elk(const nlohmann::json& doc, const std::string& file, int keep_layers,
@@ -344,6 +390,8 @@ ServingModel ServingModel::read_elk(const nlohmann::json& doc, const std::string
     if (node.size() > 3 && node[3].is_array())
       for (const nlohmann::json& in : node[3])
         if (in.is_array() && !in.empty() && in[0].is_number_integer()) ins.push_back(in[0].get<int64_t>());
+    if (type == "Concat")
+      flow.concat_elements[static_cast<int64_t>(i)] = operand_elements(node[1].get<std::string>());
     if (kNoOperator.count(type)) continue;
     auto n = std::make_shared<Node>();
     flow.operators[static_cast<int64_t>(i)] = n.get();
@@ -372,6 +420,7 @@ ServingModel ServingModel::read_elk(const nlohmann::json& doc, const std::string
   if (model.nodes_.empty()) throw InputError(file, "", "", "no operator of a decode step in the file");
   flow.resolve();
   assign_shards(flow);
+  model.warnings_ = concat_mismatches(flow, fields);
   // Layers from one reference instantiation (one request, one position, one key): one operator per node.
   ServingProgram reference;
   reference.program.dtype_bytes = 2;
@@ -445,6 +494,7 @@ ServingProgram read_elk_model(const nlohmann::json& doc, const std::string& file
   }
   p.batch = at.batch;
   p.sequence = at.sequence;
+  p.warnings = model.warnings();
   return p;
 }
 

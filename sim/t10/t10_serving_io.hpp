@@ -53,6 +53,8 @@ class ServingModel {
   // Bytes of the KV cache per token of context (every layer's key and value rows), and of all weights.
   int64_t kv_bytes_per_token() const { return kv_bytes_per_token_; }
   int64_t weight_bytes() const { return weight_bytes_; }
+  // Where the file contradicts itself but can still be priced as written (one line each, naming the node).
+  const std::vector<std::string>& warnings() const { return warnings_; }
   struct Node;  // defined in t10_serving_io.cpp
 
  private:
@@ -60,6 +62,7 @@ class ServingModel {
   ServingChip chip_;
   int layers_ = 0;
   int64_t kv_bytes_per_token_ = 0, weight_bytes_ = 0;
+  std::vector<std::string> warnings_;
 };
 
 // Throws InputError naming the file and the node ([i]) or the option (--batch, --seq, --layers).
