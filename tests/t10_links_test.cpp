@@ -14,6 +14,7 @@
 #include <random>
 
 #include "sim/t10/t10_calibrated.hpp"
+#include "sim/t10/t10_cores.hpp"
 #include "sim/t10/t10_serving_io.hpp"
 #include "sim/violation.hpp"
 
@@ -111,6 +112,38 @@ TEST(T10Links, APlanWhoseOneRingCrossesPaysItsBytesBeyondTheOnChipShift) {
   EXPECT_DOUBLE_EQ(linked.crossing_bytes, 2 * 512 + 64);
 }
 
+TEST(T10Links, TheAllCoresEngineCarriesTheCrossingBytesOverLinkModules) {
+  // The plan above, simulated: each of the two directed links carries one B piece (512 B, 512 cycles at
+  // 1 B/cycle) while the on-chip shift takes 379.36, then half the output's 64 B (32 B) during the output's
+  // on-chip 253.92. SystemC's clock and the model's total agree; the links' bytes are what crosses.
+  t10::Problem p;
+  p.m = 2, p.k = 16, p.n = 32;
+  p.chip = linked_chip(2, 1, 1);
+  Plan plan;
+  plan.f_op = {2, 1, 1};
+  plan.bn = 2;
+  CoreSimOptions options;
+  options.timing = CoreTiming::Calibrated;
+  options.functional = true;
+  const CoresResult run = simulate_cores(p, plan, options);
+  EXPECT_FALSE(run.violation.has_value());
+  ASSERT_EQ(run.links.size(), 2u);
+  for (const LinkUse& use : run.links) {
+    EXPECT_DOUBLE_EQ(use.bytes, 512 + 32);
+    EXPECT_DOUBLE_EQ(use.busy_cycles, 512 + 32);
+    EXPECT_EQ(use.transfers, 2);
+  }
+  const CalibratedCost cost = calibrated_cost(p, plan);
+  EXPECT_DOUBLE_EQ(run.links[0].bytes + run.links[1].bytes, cost.crossing_bytes);
+  EXPECT_NEAR(run.makespan, cost.total, 1e-9 * cost.total);
+  EXPECT_NEAR(run.simulated_cycles, cost.total, 1e-3);  // picosecond steps
+  // Without links the same plan's clock is the on-chip total, and no link module carries anything.
+  p.chip.link_gbps = 0;
+  const CoresResult alone = simulate_cores(p, plan, options);
+  EXPECT_TRUE(alone.links.empty());
+  EXPECT_NEAR(alone.simulated_cycles, cost.total - (512 - 379.36), 1e-3);
+}
+
 // Random chain plans (each dimension's factors dividing one another) on more cores than one chip has.
 std::vector<Plan> random_plans(std::mt19937& rng, int count, int64_t cores, int64_t cores_per_chip) {
   std::vector<Plan> plans;
@@ -158,6 +191,31 @@ TEST(T10Links, InfiniteLinksWithNoOverheadPriceEveryPlanAsOneChipDoes) {
       EXPECT_GT(crossing, 100) << "the campaign must reach plans whose rings cross";
     }
   }
+}
+
+TEST(T10Links, TheEnginesClockEqualsTheLinkPricedTotalOnRandomPlansAcrossChips) {
+  std::mt19937 rng(11);
+  int crossing = 0;
+  for (const std::string topology : {"ring", "all-to-all"}) {
+    t10::Problem p;
+    p.m = 1024, p.k = 1024, p.n = 1024;
+    p.chip = linked_chip(4, 256, 2, topology);
+    CoreSimOptions options;
+    options.timing = CoreTiming::Calibrated;
+    for (const Plan& plan : random_plans(rng, 12, p.chip.cores, p.chip.cores_per_chip)) {
+      const CalibratedCost cost = calibrated_cost(p, plan);
+      if (!cost.rejections.empty()) continue;
+      const CoresResult run = simulate_cores(p, plan, options);
+      EXPECT_NEAR(run.makespan, cost.total, 1e-9 * cost.total);
+      // Each phase's wait rounds to a picosecond (a thousandth of a cycle).
+      EXPECT_NEAR(run.simulated_cycles, cost.total, 1e-3 * static_cast<double>(run.phases.size() + 1));
+      double carried = 0;
+      for (const LinkUse& use : run.links) carried += use.bytes;
+      if (cost.crossing_bytes > 0) ++crossing;
+      EXPECT_GE(carried, cost.crossing_bytes * (1 - 1e-12));  // a send over h links is carried h times
+    }
+  }
+  EXPECT_GT(crossing, 10) << "the campaign must reach plans that cross";
 }
 
 TEST(T10Links, TheReadersTakeTheChipsAndNameWhatTheyRefuse) {

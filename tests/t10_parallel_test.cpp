@@ -126,7 +126,9 @@ TEST_F(T10ParallelServe, TensorParallelStepIsOneChipsTimelineWithItsAllReduceAnd
   // The choice is the fastest feasible way.
   ASSERT_GE(c.chosen, 0);
   for (const ParallelOption& o : c.options)
-    if (o.feasible) EXPECT_LE(c.options[c.chosen].step_cycles, o.step_cycles);
+    if (o.feasible) {
+      EXPECT_LE(c.options[c.chosen].step_cycles, o.step_cycles);
+    }
 }
 
 TEST_F(T10ParallelServe, APipelineStageHoldsEveryMicroBatchsKvCache) {

@@ -1,5 +1,6 @@
 #include "traces/t10_text.hpp"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "sim/number_format.hpp"
@@ -40,6 +41,15 @@ void print_cores_result(std::ostream& out, const CoresResult& r, CoreTiming timi
         << "layout " << format_number(r.warm_up) << " (not added)\n";
     out << "calibrated memory per core: hot " << r.calibrated_hot_bytes << " B, cold "
         << r.calibrated_cold_bytes << " B (engine's real peak " << r.peak_sram_bytes << " B)\n";
+    if (!r.links.empty()) {
+      const auto busiest =
+          std::max_element(r.links.begin(), r.links.end(),
+                           [](const LinkUse& a, const LinkUse& b) { return a.busy_cycles < b.busy_cycles; });
+      out << "links: " << r.links.size() << " carried crossing bytes; the busiest, link " << busiest->link
+          << ", " << format_number(busiest->bytes) << " B in " << busiest->transfers << " transfers, busy "
+          << format_number(busiest->busy_cycles) << " cycles (SystemC clock "
+          << format_number(r.simulated_cycles) << ")\n";
+    }
     for (const std::string& why : r.calibrated_rejections)
       out << "note: outside the calibrated model's search space: " << why << "\n";
   }

@@ -233,7 +233,7 @@ std::vector<CalibratedLevel> shift_levels(const Config& c, int64_t dtype_bytes) 
       for (int64_t v : f)
         if (v > 1) g = std::gcd(g, v);
       if (g == 1) return {};  // not a chain: rejected above
-      CalibratedLevel level{dim_name[d], "", g, 0, 0, 0};
+      CalibratedLevel level{dim_name[d], "", g, 0, 0, 0, 0, {}};
       for (int x = 0; x < 3; ++x)
         if (f[x] > 1) {
           level.tensors += "CAB"[x];
@@ -352,6 +352,7 @@ void link_terms(const Config& c, int64_t e, const Chip& chip, double overhead, C
     for (int d : order) stride[d] = s, s *= size[d];
     double shift_extra = 0, crossing = 0;
     std::vector<double> per_event;          // per level, what one event's crossing adds
+    std::vector<LinkBytes> per_event_links;  // per level, one event's bytes over each link
     std::array<int64_t, 3> digit{1, 1, 1};  // per tensor, the stride of its next level within its coordinate
     for (const CalibratedLevel& level : cost.levels) {
       std::vector<LinkPattern> patterns;
@@ -361,34 +362,40 @@ void link_terms(const Config& c, int64_t e, const Chip& chip, double overhead, C
                             static_cast<double>(c.var_size[x] * e)});
         digit[x] *= level.g;
       }
-      double bytes = 0;
-      const double cross = crossing_cycles(chip, patterns, &bytes);
+      per_event_links.push_back(bytes_per_link(patterns));
+      const double cross = link_phase_cycles(chip, per_event_links.back());
       per_event.push_back(std::max(0.0, cross - level.event_cycles * overhead));
       shift_extra += static_cast<double>(level.events) * per_event.back();
-      crossing += static_cast<double>(level.events) * bytes;
+      crossing += static_cast<double>(level.events) * crossed_bytes(patterns);
     }
     double gather_extra = 0;
+    LinkBytes gather_links;
     if (copies >= 2) {  // the copies of C gathered along k, `ring_of(C)` apart
       const double elements = copies == 2 ? std::floor(output / 2) : output;
-      double bytes = 0;
-      const double cross = crossing_cycles(
-          chip,
-          {{&ring_load(chip, used, ring_of(c, 0) * stride[2], copies), elements * static_cast<double>(e)}},
-          &bytes);
-      gather_extra = std::max(0.0, cross - cost.gather * overhead);
-      crossing += bytes;
+      const std::vector<LinkPattern> gather{
+          {&ring_load(chip, used, ring_of(c, 0) * stride[2], copies), elements * static_cast<double>(e)}};
+      gather_links = bytes_per_link(gather);
+      gather_extra = std::max(0.0, link_phase_cycles(chip, gather_links) - cost.gather * overhead);
+      crossing += crossed_bytes(gather);
     }
-    double bytes = 0;  // the output to the next operator's layout, spread over every core
-    const double cross = crossing_cycles(chip, {{&spread, static_cast<double>(c.var_size[0] * e)}}, &bytes);
-    const double output_extra = std::max(0.0, cross - cost.shuffle_output * overhead);
-    crossing += bytes;
+    // The output to the next operator's layout, spread over every core.
+    const std::vector<LinkPattern> moved{{&spread, static_cast<double>(c.var_size[0] * e)}};
+    LinkBytes output_links = bytes_per_link(moved);
+    const double output_extra =
+        std::max(0.0, link_phase_cycles(chip, output_links) - cost.shuffle_output * overhead);
+    crossing += crossed_bytes(moved);
     const double extra = shift_extra + gather_extra + output_extra;
     if (best < 0 || extra < best) {
       best = extra;
       cost.link = best;
       cost.gather_link = gather_extra;
       cost.output_link = output_extra;
-      for (size_t l = 0; l < cost.levels.size(); ++l) cost.levels[l].link_cycles = per_event[l];
+      for (size_t l = 0; l < cost.levels.size(); ++l) {
+        cost.levels[l].link_cycles = per_event[l];
+        cost.levels[l].link_bytes = per_event_links[l];
+      }
+      cost.gather_link_bytes = gather_links;
+      cost.output_link_bytes = output_links;
       cost.crossing_bytes = crossing;
       cost.placement.clear();
       for (int d : order) cost.placement += "mnk"[d];

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/t10/t10_links.hpp"
 #include "sim/t10/t10_model.hpp"
 
 namespace mlsys::t10 {
@@ -30,6 +31,7 @@ struct CalibratedLevel {
   int64_t events;       // outer iterations x (g - 1)
   double event_cycles;  // one event: size*e/2*0.56 shift + 2*118 per tensor sync
   double link_cycles = 0;  // linked chips: what one event's crossing part adds beyond its on-chip part
+  LinkBytes link_bytes;    // and the bytes one event sends over each link (the placement's)
 };
 
 struct CalibratedCost {
@@ -52,6 +54,7 @@ struct CalibratedCost {
   // are laid on the core ids in (fastest first: the one of "mnk"'s orders that adds least).
   double link = 0, crossing_bytes = 0;
   double output_link = 0, gather_link = 0;  // the shuffle's part of `link`: the output's move, the gather
+  LinkBytes output_link_bytes, gather_link_bytes;  // their bytes over each link
   std::string placement;
   // A collective after the operator (tensor parallelism's all-reduce of a partial output), in total.
   double collective = 0;

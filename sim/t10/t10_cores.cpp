@@ -8,6 +8,7 @@
 #include "sim/systemc/one_thread.hpp"
 #include "sim/t10/t10_calibrated.hpp"
 #include "sim/t10/t10_functional.hpp"
+#include "sim/t10/t10_link_sim.hpp"
 #include "sim/trace_observer.hpp"
 
 namespace mlsys::t10 {
@@ -139,8 +140,11 @@ class Engine {
     if (result_.violation) return;
     result_.violation = CoreViolation{step, core.at, kName[x], message};
   }
+  // A phase of linked chips also sends `crossing` over the links beside its on-chip part: simulated time
+  // waits for both, the charge is `grader_cycles` as the model's.
   void phase(const std::string& name, double grader_cycles, const std::vector<double>& send,
-             const std::vector<double>& recv, const std::vector<double>& busy, int64_t bytes);
+             const std::vector<double>& recv, const std::vector<double>& busy, int64_t bytes,
+             LinkPhase crossing = {});
 
   const Problem& p_;
   const CoreSimOptions& o_;
@@ -151,6 +155,8 @@ class Engine {
   CalibratedCost calibrated_;
   void price_calibrated_events();
   std::vector<double> calibrated_events_;  // per level: one event's calibrated cycles
+  std::vector<LinkPhase> calibrated_crossings_;  // per level: one event's on-chip part and link bytes
+  std::optional<LinkFabric> links_;              // linked chips, calibrated timing
   double* calibrated_term_ = nullptr;      // the result's calibrated term the next phases add to
   std::array<int64_t, 3> procs_{}, extent_{}, ring_{};
   std::array<std::array<int64_t, 3>, 3> factor_{};
@@ -208,7 +214,8 @@ void Engine::place_initial_pieces() {
 
 // Exchange timing of one superstep, or the grader's charge; advances simulated time and records the phase.
 void Engine::phase(const std::string& name, double grader_cycles, const std::vector<double>& send,
-                   const std::vector<double>& recv, const std::vector<double>& busy, int64_t bytes) {
+                   const std::vector<double>& recv, const std::vector<double>& busy, int64_t bytes,
+                   LinkPhase crossing) {
   double cycles = grader_cycles;
   if (o_.timing == CoreTiming::Exchange) {
     PhaseCost cost{name, 0, {}, bytes};
@@ -232,7 +239,10 @@ void Engine::phase(const std::string& name, double grader_cycles, const std::vec
     for (CoreStats& core : result_.per_core) core.busy_cycles += cycles;
   }
   const double start = sc_time_stamp().to_seconds() * 1e9;
-  if (cycles > 0) wait(sc_time(cycles, SC_NS));
+  if (links_ && crossing.bytes && !crossing.bytes->per_link.empty())
+    links_->run(crossing);
+  else if (cycles > 0)
+    wait(sc_time(cycles, SC_NS));
   if (!trace_) return;
   trace_->span(track_, name, start / 1000, cycles / 1000, {{"bytes", bytes}});
   for (size_t c = 0; c < core_tracks_.size(); ++c) {
@@ -420,7 +430,7 @@ void Engine::shift(size_t level, int64_t dir) {
   calibrated_term_ = &result_.calibrated_sync_shift;
   phase("shift level " + std::to_string(level) + " (" + l.dim + ", " + l.tensors + ")",
         o_.timing == CoreTiming::Calibrated ? calibrated_events_[level] : durations_.shift[level], send, recv,
-        {}, bytes);
+        {}, bytes, o_.timing == CoreTiming::Calibrated ? calibrated_crossings_[level] : LinkPhase{});
 }
 
 void Engine::reduce_and_gather() {
@@ -459,14 +469,15 @@ void Engine::reduce_and_gather() {
     // The shuffle after the operator, as the calibrated model splits it (get_shuffle_time).
     const double scale = calibrated_.inter_chip;
     calibrated_term_ = &result_.calibrated_shuffle;
-    phase("shuffle: output moved", calibrated_.shuffle_output * scale, {}, {}, {}, 0);
+    // On linked chips the output's move and the gather also cross the links, beside their on-chip parts.
+    const double output = calibrated_.shuffle_output * scale, gather = calibrated_.gather * scale;
+    phase("shuffle: output moved", output + calibrated_.output_link, {}, {}, {}, 0,
+          {&calibrated_.output_link_bytes, output, 1});
     phase("shuffle: syncs", calibrated_.shuffle_sync * scale, {}, {}, {}, 0);
-    if (calibrated_.gather > 0)
-      phase("shuffle: gather copies", calibrated_.gather * scale, {}, {}, {}, bytes);
+    if (calibrated_.gather > 0 || calibrated_.gather_link > 0)
+      phase("shuffle: gather copies", gather + calibrated_.gather_link, {}, {}, {}, bytes,
+            {&calibrated_.gather_link_bytes, gather, 1});
     if (calibrated_.reduce > 0) phase("shuffle: reduce copies", calibrated_.reduce * scale, {}, {}, {}, 0);
-    // Linked chips: what the output's move and the gather wait for the links beyond their on-chip parts.
-    if (calibrated_.output_link > 0) phase("links: output moved", calibrated_.output_link, {}, {}, {}, 0);
-    if (calibrated_.gather_link > 0) phase("links: gather copies", calibrated_.gather_link, {}, {}, {}, 0);
   }
   // Every output block must have received every k block exactly once (the adds were checked as they came).
   if (!result_.violation)
@@ -516,10 +527,10 @@ void Engine::price_calibrated_events() {
     if (theirs == calibrated_.levels.end())
       throw std::logic_error("calibrated levels do not match the plan's");
     // On linked chips an event also waits for its crossing part (t10_links.hpp) where that is longer.
-    calibrated_events_.push_back(theirs->event_cycles * static_cast<double>(theirs->events) /
-                                     static_cast<double>(ours.events) * calibrated_.inter_chip +
-                                 theirs->link_cycles * static_cast<double>(theirs->events) /
-                                     static_cast<double>(ours.events));
+    const double events = static_cast<double>(theirs->events), walked = static_cast<double>(ours.events);
+    const double on_chip = theirs->event_cycles * events / walked * calibrated_.inter_chip;
+    calibrated_events_.push_back(on_chip + theirs->link_cycles * events / walked);
+    calibrated_crossings_.push_back({&theirs->link_bytes, on_chip, events / walked});
   }
 }
 
@@ -569,6 +580,7 @@ CoresResult Engine::run() {
   }
   broadcast();
   if (o_.timing == CoreTiming::Calibrated) price_calibrated_events();
+  if (o_.timing == CoreTiming::Calibrated && p_.chip.linked()) links_.emplace(p_.chip);
   if (o_.timing == CoreTiming::Grader && cost_.comp > cost_.compute)
     phase("local load/store stall", cost_.comp - cost_.compute, {}, {}, {}, 0);
   // T34: the reflected Gray code over the level digits; between two compute steps exactly one level shifts.
@@ -604,6 +616,8 @@ CoresResult Engine::run() {
       (result_.compute + result_.stall) + static_cast<double>(result_.shift + result_.bcast + result_.reduce);
   result_.exchange_total = result_.exchange_compute + result_.exchange_exchange + result_.exchange_sync;
   result_.makespan = sc_time_stamp().to_seconds() * 1e9;
+  result_.simulated_cycles = sc_time_stamp().to_seconds() * 1e9;
+  if (links_) result_.links = links_->uses();
   if (o_.timing == CoreTiming::Calibrated) {
     result_.makespan = calibrated_clock_;
     result_.warm_up = calibrated_.warm_up;

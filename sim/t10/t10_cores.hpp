@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/t10/t10_links.hpp"
 #include "sim/t10/t10_model.hpp"
 
 namespace mlsys {
@@ -116,6 +117,10 @@ struct CoresResult {
   int64_t calibrated_hot_bytes = 0, calibrated_cold_bytes = 0;
   std::vector<std::string> calibrated_rejections;  // the model's search-space rules the plan breaks
   double makespan = 0;                             // simulated time at the end, for the timing that was run
+  // SystemC's own clock at the end (picosecond steps; calibrated timing's makespan is the binary64 sum), and
+  // on linked chips what each link module carried.
+  double simulated_cycles = 0;
+  std::vector<LinkUse> links;
   bool misaligned = false;
   std::vector<CoreStats> per_core;         // in core id order ((i_m * pk + i_k) * pn + i_n)
   std::vector<RingPath> rings;             // the ring through core (0, 0, 0) of every level and tensor

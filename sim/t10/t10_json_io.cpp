@@ -286,6 +286,15 @@ nlohmann::json cores_result_to_json(const CoresResult& r, CoreTiming timing) {
                        {"model_accepts", r.calibrated_rejections.empty()},
                        {"model_rejects", r.calibrated_rejections},
                        {"phases", phases}};
+  if (!r.links.empty()) {
+    nlohmann::json links = nlohmann::json::array();
+    for (const LinkUse& use : r.links)
+      links.push_back({{"link", use.link},
+                       {"bytes", use.bytes},
+                       {"busy_cycles", use.busy_cycles},
+                       {"transfers", use.transfers}});
+    j["links"] = std::move(links);  // what each link module carried (linked chips)
+  }
   if (r.violation)
     j["violation"] = {{"step", r.violation->step},
                       {"core", r.violation->core},

@@ -95,28 +95,39 @@ LinkLoad spread_load(const Chip& chip, int64_t used) {
   return load;
 }
 
-double crossing_cycles(const Chip& chip, const std::vector<LinkPattern>& patterns, double* bytes) {
-  std::vector<std::pair<int64_t, double>> per_link;
-  int64_t hops = 0;
+LinkBytes bytes_per_link(const std::vector<LinkPattern>& patterns) {
+  LinkBytes out;
   for (const LinkPattern& p : patterns) {
     if (!p.load || p.bytes_per_send <= 0) continue;
-    hops = std::max(hops, p.load->hops);
+    out.hops = std::max(out.hops, p.load->hops);
     for (const auto& entry : p.load->sends) {  // not a structured binding: the lambda captures it
       const int64_t link = entry.first;
-      auto it = std::find_if(per_link.begin(), per_link.end(), [&](const auto& e) { return e.first == link; });
-      if (it == per_link.end()) it = per_link.insert(per_link.end(), {link, 0.0});
+      auto it = std::find_if(out.per_link.begin(), out.per_link.end(),
+                             [&](const auto& e) { return e.first == link; });
+      if (it == out.per_link.end()) it = out.per_link.insert(out.per_link.end(), {link, 0.0});
       it->second += entry.second * p.bytes_per_send;
     }
   }
-  if (bytes) {
-    *bytes = 0;
-    for (const LinkPattern& p : patterns)
-      if (p.load && p.bytes_per_send > 0) *bytes += p.load->crossing * p.bytes_per_send;
-  }
-  if (per_link.empty()) return 0;
+  return out;
+}
+
+double link_phase_cycles(const Chip& chip, const LinkBytes& bytes) {
+  if (bytes.per_link.empty()) return 0;
   double busiest = 0;
-  for (const auto& [link, b] : per_link) busiest = std::max(busiest, b);
-  return busiest / link_bytes_per_cycle(chip) + static_cast<double>(hops) * link_latency_cycles(chip);
+  for (const auto& [link, b] : bytes.per_link) busiest = std::max(busiest, b);
+  return busiest / link_bytes_per_cycle(chip) + static_cast<double>(bytes.hops) * link_latency_cycles(chip);
+}
+
+double crossed_bytes(const std::vector<LinkPattern>& patterns) {
+  double bytes = 0;
+  for (const LinkPattern& p : patterns)
+    if (p.load && p.bytes_per_send > 0) bytes += p.load->crossing * p.bytes_per_send;
+  return bytes;
+}
+
+double crossing_cycles(const Chip& chip, const std::vector<LinkPattern>& patterns, double* bytes) {
+  if (bytes) *bytes = crossed_bytes(patterns);
+  return link_phase_cycles(chip, bytes_per_link(patterns));
 }
 
 double all_reduce_cycles(const Chip& chip, int64_t chips, double bytes) {

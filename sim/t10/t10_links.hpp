@@ -44,6 +44,23 @@ struct LinkPattern {
   double bytes_per_send = 0;
 };
 double crossing_cycles(const Chip& chip, const std::vector<LinkPattern>& patterns, double* bytes = nullptr);
+// The same in two parts: the patterns' bytes over each directed link (what link modules carry, t10_link_sim),
+// and the phase's time for them: the busiest link's bytes at its rate plus a latency per hop.
+struct LinkBytes {
+  std::vector<std::pair<int64_t, double>> per_link;  // directed link, bytes over it
+  int64_t hops = 0;                                  // the longest route a crossing send takes
+};
+LinkBytes bytes_per_link(const std::vector<LinkPattern>& patterns);
+double crossed_bytes(const std::vector<LinkPattern>& patterns);  // each crossing send's bytes once
+
+// What one directed link carried over a simulated run (t10_link_sim).
+struct LinkUse {
+  int64_t link = 0;  // directed link (the numbering of route)
+  double bytes = 0;
+  double busy_cycles = 0;
+  int64_t transfers = 0;
+};
+double link_phase_cycles(const Chip& chip, const LinkBytes& bytes);
 
 // A ring all-reduce of `bytes` held by each of `chips` chips (reduce-scatter then all-gather, 2 (chips - 1)
 // steps of bytes / chips each), over the chip's topology: the collective of tensor parallelism.
