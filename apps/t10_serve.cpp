@@ -56,7 +56,8 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
   serve
       ->add_option("--parallel", a.parallel,
                    "over linked chips: flat (one partition over all cores, the default), tensor, pipeline, "
-                   "or auto (the fastest of the three)")
+                   "or auto (the fastest of the three); request traffic: flat, tensor or auto (the faster on "
+                   "one decode iteration)")
       ->check(CLI::IsMember({"flat", "tensor", "pipeline", "auto"}));
   serve->add_flag("--json", a.json_out, "print the result as JSON on stdout");
   serve->add_flag("--no-simulate", a.no_simulate, "skip the SystemC replay");

@@ -1,16 +1,20 @@
 // `t10 serve MODEL --requests FILE | --arrivals poisson|gamma ...`: request traffic on the chip with HBM
 // (docs/t10-traffic.md). Parse, run, print: the scheduler, the pricing and the reports live in the libraries.
+#include "sim/t10/t10_traffic.hpp"
+
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <functional>
 #include <iostream>
+#include <limits>
+#include <memory>
 #include <optional>
 
 #include "apps/t10_serve.hpp"
 #include "sim/json_io.hpp"
 #include "sim/t10/t10_requests.hpp"
 #include "sim/t10/t10_serving_io.hpp"
-#include "sim/t10/t10_traffic.hpp"
 #include "sim/t10/t10_traffic_sim.hpp"
 #include "sim/violation.hpp"
 #include "solver/t10_traffic_pricing.hpp"
@@ -149,6 +153,61 @@ std::optional<TrafficOptions> traffic_options_for(const TrafficArgs& t, const Se
   return options;
 }
 
+// The pricer of the way --parallel asks for (docs/t10-chips.md#traffic): flat, tensor, or under auto the
+// faster of the two on one decode iteration of the run's size (the largest batch the requests allow, at their
+// mean context halfway through their output). Each pricer reads the options cache for its own chip.
+struct TrafficWay {
+  std::vector<std::unique_ptr<TrafficPricer>> pricers;  // flat, tensor: those asked for
+  std::vector<std::string> names;
+  size_t chosen = 0;
+  nlohmann::json options = nlohmann::json::array();
+  TrafficPricer& pricer() { return *pricers[chosen]; }
+};
+
+TrafficWay traffic_way(const ServeArgs& a, const ServingModel& model, const ServingChip& chip,
+                       const PricingOptions& pricing, const std::vector<ServingRequest>& requests,
+                       int64_t max_batch) {
+  const std::string way = chip.chip.chips > 1 ? a.parallel : "flat";
+  if (way == "pipeline")
+    throw InputError(a.model_path, "--parallel", "",
+                     "request traffic runs flat or tensor: a pipeline's micro-batches would be different "
+                     "iterations in flight at once (docs/t10-chips.md#traffic)");
+  TrafficWay w;
+  for (const char* name : {"flat", "tensor"}) {
+    if (way != name && way != "auto") continue;
+    PricingOptions options = pricing;
+    options.tensor_parallel = std::string(name) == "tensor";
+    w.pricers.push_back(std::make_unique<TrafficPricer>(model, chip, options));
+    w.names.push_back(name);
+    const std::string& cache = a.traffic.options_cache;
+    std::string why_not;
+    if (!cache.empty() && std::filesystem::exists(cache) &&
+        !w.pricers.back()->option_cache().load(cache, w.pricers.back()->pricing_chip().chip, why_not))
+      std::cerr << "t10 serve: " << name << ": not using " << cache << ": " << why_not << "\n";
+  }
+  if (w.pricers.size() < 2) return w;
+  double context = 0;
+  for (const ServingRequest& r : requests)
+    context += static_cast<double>(r.prompt_tokens) + static_cast<double>(r.output_tokens) / 2;
+  const int64_t batch = std::min<int64_t>(max_batch, static_cast<int64_t>(requests.size()));
+  const int64_t length = std::max<int64_t>(1, std::llround(context / static_cast<double>(requests.size())));
+  const IterationShape decode{batch, {{batch, 1, length, length}}};
+  double best = std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < w.pricers.size(); ++i) {
+    nlohmann::json o{{"parallelism", w.names[i]}, {"decode_batch", batch}, {"decode_context", length}};
+    try {
+      const double ms = w.pricers[i]->price(decode).ms;
+      o["decode_ms"] = ms;
+      if (ms < best) best = ms, w.chosen = i;
+    } catch (const std::invalid_argument& e) {
+      o["why_not"] = e.what();
+    }
+    w.options.push_back(std::move(o));
+  }
+  if (!std::isfinite(best)) throw std::invalid_argument("no way to run the requests' decode fits the chips");
+  return w;
+}
+
 }  // namespace
 
 int run_serve_traffic(const ServeArgs& a) {
@@ -184,18 +243,15 @@ int run_serve_traffic(const ServeArgs& a) {
   pricing.kv_steps_per_octave = t.kv_steps;
   pricing.sample_layers = t.sample_layers;
   pricing.progress = [](const std::string& line) { std::cerr << line << "\n"; };
-  TrafficPricer pricer(model, chip, pricing);
-  if (!t.options_cache.empty() && std::filesystem::exists(t.options_cache)) {
-    std::string why_not;
-    if (!pricer.option_cache().load(t.options_cache, chip.chip, why_not))
-      std::cerr << "t10 serve: not using " << t.options_cache << ": " << why_not << "\n";
-  }
+  TrafficWay way = traffic_way(a, model, chip, pricing, requests, options.max_batch);
+  TrafficPricer& pricer = way.pricer();
   // The tables are kept however the run ends: they cost minutes on a large chip.
   struct SaveTables {
     std::function<void()> save;
     ~SaveTables() { save(); }
   } save_on_exit{[&] {
-    if (!t.options_cache.empty()) write_file_atomic(t.options_cache, pricer.option_cache().to_json_text(chip.chip));
+    if (!t.options_cache.empty())
+      write_file_atomic(t.options_cache, pricer.option_cache().to_json_text(pricer.pricing_chip().chip));
   }};
   const IterationPricer price = [&](const IterationShape& s) { return pricer.price(s); };
   auto progress = [](const std::string& line) { std::cerr << line << "\n"; };
@@ -236,18 +292,21 @@ int run_serve_traffic(const ServeArgs& a) {
     std::cerr << "error: the price check: " << e.what() << "\n";
     return 1;
   }
-  report.pricing = {{"policy", policy},
-                    {"exact", t.exact},
-                    {"kv_steps_per_octave", t.exact ? 0 : t.kv_steps},
-                    {"sample_layers", t.exact ? 0 : pricing.sample_layers},
-                    {"token_grid", t.exact || t.exact_tokens ? "none"
-                                                             : "1, 2, 4, 8, 16, then 4 points an octave (interpolated)"},
-                    {"approximate_iterations", report.metrics.approximate_iterations},
-                    {"timelines", pricer.timelines()},
-                    {"memo_hits", pricer.memo_hits()},
-                    {"option_tables", pricer.option_cache().tables()},
-                    {"option_tables_from_file", pricer.option_cache().tables_from_file()},
-                    {"options_seconds", pricer.option_cache().seconds()}};
+  report.pricing = {
+      {"policy", policy},
+      {"parallelism", way.names[way.chosen]},
+      {"parallel_options", way.options},
+      {"exact", t.exact},
+      {"kv_steps_per_octave", t.exact ? 0 : t.kv_steps},
+      {"sample_layers", t.exact ? 0 : pricing.sample_layers},
+      {"token_grid",
+       t.exact || t.exact_tokens ? "none" : "1, 2, 4, 8, 16, then 4 points an octave (interpolated)"},
+      {"approximate_iterations", report.metrics.approximate_iterations},
+      {"timelines", pricer.timelines()},
+      {"memo_hits", pricer.memo_hits()},
+      {"option_tables", pricer.option_cache().tables()},
+      {"option_tables_from_file", pricer.option_cache().tables_from_file()},
+      {"options_seconds", pricer.option_cache().seconds()}};
   if (!a.no_simulate && run.stopped.empty()) {
     PerfettoTrace trace("t10 serve: " + a.model_path);
     report.replay = replay_traffic(requests, options, price, run, a.trace_path.empty() ? nullptr : &trace);

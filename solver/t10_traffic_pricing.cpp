@@ -4,6 +4,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "sim/t10/t10_parallel.hpp"
+
 namespace mlsys::t10 {
 
 namespace {
@@ -81,10 +83,15 @@ std::pair<int64_t, int64_t> token_grid_neighbours(int64_t tokens) {
 }
 
 TrafficPricer::TrafficPricer(const ServingModel& model, const ServingChip& chip, PricingOptions options)
-    : model_(model), chip_(chip), options_(std::move(options)) {
+    : model_(model), system_(chip), chip_(chip), options_(std::move(options)) {
   if (options_.policy != ServingPolicy::Elk && options_.policy != ServingPolicy::Fastest)
     throw std::invalid_argument(std::string("policy ") + to_string(options_.policy) +
                                 " searches each program: a serving run prices each iteration with elk or fastest");
+  if (options_.tensor_parallel) {
+    if (system_.chip.chips < 2)
+      throw std::invalid_argument("tensor parallelism needs a chip file of several chips");
+    chip_ = single_chip(system_);
+  }
 }
 
 IterationPrice TrafficPricer::timeline_price(const IterationShape& shape, int first_layers) {
@@ -93,7 +100,12 @@ IterationPrice TrafficPricer::timeline_price(const IterationShape& shape, int fi
     ++hits_;
     return found->second;
   }
-  const ServingProgram program = model_.instantiate(shape, first_layers);
+  ServingProgram program = model_.instantiate(shape, first_layers);
+  if (options_.tensor_parallel) {
+    if (!has_tensor_shards(program))
+      throw std::invalid_argument("the model file gives no data flow to split its operators by");
+    program = tensor_parallel_share(program, system_.chip.chips, system_, chip_.chip);
+  }
   cache_.prefetch(program.program, options_.threads);
   ServeOptions serve_options;
   serve_options.policy = options_.policy;

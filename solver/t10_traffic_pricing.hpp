@@ -34,6 +34,9 @@ struct PricingOptions {
   int sample_layers = 2;
   int64_t kv_steps_per_octave = 32;
   int threads = 2;  // option tables computed at once
+  // Tensor parallelism over the chip's linked chips (docs/t10-chips.md#traffic): each iteration runs as one
+  // chip's Megatron share with its all-reduces, on one chip's cores and HBM. false: one flat partition.
+  bool tensor_parallel = false;
   std::function<void(const std::string&)> progress;  // told every 5 s of work: tables and timelines so far
 };
 
@@ -50,6 +53,8 @@ class TrafficPricer {
   int64_t timelines() const { return timelines_; }
   int64_t memo_hits() const { return hits_; }
   const ServingOptionCache& option_cache() const { return cache_; }
+  // The chip each iteration's program is scheduled on (one chip of the system under tensor parallelism).
+  const ServingChip& pricing_chip() const { return chip_; }
   ServingOptionCache& option_cache() { return cache_; }
 
  private:
@@ -57,7 +62,7 @@ class TrafficPricer {
   IterationPrice layered(const IterationShape& shape);
 
   const ServingModel& model_;
-  ServingChip chip_;
+  ServingChip system_, chip_;
   PricingOptions options_;
   ServingOptionCache cache_;
   std::map<std::string, IterationPrice> memo_;

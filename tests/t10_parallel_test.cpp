@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <systemc>
 
 #include "sim/json_io.hpp"
@@ -16,6 +17,7 @@
 #include "sim/t10/t10_serving_io.hpp"
 #include "sim/t10/t10_serving_sim.hpp"
 #include "solver/t10_parallel.hpp"
+#include "solver/t10_traffic_pricing.hpp"
 #include "support.hpp"
 
 namespace mlsys::test {
@@ -171,6 +173,45 @@ TEST_F(T10ParallelServe, APipelineStageHoldsEveryMicroBatchsKvCache) {
               std::string::npos)
         << e.what();
   }
+}
+
+TEST(T10TensorParallel, TrafficIterationsRunAsOneChipsShareLoadingHalfTheBytes) {
+  // tests/data/elk-tiny.json on two linked chips: the projection splits its 128 columns, the attention
+  // products their 128 heads x requests, so each chip loads exactly half of what the flat partition loads.
+  const ServingChip system = two_linked_chips();
+  const ServingModel model =
+      ServingModel::read_elk(read_json_file(source_path("tests/data/elk-tiny.json")), "tiny.json", 0, system);
+  PricingOptions exact;
+  exact.exact = true;
+  TrafficPricer flat(model, system, exact);
+  exact.tensor_parallel = true;
+  TrafficPricer tensor(model, system, exact);
+  EXPECT_EQ(tensor.pricing_chip().chip.cores, kIpuCoresPerChip);
+  for (const IterationShape& s : {IterationShape{4, {{4, 1, 16, 16}}}, IterationShape{32, {{2, 16, 16, 0}}}}) {
+    const IterationPrice a = flat.price(s), b = tensor.price(s);
+    EXPECT_DOUBLE_EQ(b.hbm_bytes, a.hbm_bytes / 2) << s.tokens << " tokens";
+    EXPECT_GT(b.ms, 0);
+  }
+  EXPECT_THROW({ TrafficPricer one_chip(model, single_chip(system), exact); }, std::invalid_argument);
+}
+
+TEST(T10TensorParallel, ServeTrafficChoosesTheFasterWayOnADecodeAndRefusesAPipeline) {
+  const std::string dir = temp_dir("traffic-parallel");
+  const std::string chip = dir + "/two.json";
+  std::ofstream(chip) << R"({"preset": "elk-5888-linked", "chips": 2, "cores": 2944})";
+  const std::string base = "serve " + source_path("tests/data/elk-tiny.json") + " --chip " + chip +
+                           " --arrivals poisson --rate 2000 --count 12 --prompt-mean 16 --output-mean 4 " +
+                           "--scheduler vllm --max-batch 4 --json --no-simulate";
+  const CommandResult r = run_command(MLSYS_T10_BIN, base + " --parallel auto");
+  ASSERT_EQ(0, r.exit_code) << r.err;
+  const nlohmann::json pricing = nlohmann::json::parse(r.out).at("pricing");
+  const nlohmann::json& ways = pricing.at("parallel_options");
+  ASSERT_EQ(ways.size(), 2u);
+  const double flat = ways[0].at("decode_ms"), tensor = ways[1].at("decode_ms");
+  EXPECT_EQ(pricing.at("parallelism"), flat <= tensor ? "flat" : "tensor");
+  const CommandResult pipeline = run_command(MLSYS_T10_BIN, base + " --parallel pipeline");
+  EXPECT_EQ(2, pipeline.exit_code);
+  EXPECT_NE(pipeline.err.find("--parallel"), std::string::npos) << pipeline.err;
 }
 
 // Four MatMuls in a chain, 256 x 512 x 512 each: weights of 512 KB apiece.
