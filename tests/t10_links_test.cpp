@@ -86,18 +86,27 @@ TEST(T10Links, AllReduceAndTransferMatchTheirHandTimelines) {
   EXPECT_DOUBLE_EQ(all_reduce_cycles(ring, 1, 1200), 0);
 }
 
-TEST(T10Links, APlanWhoseOneRingCrossesPaysItsBytesBeyondTheOnChipShift) {
-  // M 2, K 16, N 32 on two cores, one per chip: pm = 2 and B's n split in two rotating between them
-  // (bn = 2). One level, dim n, tensor B, g 2, one event of S_B = 16 x 16 = 256 elements per core
-  // (512 B): on chip 256 x 2 / 2 x 0.56 + 2 x 118 = 379.36 cycles, over a 1 B/cycle link 512 cycles. The
-  // output (32 elements per core) spread over both cores sends half of its 64 B across, 32 cycles, under
-  // its on-chip 253.92; there is one copy of C, so no gather.
+// M 2, K 16, N 32 on two cores, one per chip: pm = 2 and B's n split in two rotating between them (bn = 2).
+// One level, dim n, tensor B, g 2, one event of S_B = 16 x 16 = 256 elements per core (512 B): on chip
+// 256 x 2 / 2 x 0.56 + 2 x 118 = 379.36 cycles, over a 1 B/cycle link 512 cycles. The output (32 elements
+// per core) spread over both cores sends half of its 64 B across, 32 cycles, under its on-chip 253.92; there
+// is one copy of C, so no gather.
+t10::Problem ring_across_two_chips() {
   t10::Problem p;
   p.m = 2, p.k = 16, p.n = 32;
   p.chip = linked_chip(2, 1, 1);
+  return p;
+}
+Plan b_rotates_between_the_chips() {
   Plan plan;
   plan.f_op = {2, 1, 1};
   plan.bn = 2;
+  return plan;
+}
+
+TEST(T10Links, APlanWhoseOneRingCrossesPaysItsBytesBeyondTheOnChipShift) {
+  const t10::Problem p = ring_across_two_chips();
+  const Plan plan = b_rotates_between_the_chips();
   const CalibratedCost linked = calibrated_cost(p, plan);
   t10::Problem flat = p;
   flat.chip.link_gbps = 0;
@@ -116,12 +125,8 @@ TEST(T10Links, TheAllCoresEngineCarriesTheCrossingBytesOverLinkModules) {
   // The plan above, simulated: each of the two directed links carries one B piece (512 B, 512 cycles at
   // 1 B/cycle) while the on-chip shift takes 379.36, then half the output's 64 B (32 B) during the output's
   // on-chip 253.92. SystemC's clock and the model's total agree; the links' bytes are what crosses.
-  t10::Problem p;
-  p.m = 2, p.k = 16, p.n = 32;
-  p.chip = linked_chip(2, 1, 1);
-  Plan plan;
-  plan.f_op = {2, 1, 1};
-  plan.bn = 2;
+  t10::Problem p = ring_across_two_chips();
+  const Plan plan = b_rotates_between_the_chips();
   CoreSimOptions options;
   options.timing = CoreTiming::Calibrated;
   options.functional = true;

@@ -50,6 +50,16 @@ ServingChip two_linked_chips() {
   return c;
 }
 
+// The model file with its nodes from `first` on repeated, ids and all, the `reader`-th of the copies reading
+// node `id` (the first block's output) as its first input: a second block, as the artifact's llama2-70 has.
+nlohmann::json with_a_second_block(nlohmann::json doc, size_t first, size_t reader, int64_t id) {
+  nlohmann::json second = nlohmann::json::array();
+  for (size_t i = first; i < doc.size(); ++i) second.push_back(doc[i]);
+  second[reader][3][0][0] = id;
+  for (const nlohmann::json& node : second) doc.push_back(node);
+  return doc;
+}
+
 TEST(T10TensorParallel, RolesComeFromTheDataFlowAndEachChipLoadsHalf) {
   const ServingChip system = two_linked_chips();
   const ServingProgram p =
@@ -80,11 +90,8 @@ TEST(T10TensorParallel, ReusedIdsNameTheNearestNodeBeforeThem) {
   // The Elk artifact's llama2-70 reuses ids: a second MLP block whose nodes repeat the first's ids, its first
   // product reading the first block's residual add (id 6). Keyed by id, the two blocks' inputs merge and the
   // second block's down projection loses its row split.
-  nlohmann::json doc = read_json_file(source_path("tests/data/elk-mlp.json"));
-  nlohmann::json second = nlohmann::json::array();
-  for (size_t i = 2; i < doc.size(); ++i) second.push_back(doc[i]);
-  second[0][3][0][0] = 6;
-  for (const nlohmann::json& node : second) doc.push_back(node);
+  const nlohmann::json doc =
+      with_a_second_block(read_json_file(source_path("tests/data/elk-mlp.json")), 2, 0, 6);
   const ServingProgram p = read_elk_model(doc, "mlp2.json", {4, 16, 0}, two_linked_chips());
   ASSERT_EQ(p.ops.size(), 8u);
   const TensorShard block[] = {TensorShard::Column, TensorShard::Split, TensorShard::Row,
@@ -135,11 +142,8 @@ TEST_F(T10ParallelServe, TensorParallelStepIsOneChipsTimelineWithItsAllReduceAnd
 
 TEST_F(T10ParallelServe, APipelineStageHoldsEveryMicroBatchsKvCache) {
   // Two layers of tests/data/elk-tiny.json, the second reusing the first's ids and reading its output.
-  nlohmann::json doc = read_json_file(source_path("tests/data/elk-tiny.json"));
-  nlohmann::json second = nlohmann::json::array();
-  for (size_t i = 1; i < doc.size(); ++i) second.push_back(doc[i]);
-  second[1][3][0][0] = 6;
-  for (const nlohmann::json& node : second) doc.push_back(node);
+  const nlohmann::json doc =
+      with_a_second_block(read_json_file(source_path("tests/data/elk-tiny.json")), 1, 1, 6);
   ServingChip system = two_linked_chips();
   auto at = [&](int64_t batch) { return read_elk_model(doc, "tiny2.json", {batch, 16, 0}, system); };
   const ServingProgram whole = at(4);
