@@ -17,6 +17,22 @@
 #include "sim/violation.hpp"
 
 namespace mlsys::t10 {
+
+// Named, not anonymous: ServingModel::Node, declared in the header, holds an Expression.
+namespace elk_file {
+struct Operand {
+  std::vector<std::string> index;  // index names in the expression
+  std::vector<int64_t> shape;      // from input_dict, codes not yet replaced
+};
+
+struct Expression {
+  std::vector<std::string> output;
+  std::vector<Operand> inputs;
+};
+}  // namespace elk_file
+using elk_file::Expression;
+using elk_file::Operand;
+
 namespace {
 
 constexpr int64_t kBatchCode = 99, kSequenceCode = 66;
@@ -27,16 +43,6 @@ const std::set<std::string> kNoOperator = {"Parameter", "Constant",  "Result", "
 const std::set<std::string> kUnary = {"Relu", "Negative", "Sigmoid", "Sqrt", "Tanh", "Erf"};
 const std::set<std::string> kBinary = {"Add", "Divide", "Multiply", "Power", "Subtract", "Maximum"};
 const std::set<std::string> kRowWise = {"Sum", "SoftmaxBasic"};
-
-struct Operand {
-  std::vector<std::string> index;  // index names in the expression
-  std::vector<int64_t> shape;      // from input_dict, codes not yet replaced
-};
-
-struct Expression {
-  std::vector<std::string> output;
-  std::vector<Operand> inputs;
-};
 
 std::vector<std::string> split_names(const std::string& list) {
   std::vector<std::string> names;
