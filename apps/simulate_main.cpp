@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "apps/cli_inputs.hpp"
+#include "apps/replay_flags.hpp"
 #include "sim/json_io.hpp"
 #include "sim/systemc/replay.hpp"
 #include "traces/replay_files.hpp"
@@ -16,22 +17,14 @@ extern "C" int sc_main(int argc, char** argv) {
   CLI::App app{
       "Replay an MLSys 2026 schedule in simulated time (SystemC) and write traces.\n"
       "Exit codes: 0 replayed, 1 the schedule breaks a rule (e.g. OOM), 2 malformed input or bad usage."};
-  std::string problem_path, solution_path, timing = "contest", trace_path, vcd_path, trace_detail = "auto";
+  std::string problem_path, solution_path;
   bool json_out = false;
   ModelFlags flags;
   app.add_option("problem", problem_path, "problem JSON")->required();
   app.add_option("solution", solution_path, "solution JSON")->required();
   flags.add_to(app, "the replay");
-  app.add_option(
-         "--timing", timing,
-         "contest (the rule book) or overlapped (what-if: next step's loads overlap this step's compute)")
-      ->check(CLI::IsMember({"contest", "overlapped"}));
-  app.add_option("--trace", trace_path, "write a Chrome/Perfetto trace-event JSON file");
-  app.add_option("--trace-detail", trace_detail,
-                 "auto (default: every step up to " + std::to_string(kStepTraceLimit) +
-                     " steps, else one span per subgraph), step, or subgraph")
-      ->check(CLI::IsMember({"auto", "step", "subgraph"}));
-  app.add_option("--vcd", vcd_path, "write a VCD of occupancy, link busy and compute busy");
+  ReplayFlags replay_flags;
+  replay_flags.add_to(app, "");
   app.add_flag("--json", json_out, "print a JSON report on stdout");
   try {
     app.parse(argc, argv);
@@ -46,13 +39,9 @@ extern "C" int sc_main(int argc, char** argv) {
     const ScheduleReport analytic = verify_schedule(in.problem, in.graph, in.schedule, vo);
     if (analytic.refused) throw InputError(solution_path, "--max-steps", "limits", *analytic.refused);
     std::cerr << "replaying " << in.schedule.subgraphs.size() << " subgraphs...\n";
-    const TraceDetail detail = trace_detail_for(
-        trace_detail, trace_path.empty() ? 0 : count_steps(in.problem, in.graph, in.schedule, vo.model));
-    if (!trace_path.empty() && detail == TraceDetail::Subgraph && trace_detail == "auto")
-      std::cerr << "trace: more than " << kStepTraceLimit
-                << " steps, one span per subgraph (--trace-detail step for every step)\n";
-    const ReplayResult replay = replay_to_files(in.problem, in.graph, in.schedule, vo.model, timing,
-                                                trace_path, vcd_path, solution_path, detail);
+    const ReplayResult replay =
+        replay_flags.replay(in.problem, in.graph, in.schedule, vo.model, solution_path);
+    const std::string& timing = replay_flags.timing;
     const char* label = timing == "contest" ? "contest" : "overlapped (what-if, outside the contest model)";
     if (json_out) {
       nlohmann::json j{

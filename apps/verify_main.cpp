@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "apps/cli_inputs.hpp"
+#include "apps/replay_flags.hpp"
 #include "sim/json_io.hpp"
 #include "sim/systemc/replay.hpp"
 #include "traces/html_report.hpp"
@@ -24,7 +25,6 @@ extern "C" int sc_main(int argc, char** argv) {
       "Exit codes: 0 valid, 1 the schedule breaks a rule, 2 malformed input or bad usage."};
   std::string problem_path, solution_path;
   bool strict = false, json_out = false, steps = false, bound_only = false, replay = false;
-  std::string timing = "contest", trace_path, vcd_path, trace_detail = "auto";
   app.add_option("problem", problem_path, "problem JSON")->required();
   app.add_option("solution", solution_path, "solution JSON (omit with --lower-bound)");
   ModelFlags model_flags;
@@ -41,15 +41,8 @@ extern "C" int sc_main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--replay", replay, "after the analytic check, replay the schedule in the SystemC engine");
-  app.add_option("--timing", timing,
-                 "replay timing: contest, or overlapped (a what-if outside the contest model)")
-      ->check(CLI::IsMember({"contest", "overlapped"}));
-  app.add_option("--trace", trace_path, "with --replay: write a Chrome/Perfetto trace-event JSON file");
-  app.add_option("--trace-detail", trace_detail,
-                 "auto (default: every step up to " + std::to_string(kStepTraceLimit) +
-                     " steps, else one span per subgraph), step, or subgraph")
-      ->check(CLI::IsMember({"auto", "step", "subgraph"}));
-  app.add_option("--vcd", vcd_path, "with --replay: write a VCD of occupancy, link busy and compute busy");
+  ReplayFlags replay_flags;
+  replay_flags.add_to(app, "with --replay: ");
   std::string html_path;
   app.add_option("--html", html_path, "also write the HTML report (as the report program does) to this file");
   app.add_option("--max-steps", model_flags.max_steps,
@@ -105,13 +98,8 @@ extern "C" int sc_main(int argc, char** argv) {
     nlohmann::json json_report = report_to_json(report, lb, options.model.matmul_compute);
     if (!json_out) print_report(std::cout, report, lb, options.model.matmul_compute);
     if (replay && report.valid) {
-      const TraceDetail detail = trace_detail_for(
-          trace_detail, trace_path.empty() ? 0 : count_steps(problem, graph, schedule, options.model));
-      if (!trace_path.empty() && detail == TraceDetail::Subgraph && trace_detail == "auto")
-        std::cerr << "trace: more than " << kStepTraceLimit
-                  << " steps, one span per subgraph (--trace-detail step for every step)\n";
-      const ReplayResult r = replay_to_files(problem, graph, schedule, options.model, timing, trace_path,
-                                             vcd_path, solution_path, detail);
+      const ReplayResult r = replay_flags.replay(problem, graph, schedule, options.model, solution_path);
+      const std::string& timing = replay_flags.timing;
       json_report["replay_timing"] = timing;
       json_report["replay_total_latency"] = r.completed ? nlohmann::json(r.total_latency) : nullptr;
       json_report["replay_peak_occupancy"] = r.peak_occupancy;
