@@ -68,8 +68,8 @@ std::vector<Job> first_jobs(const Problem& problem, bool exhaustive, bool downse
                             int siblings, int copy_run, bool prove) {
   // Siblings (MatMuls sharing an operand) in one subgraph load it once. Groups of up to 10 can form in the
   // segments of the other orders; a larger group (benchmark 13: sixteen x_i @ W0) needs orders that put it
-  // side by side and segments as long as it. (Adding such orders for benchmark 8's group of nine cost it 1 %
-  // over 8 seeds.)
+  // side by side and segments as long as it. They are added only for groups above 10: smaller groups
+  // already form in the other orders' segments, and adding the orders for them measured worse.
   std::vector<Job> plan;  // in priority order
   const bool long_siblings = has_long_siblings(siblings);
   if (exhaustive) {
@@ -106,8 +106,8 @@ std::vector<Job> first_jobs(const Problem& problem, bool exhaustive, bool downse
   // Subgraphs of up to 4 ops (5 on graphs of at most 20 ops) from any set of done ops: a graph whose best
   // subgraphs gather ops that orders seldom put side by side needs it. Since the rule book revision of
   // 2026-11-23, benchmark 8's best schedule ends with a 5-op subgraph (the three O = S V with the final
-  // Pointwise ops): at L = 5 this job finds it in 0.6 s of one thread. At L = 4 it takes seconds on graphs of
-  // 60 ops, so it comes last.
+  // Pointwise ops), which this job finds at L = 5. Its cost grows fast with L on larger graphs, so it comes
+  // last.
   if (downsets) plan.push_back({OrderKind::ByIndex, problem.num_ops() <= 20 ? 5 : 4, Recompute::None, true});
   return plan;
 }
