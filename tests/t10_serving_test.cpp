@@ -196,9 +196,9 @@ TEST(ElkModelFile, MalformedNodesAreNamed) {
 TEST(ElkModelFile, AWeightThatDisagreesWithTheConcatBuildingItIsNamed) {
   // The Dot's weight is 64 x 128 = 8,192 elements. Built by a Concat of two 128 x 32 halves, the file agrees
   // with itself; of two 128 x 48 pieces (12,288), it does not, and the product is named.
-  auto with_concat = [](int columns) {
+  auto with_concat = [](const std::string& shape) {
     nlohmann::json doc = elk_tiny();
-    const std::string piece = R"({ "dtype" : "float32", "shape" : [128, )" + std::to_string(columns) + "]}";
+    const std::string piece = R"({ "dtype" : "float32", "shape" : [)" + shape + "]}";
     doc[1][1] =
         " - einstein_v2(\" output0[N0, N1] = input0[N0, N1].when(N1 < 32, input1[N0, N1 - 32]); \", "
         "input_dict={ \"input0\" : " +
@@ -207,11 +207,17 @@ TEST(ElkModelFile, AWeightThatDisagreesWithTheConcatBuildingItIsNamed) {
     return doc;
   };
   const ServingChip chip = *serving_chip_preset("elk-1472");
-  EXPECT_TRUE(read_elk_model(with_concat(32), "tiny.json", {4, 16, 0}, chip).warnings.empty());
-  const ServingProgram odd = read_elk_model(with_concat(48), "tiny.json", {4, 16, 0}, chip);
+  EXPECT_TRUE(read_elk_model(with_concat("128, 32"), "tiny.json", {4, 16, 0}, chip).warnings.empty());
+  const ServingProgram odd = read_elk_model(with_concat("128, 48"), "tiny.json", {4, 16, 0}, chip);
   ASSERT_EQ(odd.warnings.size(), 1u);
   EXPECT_EQ(odd.warnings[0], "[2] Dot#3: its weight has 8192 elements, the Concat it reads builds 12288");
   EXPECT_EQ(odd.ops[0].hbm_bytes, 8192 * 2);  // priced as the product says, as the artifact does
+  // Absurd sizes saturate at 2^50 elements instead of overflowing.
+  const ServingProgram absurd = read_elk_model(with_concat("99999999999999999999, 99999999999999999999"),
+                                               "tiny.json", {4, 16, 0}, chip);
+  ASSERT_EQ(absurd.warnings.size(), 1u);
+  EXPECT_NE(absurd.warnings[0].find("builds " + std::to_string(int64_t{1} << 50)), std::string::npos)
+      << absurd.warnings[0];
 }
 
 // A T10 model file as mlsys-import --t10 writes it for a decode step: one layer of batch 2, two heads of 8,

@@ -328,20 +328,28 @@ ServingOperator instantiate_node(const ServingModel::Node& n, const Dims& at, in
 
 // All elements of a node's operands, from its input_dict's shapes. Read by hand, not with std::regex, whose
 // recursion per character could overflow the stack on a hostile file's long lists.
+constexpr int64_t kElementCap = int64_t{1} << 50;  // beyond any real operand; products saturate here
+
+int64_t capped_product(int64_t a, int64_t b) {
+  if (a <= 0 || b <= 0) return 0;
+  return a > kElementCap / b ? kElementCap : std::min(a * b, kElementCap);
+}
+
 int64_t operand_elements(const std::string& expression) {
-  constexpr int64_t kCap = int64_t{1} << 50;
+  constexpr int64_t kCap = kElementCap;
   int64_t total = 0;
-  for (size_t at = expression.find("\"shape\""); at != std::string::npos;
-       at = expression.find("\"shape\"", at + 1)) {
+  // Each search starts after the last list read, so a hostile expression is still read in one pass.
+  for (size_t at = expression.find("\"shape\""); at != std::string::npos;) {
     const size_t open = expression.find('[', at), close = expression.find(']', open);
     if (open == std::string::npos || close == std::string::npos) break;
+    at = expression.find("\"shape\"", close);
     int64_t elements = 1, dim = 0;
     for (size_t i = open + 1; i <= close; ++i) {
       const char c = expression[i];
       if (c >= '0' && c <= '9') {
         dim = std::min<int64_t>(dim * 10 + (c - '0'), kCap);
       } else if (c == ',' || c == ']') {
-        elements = std::min<int64_t>(elements * std::max<int64_t>(dim, 1), kCap);
+        elements = capped_product(elements, std::max<int64_t>(dim, 1));
         dim = 0;
       }
     }
@@ -363,7 +371,7 @@ std::vector<std::string> concat_mismatches(const DataFlow& flow, const std::vect
     auto concat = flow.concat_elements.find(ins[1]);
     if (concat == flow.concat_elements.end()) continue;
     int64_t declared = 1;
-    for (int64_t d : node->e.inputs[1].shape) declared = std::min<int64_t>(declared * d, int64_t{1} << 50);
+    for (int64_t d : node->e.inputs[1].shape) declared = capped_product(declared, d);
     if (declared == concat->second) continue;
     out.push_back(fields[field] + " " + node->name + ": its weight has " + std::to_string(declared) +
                   " elements, the Concat it reads builds " + std::to_string(concat->second));
