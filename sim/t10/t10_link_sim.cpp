@@ -2,13 +2,10 @@
 
 #include <sysc/kernel/sc_dynamic_processes.h>
 
-#include <algorithm>
-
 namespace mlsys::t10 {
 
-double LinkFabric::start(const LinkBytes& bytes, double scale) {
+void LinkFabric::start(const LinkBytes& bytes, double scale) {
   const double rate = link_bytes_per_cycle(chip_), latency = link_latency_cycles(chip_);
-  double longest = 0;
   for (const auto& [link, b] : bytes.per_link) {
     if (b <= 0) continue;
     const double cycles = scale * (b / rate + static_cast<double>(bytes.hops) * latency);
@@ -17,14 +14,12 @@ double LinkFabric::start(const LinkBytes& bytes, double scale) {
     use.bytes += scale * b;
     use.busy_cycles += cycles;
     ++use.transfers;
-    longest = std::max(longest, cycles);
     ++active_;
     sc_core::sc_spawn([this, cycles] {
       sc_core::wait(sc_core::sc_time(cycles, sc_core::SC_NS));
       if (--active_ == 0) idle_.notify();
     });
   }
-  return longest;
 }
 
 void LinkFabric::wait_idle() {

@@ -26,15 +26,14 @@ struct LinkPhase {
 class LinkFabric {
  public:
   explicit LinkFabric(const Chip& chip) : chip_(chip) {}
-  // Starts each link's bytes now, scaled by `scale` (an engine event may be a share of the model's events);
-  // returns the cycles until the slowest transfer ends.
-  double start(const LinkBytes& bytes, double scale);
-  void wait_idle();  // until every transfer started has ended
   // Runs a phase: its crossing transfers start, the caller waits its on-chip part and then for the links.
   void run(const LinkPhase& phase);
   std::vector<LinkUse> uses() const;  // the links that carried anything, in link order
 
  private:
+  // Starts each link's bytes now, scaled by `scale` (an engine event may be a share of the model's events).
+  void start(const LinkBytes& bytes, double scale);
+  void wait_idle();  // until every transfer started has ended
   Chip chip_;
   std::map<int64_t, LinkUse> uses_;
   int64_t active_ = 0;
